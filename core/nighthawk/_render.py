@@ -1,0 +1,446 @@
+"""Bounded JSON-like rendering of any Python value for prompt context and tool results.
+
+The spec suggests `headson`, but it summarises JSON *text*: a value would first be serialised whole, which
+is unbounded for a 10**7-element list or a 100 MB string. We walk the live object instead and stop once the
+budget is spent, so the cost depends on the budget, never on the size of the value.
+
+Output shapes per style (`JsonRendererStyle`):
+
+* `strict`: valid JSON. Items that do not fit are left out without a marker; a cut string ends in `…`.
+* `default`: compact pseudo-JSON. Left-out items become a bare `…`, a cut string ends in `…`.
+* `detailed`: JavaScript-like. Left-out items become `/* N more */`, a cut string is followed by
+  `/* N more chars */`.
+
+Separators are compact (`{"a":1,"b":[1,2,…]}`). Values with no JSON form (objects, dates, bytes) are JSON
+strings, so every style keeps the outer brackets and keys of the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import functools
+import itertools
+import json
+import math
+import re
+import reprlib
+import types
+import uuid
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Set,
+)
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._tokens import TokenCounter
+    from .configuration import JsonRendererStyle
+    from .redaction import ContextRedaction
+
+__all__ = ["bounded_repr", "render_value", "type_name"]
+
+_STYLES = ("strict", "default", "detailed")
+_ELLIPSIS = "…"
+_CHARS_PER_TOKEN = 4
+# A child gets at least this many characters when the budget allows, so one huge sibling count does not
+# shrink every item to a bare ellipsis.
+_MIN_SHARE = 32
+_MAX_DEPTH = 24
+_MAX_KEY_CHARS = 80
+# Secrets that straddle a cut are still recognised: the scrubber sees this much text past the cut.
+_SCRUB_MARGIN = 512
+# Beyond this many bits `str(int)` is slow and may exceed `sys.int_max_str_digits`.
+_MAX_INT_BITS = 4_000
+_SORT_SET_LIMIT = 256
+_FRAME_ROWS = 5
+_FRAME_COLUMNS = 20
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def type_name(value: object) -> str:
+    """Return a short readable name for the type of `value` (`int`, `DataFrame`, `Outer.Inner`)."""
+    cls = type(value)
+    qualname = getattr(cls, "__qualname__", None) or cls.__name__
+    # Classes defined in a function carry `f.<locals>.` in their qualified name; the bare name reads better.
+    return cls.__name__ if "<locals>" in qualname else qualname
+
+
+def _strip_addresses(text: str) -> str:
+    # Default reprs embed memory addresses; dropping them keeps renderings deterministic across runs.
+    return _ADDRESS.sub("", text)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 60
+_REPR.maxother = 60
+_REPR.maxlong = 60
+
+
+def bounded_repr(value: object, max_chars: int) -> str:
+    """Return a Python-syntax repr of `value` that is cut to `max_chars` and never fails.
+
+    Containers are sampled by `reprlib`, so their size does not matter; other objects still run their own
+    `__repr__`, whose result is cut.
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception as exc:  # a user __repr__ may raise anything
+        return f"<repr failed: {type(exc).__name__}>"
+    text = _strip_addresses(text[: max_chars + 64])
+    return text if len(text) <= max_chars else text[: max(max_chars - 1, 0)] + _ELLIPSIS
+
+
+def _safe_repr(value: object, max_chars: int) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:
+        return f"<repr failed: {type(exc).__name__}>"
+    # Strip before cutting so a cut never leaves half an address behind.
+    return _strip_addresses(text[: max_chars + _SCRUB_MARGIN])
+
+
+def _escape(text: str) -> str:
+    body = json.dumps(text, ensure_ascii=False)[1:-1]
+    # Lone surrogates (from surrogateescape decoding) cannot be sent as UTF-8; escape them as \\uXXXX.
+    return json.dumps(text)[1:-1] if _SURROGATE.search(body) else body
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Unavailable:
+    """Stands in for an attribute or field whose read raised."""
+
+    error: str
+    """Name of the exception type."""
+
+
+class _Walker:
+    """One bounded walk; holds the ids of the containers on the current path to detect cycles."""
+
+    def __init__(self, style: JsonRendererStyle, redaction: ContextRedaction) -> None:
+        self.style = style
+        self.redaction = redaction
+        self.active: set[int] = set()
+
+    # --- markers -------------------------------------------------------------------------------------
+
+    def more_items(self, count: int) -> str:
+        if self.style == "strict":
+            return ""
+        return f"/* {count} more */" if self.style == "detailed" else _ELLIPSIS
+
+    def elided(self) -> str:
+        return f'"{_ELLIPSIS}"' if self.style == "strict" else _ELLIPSIS
+
+    # --- strings -------------------------------------------------------------------------------------
+
+    def text(self, s: str, budget: int, *, unit: str = "chars", total: int | None = None) -> str | None:
+        """Render `s` as a JSON string of at most `budget` characters, scrubbed and cut if needed.
+
+        `total` is the size of the original when `s` is already a cut (bytes), counted in `unit`.
+        """
+        if budget < 3:
+            return None
+        whole = total is None and len(s) <= budget + _SCRUB_MARGIN
+        window = self.redaction.scrub_text(s if whole else s[: budget + _SCRUB_MARGIN])
+        if whole:
+            body = _escape(window)
+            if len(body) + 2 <= budget:
+                return f'"{body}"'
+        n = len(s) if total is None else total
+        suffix = f"/* {n} {unit} */" if unit == "bytes" else f"/* {n} more {unit} */"
+        suffix = suffix if self.style == "detailed" else ""
+        room = budget - 3 - len(suffix)
+        if room < 1:
+            return f'"{_ELLIPSIS}"'
+        keep = room
+        body = _escape(window[:keep])
+        while len(body) > room:
+            keep -= max(len(body) - room, 1)
+            body = _escape(window[:keep])
+        if suffix and unit != "bytes":
+            suffix = f"/* {max(n - keep, 1)} more {unit} */"
+        return f'"{body}{_ELLIPSIS}"{suffix}'
+
+    def fit(self, s: str, budget: int) -> str | None:
+        return s if len(s) <= budget else None
+
+    # --- dispatch ------------------------------------------------------------------------------------
+
+    def render(self, value: object, budget: int, depth: int) -> str | None:
+        """Render `value` in at most `budget` characters; `None` when nothing meaningful fits."""
+        if budget <= 0:
+            return None
+        try:
+            return self._render(value, budget, depth)
+        except Exception as exc:  # a hostile __len__, __iter__ or property must not break the whole render
+            return self.text(f"<render failed: {type(exc).__name__}>", budget)
+
+    def _render(self, value: object, budget: int, depth: int) -> str | None:
+        scalar = self._scalar(value, budget)
+        if scalar is not _NOT_SCALAR:
+            return scalar  # type: ignore[return-value]
+        if isinstance(value, type):
+            return self.text(f"<class {value.__qualname__}>", budget)
+        if isinstance(value, Iterator | AsyncIterator | Awaitable | types.GeneratorType):
+            # Iterating would consume it; only the type is safe to show.
+            return self.text(f"<{type_name(value)}>", budget)
+        if isinstance(value, types.MethodType | functools.partial | types.FunctionType):
+            # Their reprs include the bound object or the bound arguments, which may be huge.
+            target = getattr(value, "func", value)
+            return self.text(f"<{type_name(value)} {getattr(target, '__qualname__', '?')}>", budget)
+        if depth >= _MAX_DEPTH:
+            return self.fit(self.elided(), budget)
+        if id(value) in self.active:
+            return self.text("<cycle>", budget)
+        self.active.add(id(value))
+        try:
+            return self._composite(value, budget, depth)
+        finally:
+            self.active.discard(id(value))
+
+    def _scalar(self, value: object, budget: int) -> object:
+        if value is None:
+            return self.fit("null", budget)
+        if isinstance(value, bool):
+            return self.fit("true" if value else "false", budget)
+        if isinstance(value, enum.Enum):
+            return self.text(f"{type(value).__name__}.{value.name}", budget)
+        if isinstance(value, int):
+            if value.bit_length() > _MAX_INT_BITS:
+                digits = int(value.bit_length() * math.log10(2)) + 1
+                return self.text(f"<int with about {digits} digits>", budget)
+            return self.fit(int.__repr__(value), budget)
+        if isinstance(value, float):
+            if math.isfinite(value):
+                return self.fit(float.__repr__(value), budget)
+            special = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return self.text(special, budget) if self.style == "strict" else self.fit(special, budget)
+        if isinstance(value, str):
+            return self.text(value, budget)
+        if isinstance(value, bytes | bytearray | memoryview):
+            size = value.nbytes if isinstance(value, memoryview) else len(value)
+            head = bytes(value[: min(size, budget)])
+            if size <= budget:
+                return self.text(repr(head), budget)
+            return self.text(repr(head), budget, unit="bytes", total=size)
+        if isinstance(value, datetime.date | datetime.time):
+            return self.text(value.isoformat(), budget)
+        if isinstance(value, datetime.timedelta | decimal.Decimal | uuid.UUID | PurePath | complex):
+            return self.text(str(value), budget)
+        return _NOT_SCALAR
+
+    def _composite(self, value: object, budget: int, depth: int) -> str | None:
+        shape = _array_shape(value)
+        if shape is not None:
+            return self._array_like(value, shape, budget, depth)
+        if isinstance(value, Mapping):
+            return self._container(len(value), iter(value.items()), budget, depth, "{}")
+        if isinstance(value, Set):
+            n = len(value)
+            items: Iterable[object] = value
+            if n <= _SORT_SET_LIMIT:
+                # Set order depends on string hashing, which changes between processes.
+                try:
+                    items = sorted(value)  # type: ignore[type-var]
+                except Exception:
+                    items = value
+            return self._container(n, ((None, item) for item in items), budget, depth, "[]")
+        if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
+            return self._container(len(value), ((None, item) for item in value), budget, depth, "[]")
+        if dataclasses.is_dataclass(value):
+            fields = [f.name for f in dataclasses.fields(value) if f.repr]
+            return self._container(len(fields), _attributes(value, fields), budget, depth, "{}")
+        model_fields = getattr(type(value), "model_fields", None)
+        if isinstance(model_fields, dict) and hasattr(value, "model_dump"):  # a pydantic model
+            names = [name for name, info in model_fields.items() if getattr(info, "repr", True)]
+            return self._container(len(names), _attributes(value, names), budget, depth, "{}")
+        attrs = getattr(value, "__dict__", None)
+        if type(value).__repr__ is object.__repr__ and isinstance(attrs, dict) and attrs:
+            # A default repr says nothing but the class; the public attributes say more.
+            names = [name for name in itertools.islice(attrs, 1024) if not name.startswith("_")]
+            if names:
+                return self._container(len(names), _attributes(value, names), budget, depth, "{}")
+        return self.text(_safe_repr(value, budget), budget)
+
+    # --- containers ----------------------------------------------------------------------------------
+
+    def _container(
+        self, n: int, entries: Iterator[tuple[object, object]], budget: int, depth: int, brackets: str
+    ) -> str | None:
+        """Render up to `n` `(key, item)` entries (`key` is `None` in a list) with fair budget shares."""
+        open_, close = brackets
+        if n == 0:
+            return self.fit(open_ + close, budget)
+        if budget < 2 + len(self.more_items(n)):
+            return None
+        parts: list[str] = []
+        used = 2
+        # Every shown item costs at least one character and a comma, so this many entries are ever touched.
+        for key, item in itertools.islice(entries, min(n, budget // 2)):
+            shown = len(parts)
+            separator = 1 if shown else 0
+            marker = self.more_items(n - shown - 1) if shown + 1 < n else ""
+            reserve = len(marker) + 1 if marker else 0
+            avail = budget - used - separator - reserve
+            if avail < 1:
+                break
+            share = max(avail // (n - shown), min(avail, _MIN_SHARE))
+            piece = self._entry(key, item, share, depth) if brackets == "{}" else self.render(item, share, depth + 1)
+            if piece is None:
+                break
+            parts.append(piece)
+            used += len(piece) + separator
+        if not parts and self.style == "strict":
+            return None  # an empty `[]` or `{}` would claim the container is empty
+        marker = self.more_items(n - len(parts)) if len(parts) < n else ""
+        if marker:
+            parts.append(marker)
+        return open_ + ",".join(parts) + close
+
+    def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
+        sensitive = isinstance(key, str) and self.redaction.is_sensitive_name(key)
+        if isinstance(key, str):
+            key_text = key
+        elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):
+            key_text = json.dumps(key)  # the spelling json.dumps gives non-string keys: "1", "true", "null"
+        else:
+            key_text = bounded_repr(key, _MAX_KEY_CHARS)
+        key_json = self.text(key_text, min(share - 2, _MAX_KEY_CHARS))
+        if key_json is None:
+            return None
+        room = share - len(key_json) - 1
+        if sensitive:
+            value_json = self.text(self.redaction.placeholder, room)
+        elif isinstance(item, _Unavailable):
+            value_json = self.text(f"<unavailable: {item.error}>", room)
+        else:
+            value_json = self.render(item, room, depth + 1)
+        return None if value_json is None else f"{key_json}:{value_json}"
+
+    # --- arrays and frames (duck typed: numpy, pandas, torch, ... are never imported) ----------------
+
+    def _array_like(self, value: object, shape: tuple[int, ...], budget: int, depth: int) -> str | None:
+        if not shape:  # a 0-d array or a numpy scalar
+            item = getattr(value, "item", None)
+            return self.render(item() if callable(item) else _safe_repr(value, budget), budget, depth + 1)
+        cls = type(value)
+        if hasattr(cls, "columns") and hasattr(cls, "iloc"):  # a DataFrame
+            small = value.iloc[:_FRAME_ROWS, :_FRAME_COLUMNS]  # type: ignore[attr-defined]
+            summary: dict[str, object] = {
+                "shape": list(shape),
+                "dtypes": {str(c): str(t) for c, t in small.dtypes.items()},
+                "head": small.to_dict(orient="records"),
+            }
+        elif hasattr(cls, "iloc"):  # a Series
+            summary = {
+                "shape": list(shape),
+                "dtype": str(getattr(value, "dtype", "?")),
+                "head": value.iloc[:_FRAME_ROWS].to_dict(),  # type: ignore[attr-defined]
+            }
+        else:
+            rows = _ArrayRows(value, shape[0])
+            summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?")), "data": rows}
+        return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
+
+
+_NOT_SCALAR = object()
+
+
+def _attributes(value: object, names: list[str]) -> Iterator[tuple[object, object]]:
+    for name in names:
+        try:
+            yield name, getattr(value, name)
+        except Exception as exc:
+            yield name, _Unavailable(error=type(exc).__name__)
+
+
+def _array_shape(value: object) -> tuple[int, ...] | None:
+    """Return the shape of an array-like value (a tuple `shape`, a `dtype`/`dtypes` on its class), else `None`."""
+    try:
+        shape = getattr(value, "shape", None)
+        if not isinstance(shape, tuple) or not all(isinstance(d, int) for d in shape):
+            return None
+        # Look on the class: on a DataFrame, `dtypes` is a property that builds a Series of every column.
+        cls = type(value)
+        if not (hasattr(cls, "dtype") or hasattr(cls, "dtypes")):
+            return None
+    except Exception:
+        return None
+    return shape
+
+
+class _ArrayRows(Collection[object]):
+    """A lazy view of the leading axis of an array: `len` is the axis length, items come from indexing."""
+
+    def __init__(self, array: object, length: int) -> None:
+        self._array = array
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __contains__(self, item: object) -> bool:  # required by Collection; never used by the walker
+        return False
+
+    def __iter__(self) -> Iterator[object]:
+        for index in range(self._length):
+            row = self._array[index]  # type: ignore[index]
+            shape = getattr(row, "shape", None)
+            if isinstance(shape, tuple) and shape:
+                yield _ArrayRows(row, shape[0])
+            else:
+                item = getattr(row, "item", None)
+                yield item() if callable(item) else row
+
+
+def render_value(
+    value: object,
+    *,
+    max_tokens: int,
+    style: JsonRendererStyle,
+    counter: TokenCounter,
+    redaction: ContextRedaction,
+) -> str:
+    """Render `value` as compact JSON-like text of at most about `max_tokens` tokens.
+
+    Only as much of the value is read as the budget can show, so the cost does not depend on the size of
+    the value. Sensitive keys, fields and attributes are masked, and every string is scrubbed.
+
+    Args:
+        value: Any Python object.
+        max_tokens: Token budget of the result.
+        style: `strict` (valid JSON), `default` (pseudo-JSON with `…`) or `detailed` (`/* N more */`).
+        counter: Counts tokens to check the result against `max_tokens`.
+        redaction: Masking rules.
+
+    Returns:
+        The rendering; deterministic for a given value (no memory addresses).
+
+    Raises:
+        ValueError: `max_tokens` is not positive or `style` is unknown.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"`max_tokens` must be a positive int, got {max_tokens!r}")
+    if style not in _STYLES:
+        raise ValueError(f"`style` must be one of {_STYLES}, got {style!r}")
+    budget = max_tokens * _CHARS_PER_TOKEN
+    text = ""
+    # The character budget is a guess at the token budget; measure and shrink a few times at most.
+    for _ in range(4):
+        walker = _Walker(style, redaction)
+        text = walker.render(value, budget, 0) or walker.elided()
+        tokens = counter.count(text)
+        if tokens <= max_tokens or budget <= 3:
+            return text
+        budget = max(3, min(budget - 1, budget * max_tokens * 9 // (tokens * 10)))
+    return text

@@ -1,0 +1,207 @@
+"""Token counting for context budgets, with an offline fallback.
+
+Counts only size prompt context, so an estimate is acceptable when the exact tokenizer is missing. tiktoken
+downloads a vocabulary the first time an encoding is used, with no timeout; on a machine without network
+access that fails. We therefore load lazily (nothing happens at import), remember the outcome per encoding
+for the whole process, and, unless the caller asked for strictness, fall back to about four UTF-8 bytes per
+token with a single warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .errors import NighthawkError
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "ESTIMATE_NAME",
+    "NighthawkTokenizerWarning",
+    "TokenCounter",
+    "estimate_tokens",
+    "get_token_counter",
+]
+
+DEFAULT_ENCODING = "o200k_base"
+ESTIMATE_NAME = "estimate"
+
+_logger = logging.getLogger("nighthawk")
+
+# Above this many characters even a loaded tokenizer is not asked: encoding megabytes of text only to size
+# a prompt would cost seconds, and every caller cuts its text far below this anyway.
+_MAX_EXACT_CHARS = 200_000
+# Non-ASCII text longer than this is measured on a leading sample instead of being encoded whole.
+_SAMPLE_CHARS = 65_536
+_BYTES_PER_TOKEN = 4
+
+
+class NighthawkTokenizerWarning(UserWarning):
+    """The tokenizer vocabulary could not be loaded, so token budgets are estimated."""
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text for budgeting."""
+
+    @property
+    def name(self) -> str:
+        """The tiktoken encoding name, or `"estimate"` when counts are estimated."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of `text` (exact or estimated)."""
+        ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the token count of `text` as its UTF-8 size divided by four, rounded up.
+
+    The cost stays flat for long text: ASCII length is known without encoding, and long non-ASCII text is
+    measured on a leading sample and scaled.
+    """
+    n = len(text)
+    if text.isascii():  # O(1) in CPython: the flag is stored on the string
+        size = n
+    elif n <= _SAMPLE_CHARS:
+        size = len(text.encode("utf-8", "surrogatepass"))
+    else:
+        sample = len(text[:_SAMPLE_CHARS].encode("utf-8", "surrogatepass"))
+        size = -(-sample * n // _SAMPLE_CHARS)
+    return -(-size // _BYTES_PER_TOKEN)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _EstimatingCounter:
+    """Counter used when no tokenizer could be loaded."""
+
+    name: str = ESTIMATE_NAME
+    """Always `"estimate"`."""
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _TiktokenCounter:
+    """Counter backed by a loaded tiktoken encoding."""
+
+    name: str
+    """The encoding name, for example `o200k_base`."""
+
+    encoding: Any
+    """The `tiktoken.Encoding`; typed loosely so this module never imports tiktoken at import time."""
+
+    def count(self, text: str) -> int:
+        if len(text) > _MAX_EXACT_CHARS:
+            return estimate_tokens(text)
+        # `encode_ordinary` treats text such as "<|endoftext|>" as plain text instead of raising.
+        return len(self.encoding.encode_ordinary(text))
+
+
+_lock = threading.Lock()
+_loaded: dict[str, TokenCounter] = {}
+_failures: dict[str, BaseException] = {}
+_warned: set[str] = set()
+_ESTIMATE = _EstimatingCounter()
+
+
+def _resolve_encoding_name(encoding: str | None, model_name: str | None) -> str:
+    if encoding:
+        return encoding
+    if model_name:
+        try:
+            from tiktoken.model import encoding_name_for_model  # a table lookup; it never downloads
+        except ImportError:
+            return DEFAULT_ENCODING
+        # Accept a full `provider:model` string as well as a bare model name.
+        bare = model_name.split(":", 1)[-1]
+        try:
+            return encoding_name_for_model(bare)
+        except KeyError:
+            return DEFAULT_ENCODING
+    return DEFAULT_ENCODING
+
+
+def _load(name: str) -> TokenCounter:
+    """Load `name` with tiktoken; an unknown name is the caller's mistake and raises at once."""
+    import tiktoken
+
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        raise NighthawkError(
+            f"`tokenizer_encoding` {name!r} is not a tiktoken encoding; use one of {sorted(known)!r} or `None`"
+        )
+    return _TiktokenCounter(name=name, encoding=tiktoken.get_encoding(name))
+
+
+def _report_fallback(name: str, exc: BaseException) -> None:
+    detail = str(exc)
+    if len(detail) > 200:
+        detail = detail[:200] + "…"
+    message = (
+        f"Could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {detail}); token budgets are "
+        f"estimated at about {_BYTES_PER_TOKEN} bytes per token. To count exactly without network access, "
+        "place the vocabulary file in the folder named by the TIKTOKEN_CACHE_DIR environment variable or "
+        "choose a cached encoding with `tokenizer_encoding`; set `strict_tokenizer=True` to raise instead."
+    )
+    _logger.warning(message)
+    # stacklevel 4 points past this helper, get_token_counter and its direct caller.
+    warnings.warn(message, NighthawkTokenizerWarning, stacklevel=4)
+
+
+def get_token_counter(
+    encoding: str | None = None, *, model_name: str | None = None, strict: bool = False
+) -> TokenCounter:
+    """Return a token counter, loading the tiktoken encoding on first use.
+
+    Args:
+        encoding: A tiktoken encoding name such as `o200k_base`; `None` derives it from `model_name`.
+        model_name: Model name (with or without a `provider:` prefix) used when `encoding` is `None`; an
+            unknown model falls back to `o200k_base`.
+        strict: Raise instead of estimating when the vocabulary cannot be loaded.
+
+    Returns:
+        A counter whose `name` is the encoding name, or `"estimate"` after a failed load.
+
+    Raises:
+        NighthawkError: `encoding` is not a tiktoken encoding, or the load failed and `strict` is true.
+    """
+    name = _resolve_encoding_name(encoding, model_name)
+    with _lock:
+        counter = _loaded.get(name)
+        if counter is not None:
+            return counter
+        failure = _failures.get(name)
+        if failure is None:
+            try:
+                counter = _load(name)
+            except NighthawkError:
+                raise
+            except Exception as exc:  # offline: requests.ConnectionError; also a missing or broken tiktoken
+                failure = _failures[name] = exc
+            else:
+                _loaded[name] = counter
+                return counter
+        warn = not strict and name not in _warned
+        if warn:
+            _warned.add(name)
+    if strict:
+        raise NighthawkError(
+            f"the tiktoken encoding {name!r} could not be loaded ({type(failure).__name__}); place its "
+            "vocabulary in the folder named by TIKTOKEN_CACHE_DIR, or set `strict_tokenizer=False` to "
+            "estimate token counts"
+        ) from failure
+    if warn:
+        _report_fallback(name, failure)
+    return _ESTIMATE
+
+
+def _clear_cache() -> None:
+    """Forget every loaded encoding and every failure (tests use this to start from a clean process)."""
+    with _lock:
+        _loaded.clear()
+        _failures.clear()
+        _warned.clear()

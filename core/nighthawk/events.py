@@ -1,0 +1,317 @@
+"""The runner's event stream.
+
+The runner reports what happens in a step as small frozen dataclasses. Listeners subscribe for a scope
+with `listen(...)`; the OpenTelemetry emitter and the IPython widgets are ordinary listeners. When no
+listener is registered the runner builds no events at all (`listening()` is checked first), so an
+unobserved step pays nothing for observability.
+
+Values inside events are already bounded, masked previews (strings), never the live objects.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeAlias
+
+import pydantic
+
+__all__ = [
+    "Assignment",
+    "Committed",
+    "Event",
+    "ExecutorFinished",
+    "ExecutorStarted",
+    "RunStarted",
+    "ScopeFinished",
+    "ScopeStarted",
+    "EventListener",
+    "LocalsChange",
+    "OutcomeReached",
+    "PromptRendered",
+    "StepFailed",
+    "StepFinished",
+    "StepStarted",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "UsageReported",
+    "add_process_listener",
+    "emit",
+    "event_type_adapter",
+    "listen",
+    "listening",
+    "remove_process_listener",
+]
+
+_logger = logging.getLogger("nighthawk")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted:
+    """`nighthawk.run(...)` was entered."""
+
+    run_id: str
+    scope_id: str
+    event_kind: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScopeStarted:
+    """`nighthawk.scope(...)` was entered."""
+
+    run_id: str
+    scope_id: str
+    event_kind: Literal["scope_started"] = "scope_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScopeFinished:
+    """A run or a scope was left; `error` names the exception that left it, if any."""
+
+    run_id: str
+    scope_id: str
+    is_run: bool
+    error: str | None
+    event_kind: Literal["scope_finished"] = "scope_finished"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutorStarted:
+    """The step executor was asked for an outcome."""
+
+    invocation_id: str
+    executor: str
+    event_kind: Literal["executor_started"] = "executor_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutorFinished:
+    """The step executor returned (`error` is `None`) or raised."""
+
+    invocation_id: str
+    error: str | None
+    event_kind: Literal["executor_finished"] = "executor_finished"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepStarted:
+    """A Natural block began executing."""
+
+    step_id: str
+    """`module:line` of the block."""
+    invocation_id: str
+    """Unique id of this execution of the block (a block in a loop runs many times)."""
+    parent_invocation_id: str | None
+    """The enclosing step's invocation, when a natural function is called from inside a step."""
+    run_id: str
+    scope_id: str
+    program: str
+    """The program text the model sees (frontmatter stripped, escapes removed)."""
+    model: str
+    """A readable name of the executor's model."""
+    allowed_outcomes: tuple[str, ...]
+    event_kind: Literal["step_started"] = "step_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptRendered:
+    """The prompts sent with the first model request of a step."""
+
+    invocation_id: str
+    system_prompt: str
+    user_prompt: str
+    event_kind: Literal["prompt_rendered"] = "prompt_rendered"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStarted:
+    """The model called a tool."""
+
+    invocation_id: str
+    call_id: str
+    tool_name: str
+    arguments: str
+    """The arguments as bounded, masked JSON text."""
+    event_kind: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallFinished:
+    """A tool call returned its envelope."""
+
+    invocation_id: str
+    call_id: str
+    tool_name: str
+    result: str
+    """Bounded, masked preview of the `value` of the envelope (empty on error)."""
+    error_kind: str | None
+    """One of `invalid_input`, `resolution`, `execution`, `transient`, `internal`, or `None`."""
+    error_message: str | None
+    duration_s: float
+    event_kind: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assignment:
+    """`nh_assign` stored a value in the step (not yet committed to Python)."""
+
+    invocation_id: str
+    target: str
+    value: str
+    """Bounded, masked preview of the assigned value."""
+    event_kind: Literal["assignment"] = "assignment"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutcomeReached:
+    """The block ended with a valid outcome."""
+
+    invocation_id: str
+    kind: str
+    return_expression: str | None = None
+    return_value: str | None = None
+    """Bounded, masked preview of the returned value."""
+    raise_message: str | None = None
+    raise_error_type: str | None = None
+    event_kind: Literal["outcome"] = "outcome"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalsChange:
+    """One entry of the step-locals diff."""
+
+    name: str
+    change: Literal["added", "changed", "removed"]
+    before: str | None
+    after: str | None
+    committed: bool
+    """True when the name is a write binding and its value was committed to Python."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Committed:
+    """Write bindings were committed into Python locals (or the notebook namespace)."""
+
+    invocation_id: str
+    names: tuple[str, ...]
+    changes: tuple[LocalsChange, ...]
+    """The step-locals diff, bounded and masked."""
+    event_kind: Literal["committed"] = "committed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageReported:
+    """Model usage of one step."""
+
+    invocation_id: str
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    event_kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepFailed:
+    """The block failed or was interrupted; nothing was committed."""
+
+    invocation_id: str
+    error_type: str
+    """The exception's class name."""
+    error_kind: str
+    """`parse`, `execution`, `tool`, `interrupted`, `python` (an exception from user code) or `internal`."""
+    error_message: str
+    interrupted: bool
+    event_kind: Literal["step_failed"] = "step_failed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepFinished:
+    """The block is over, whatever its result."""
+
+    invocation_id: str
+    status: Literal["completed", "raised", "failed", "interrupted"]
+    duration_s: float
+    event_kind: Literal["step_finished"] = "step_finished"
+
+
+Event: TypeAlias = Annotated[
+    RunStarted
+    | ScopeStarted
+    | ScopeFinished
+    | ExecutorStarted
+    | ExecutorFinished
+    | StepStarted
+    | PromptRendered
+    | ToolCallStarted
+    | ToolCallFinished
+    | Assignment
+    | OutcomeReached
+    | Committed
+    | UsageReported
+    | StepFailed
+    | StepFinished,
+    pydantic.Discriminator("event_kind"),
+]
+
+@functools.cache
+def event_type_adapter() -> pydantic.TypeAdapter[list[Event]]:
+    """The adapter that turns a list of events into JSON and back (built on first use)."""
+    return pydantic.TypeAdapter(list[Event])
+
+EventListener: TypeAlias = Callable[[Event], None]
+
+_listeners: ContextVar[tuple[EventListener, ...]] = ContextVar("nighthawk_event_listeners", default=())
+
+
+_process_listeners: list[EventListener] = []
+
+
+def _active_listeners() -> tuple[EventListener, ...]:
+    scoped = _listeners.get()
+    if not _process_listeners:
+        return scoped
+    return (*[listener for listener in _process_listeners if getattr(listener, "active", True)], *scoped)
+
+
+def listening() -> bool:
+    """Whether any listener would receive an event now (check before building one)."""
+    return bool(_active_listeners())
+
+
+def emit(event: Event) -> None:
+    """Deliver an event to every active listener; a failing listener is logged, never raised."""
+    for listener in _active_listeners():
+        try:
+            listener(event)
+        except Exception:  # a display bug must never break the user's program
+            _logger.exception("nighthawk event listener %r failed", listener)
+
+
+def add_process_listener(listener: EventListener) -> None:
+    """Register a listener for every context of the process (used for the default OpenTelemetry emitter).
+
+    A listener object with an `active` attribute that is false is skipped, so a process-wide listener can
+    stay registered at no cost while it has nothing to do.
+    """
+    if listener not in _process_listeners:
+        _process_listeners.append(listener)
+
+
+def remove_process_listener(listener: EventListener) -> None:
+    """Undo `add_process_listener`."""
+    if listener in _process_listeners:
+        _process_listeners.remove(listener)
+
+
+@contextmanager
+def listen(listener: EventListener) -> Iterator[EventListener]:
+    """Register `listener` for the events emitted inside the `with` block (and tasks started from it)."""
+    token = _listeners.set((*_listeners.get(), listener))
+    try:
+        yield listener
+    finally:
+        _listeners.reset(token)

@@ -1,0 +1,36 @@
+"""Stage 2, the frame: where a Natural block executes.
+
+Both doors build a `Frame`: the decorator from the running function's locals, the `%%natural` cell magic
+from the notebook namespace. Everything after this stage is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["Frame"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Frame:
+    """The Python side of a block: its variables, its syntactic context and its declared types."""
+
+    python_locals: Mapping[str, object]
+    """The caller's local variables when the block starts (a snapshot; writes go through the commit)."""
+    python_globals: dict[str, object]
+    """Module globals of the function (the notebook namespace for a cell)."""
+    read_values: Mapping[str, object]
+    """Values of the block's read bindings, resolved with Python's own scoping rules."""
+    in_loop: bool
+    """Whether the block sits inside a `for`/`while` body (allows `break` and `continue`)."""
+    binding_types: Mapping[str, object]
+    """Declared types of write bindings (`object` or absent when undeclared)."""
+    return_type: object
+    """Return annotation of the enclosing function; `object` when there is none (a cell)."""
+    is_async: bool
+    """Whether the enclosing function is a coroutine function (returned awaitables are awaited)."""
+    step_id: str
+    """`module:line` identity of the block."""
+    filename: str | None = None
+    line: int | None = None

@@ -1,0 +1,47 @@
+"""Render the system and user prompts of a step from the executor's templates and the step's state."""
+
+from __future__ import annotations
+
+from string import Template
+from typing import TYPE_CHECKING
+
+from .configuration import StepExecutorConfiguration
+from .runtime import prompt_suffix_fragments
+
+if TYPE_CHECKING:
+    from .step import StepContext
+
+__all__ = ["render_prompts"]
+
+
+def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) -> tuple[str, str]:
+    """Return `(system_prompt, user_prompt)` for `step`; summaries are bounded by the context limits."""
+    from .context import render_globals_summary, render_locals_summary
+
+    policy = step.rendering
+    options = {
+        "limits": policy.limits,
+        "style": policy.style,
+        "counter": policy.counter,
+        "redaction": policy.redaction,
+    }
+    visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
+    locals_summary = render_locals_summary(
+        visible_locals, priority=(*step.program.reads, *step.program.writes), **options
+    )
+    globals_summary = render_globals_summary(step.program.references, visible_locals, step.step_globals, **options)
+    scope_system, scope_user = prompt_suffix_fragments()
+    system = Template(configuration.prompts.step_system_prompt_template).safe_substitute(
+        outcome_tools=", ".join(f"nh_{kind}" for kind in step.allowed_outcomes)
+    )
+    user = Template(configuration.prompts.step_user_prompt_template).safe_substitute(
+        program=step.program.text, locals=locals_summary, globals=globals_summary
+    )
+    return (
+        _with_suffixes(system, (*configuration.system_prompt_suffix_fragments, *scope_system)),
+        _with_suffixes(user, (*configuration.user_prompt_suffix_fragments, *scope_user)),
+    )
+
+
+def _with_suffixes(text: str, fragments: tuple[str, ...]) -> str:
+    return "\n\n".join((text, *fragments)) if fragments else text

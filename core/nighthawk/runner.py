@@ -1,0 +1,204 @@
+"""The road every Natural block takes: frame -> step -> executor -> outcome -> commit.
+
+Both doors (the decorator and the `%%natural` cell magic) call `run_block` or `run_block_async` with a
+`Frame`, and apply the returned `BlockResult` to Python in one motion. Any failure or interrupt raises
+before a result exists, so nothing is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from . import events
+from ._loop import run_sync
+from .block import Program
+from .configuration import StepExecutorConfiguration
+from .errors import ExecutionError, NaturalParseError, NighthawkError, ToolEvaluationError, ToolValidationError
+from .frame import Frame
+from .outcome import Resolution, resolve_outcome
+from .runtime import current_execution_context, get_step_executor
+from .step import StepContext, activate, build_step
+from .tools import push_tool_scope
+
+__all__ = ["BlockResult", "run_block", "run_block_async"]
+
+_DEFAULT_CONFIGURATION = StepExecutorConfiguration()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockResult:
+    """What a door applies to Python after a block succeeded."""
+
+    kind: str
+    """The outcome kind."""
+    values: Mapping[str, object] = field(default_factory=dict)
+    """Write bindings to commit (only names present in step locals at the end)."""
+    value: object = None
+    """The return value for `return`."""
+    exception: BaseException | None = None
+    """The exception to raise for `raise` (nothing is committed then)."""
+
+
+def run_block(program: Program, frame: Frame) -> BlockResult:
+    """Run a block from synchronous code (on the background loop, so it works inside a running loop)."""
+    return run_sync(run_block_async(program, frame))
+
+
+async def run_block_async(program: Program, frame: Frame) -> BlockResult:
+    """Run a block and return what to commit, or raise without committing anything."""
+    executor = get_step_executor()
+    configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION
+    step = build_step(program, frame, execution_context=current_execution_context(), configuration=configuration)
+    listening = events.listening()
+    started = time.perf_counter()
+    before = _snapshot(step) if listening else None
+    if listening:
+        events.emit(
+            events.StepStarted(
+                step_id=step.step_id,
+                invocation_id=step.invocation_id,
+                parent_invocation_id=step.parent.invocation_id if step.parent else None,
+                run_id=step.execution_context.run_id,
+                scope_id=step.execution_context.scope_id,
+                program=program.text,
+                model=str(getattr(executor, "model_label", type(executor).__name__)),
+                allowed_outcomes=step.allowed_outcomes,
+            )
+        )
+    try:
+        with activate(step), push_tool_scope(step.tool_scope):
+            resolution = await _execute(executor, step, listening)
+        result = _result(step, resolution)
+    except BaseException as exc:
+        if listening:
+            _emit_failure(step, exc, started)
+        raise
+    if listening:
+        _emit_success(step, resolution, result, before, started)
+    return result
+
+
+async def _execute(executor: object, step: StepContext, listening: bool) -> Resolution:
+    if listening:
+        events.emit(events.ExecutorStarted(invocation_id=step.invocation_id, executor=type(executor).__name__))
+    try:
+        outcome = await executor.run_step(step)  # type: ignore[attr-defined]
+    except BaseException as exc:
+        if listening:
+            events.emit(events.ExecutorFinished(invocation_id=step.invocation_id, error=type(exc).__name__))
+        raise
+    if listening:
+        events.emit(events.ExecutorFinished(invocation_id=step.invocation_id, error=None))
+    if step.resolution is not None and step.resolution.outcome is outcome:
+        return step.resolution  # the executor already checked and evaluated it (with retries)
+    return await resolve_outcome(outcome, step)
+
+
+def _result(step: StepContext, resolution: Resolution) -> BlockResult:
+    if resolution.exception is not None:
+        return BlockResult(kind=resolution.kind, exception=resolution.exception)
+    values = {name: step.step_locals[name] for name in step.program.writes if name in step.step_locals}
+    return BlockResult(kind=resolution.kind, values=values, value=resolution.value)
+
+
+# --- events -----------------------------------------------------------------------------------------
+
+def _snapshot(step: StepContext) -> dict[str, tuple[int, str]]:
+    """Identity and bounded preview of the step locals a display may diff (first N names only)."""
+    limit = step.rendering.limits.locals_max_items
+    names = [name for name in step.step_locals if not name.startswith("_")][:limit]
+    return {name: (id(step.step_locals[name]), step.rendering.preview(step.step_locals[name], name=name)) for name in names}
+
+
+def _changes(step: StepContext, before: dict[str, tuple[int, str]], committed: Mapping[str, object]) -> tuple[events.LocalsChange, ...]:
+    after = _snapshot(step)
+    changes: list[events.LocalsChange] = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        change = "added" if old is None else "removed" if new is None else "changed"
+        changes.append(
+            events.LocalsChange(
+                name=name,
+                change=change,
+                before=None if old is None else old[1],
+                after=None if new is None else new[1],
+                committed=name in committed,
+            )
+        )
+    return tuple(changes)
+
+
+def _emit_success(
+    step: StepContext, resolution: Resolution, result: BlockResult, before: dict[str, tuple[int, str]] | None, started: float
+) -> None:
+    outcome = resolution.outcome
+    events.emit(
+        events.OutcomeReached(
+            invocation_id=step.invocation_id,
+            kind=outcome.kind,
+            return_expression=getattr(outcome, "return_expression", None),
+            return_value=step.rendering.preview(resolution.value) if outcome.kind == "return" else None,
+            raise_message=getattr(outcome, "raise_message", None),
+            raise_error_type=getattr(outcome, "raise_error_type", None),
+        )
+    )
+    if step.usage:
+        events.emit(events.UsageReported(invocation_id=step.invocation_id, **step.usage))
+    if outcome.kind != "raise":
+        events.emit(
+            events.Committed(
+                invocation_id=step.invocation_id,
+                names=tuple(result.values),
+                changes=_changes(step, before or {}, result.values),
+            )
+        )
+    events.emit(
+        events.StepFinished(
+            invocation_id=step.invocation_id,
+            status="raised" if outcome.kind == "raise" else "completed",
+            duration_s=time.perf_counter() - started,
+        )
+    )
+
+
+def _error_kind(exc: BaseException) -> str:
+    match exc:
+        case KeyboardInterrupt() | asyncio.CancelledError():
+            return "interrupted"
+        case NaturalParseError():
+            return "parse"
+        case ExecutionError():
+            return "execution"
+        case ToolEvaluationError() | ToolValidationError():
+            return "tool"
+        case NighthawkError():
+            return "internal"
+        case _:
+            return "python"
+
+
+def _emit_failure(step: StepContext, exc: BaseException, started: float) -> None:
+    kind = _error_kind(exc)
+    if step.usage:
+        events.emit(events.UsageReported(invocation_id=step.invocation_id, **step.usage))
+    events.emit(
+        events.StepFailed(
+            invocation_id=step.invocation_id,
+            error_type=type(exc).__name__,
+            error_kind=kind,
+            error_message=step.rendering.redaction.scrub_text(str(exc)[:2000]),
+            interrupted=kind == "interrupted",
+        )
+    )
+    events.emit(
+        events.StepFinished(
+            invocation_id=step.invocation_id,
+            status="interrupted" if kind == "interrupted" else "failed",
+            duration_s=time.perf_counter() - started,
+        )
+    )

@@ -1,0 +1,233 @@
+"""Stage 3, the step: the mutable state of one execution of a Natural block.
+
+A step starts from the frame (stage 2): its locals are the parent step's locals, overlaid with the
+caller's Python locals, overlaid with the resolved read bindings. Tools change only the step; nothing
+reaches Python until the runner commits the write bindings.
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .block import OUTCOME_KINDS, Program
+from .configuration import StepContextLimits, StepExecutorConfiguration
+from .errors import NaturalParseError, NighthawkError, ToolValidationError
+from .frame import Frame
+from .redaction import ContextRedaction
+from .tools import ToolBoundaryError, ToolScope
+
+if TYPE_CHECKING:
+    from ._tokens import TokenCounter
+    from .outcome import Resolution
+    from .runtime import ExecutionContext
+
+__all__ = ["RenderingPolicy", "StepContext", "get_current_step_context"]
+
+# Exception types every step may raise by name, on top of exception classes found in its scope.
+_BUILTIN_RAISE_TYPES: tuple[str, ...] = (
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "FileNotFoundError",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "NotImplementedError",
+    "OverflowError",
+    "PermissionError",
+    "RuntimeError",
+    "TimeoutError",
+    "TypeError",
+    "ValueError",
+    "ZeroDivisionError",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderingPolicy:
+    """How values are rendered into prompts, tool results and event previews."""
+
+    limits: StepContextLimits
+    style: str
+    redaction: ContextRedaction
+    tokenizer_encoding: str | None
+    model_name: str | None
+    strict_tokenizer: bool
+
+    @classmethod
+    def from_configuration(cls, configuration: StepExecutorConfiguration) -> RenderingPolicy:
+        return cls(
+            limits=configuration.context_limits,
+            style=configuration.json_renderer_style,
+            redaction=configuration.context_redaction,
+            tokenizer_encoding=configuration.tokenizer_encoding,
+            model_name=configuration.model_name or None,
+            strict_tokenizer=configuration.strict_tokenizer,
+        )
+
+    @property
+    def counter(self) -> TokenCounter:
+        from ._tokens import get_token_counter
+
+        return get_token_counter(self.tokenizer_encoding, model_name=self.model_name, strict=self.strict_tokenizer)
+
+    def render(self, value: object, max_tokens: int, *, name: str | None = None) -> str:
+        """Bounded, masked JSON-ish text of `value`."""
+        from ._render import render_value
+
+        if name is not None and self.redaction.is_sensitive_name(name):
+            return '"' + self.redaction.placeholder + '"'
+        return render_value(
+            value, max_tokens=max_tokens, style=self.style, counter=self.counter, redaction=self.redaction
+        )
+
+    def preview(self, value: object, *, name: str | None = None) -> str:
+        """A short preview for events and displays (one value's token budget)."""
+        return self.render(value, self.limits.value_max_tokens, name=name)
+
+
+@dataclass(kw_only=True, eq=False)
+class StepContext:
+    """One execution of a Natural block; tools and executors receive it (as pydantic-ai `deps`)."""
+
+    step_id: str
+    """`module:line` of the block."""
+    invocation_id: str
+    """Unique per execution."""
+    program: Program
+    step_locals: dict[str, object]
+    """The variables expressions run against; changed by tools."""
+    step_globals: dict[str, object]
+    """Module globals (or the notebook namespace) with `__builtins__`."""
+    binding_types: dict[str, object]
+    """Write binding name -> expected type (`object` when open)."""
+    allowed_outcomes: tuple[str, ...]
+    raise_types: Mapping[str, type[BaseException]]
+    """Exception types a `raise` outcome may name."""
+    is_async: bool
+    return_type: object
+    """Return annotation of the enclosing function (`object` when none)."""
+    execution_context: ExecutionContext
+    rendering: RenderingPolicy
+    parent: StepContext | None = None
+    tool_scope: ToolScope = field(default_factory=ToolScope)
+    """Tools registered while this step runs (the innermost scope)."""
+    resolution: Resolution | None = None
+    """Set when the outcome has been checked and evaluated."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """`requests`, `input_tokens`, `output_tokens` once known."""
+    model_round: int = 0
+    """Which model response is being processed (kept up to date by the executor)."""
+    tool_error_round: int | None = None
+    """The model round in which a tool call last failed."""
+
+    def validate_binding(self, name: str, value: object) -> object:
+        """Validate a value assigned to a bare name against its write binding's type."""
+        from ._validation import validate_value
+
+        expected = self.binding_types.get(name, object)
+        try:
+            return validate_value(expected, value)
+        except ToolValidationError as exc:
+            raise ToolBoundaryError(
+                "invalid_input", f"cannot assign {name!r}: {exc}", f"Assign a value that fits the type of {name!r}."
+            ) from exc
+
+    def note_tool_error(self) -> None:
+        """Remember that a tool call failed in this model round: an outcome sent beside it must wait."""
+        self.tool_error_round = self.model_round
+
+
+_current_step: ContextVar[StepContext | None] = ContextVar("nighthawk_current_step", default=None)
+
+
+def get_current_step_context() -> StepContext:
+    """Return the step of the Natural block being executed.
+
+    Raises:
+        NighthawkError: No Natural block is executing.
+    """
+    step = _current_step.get()
+    if step is None:
+        raise NighthawkError("no Natural block is executing: `get_current_step_context()` works only inside a step")
+    return step
+
+
+def current_step() -> StepContext | None:
+    """The executing step, if any (the parent of a step about to start)."""
+    return _current_step.get()
+
+
+@contextmanager
+def activate(step: StepContext) -> Iterator[StepContext]:
+    """Make `step` the current step inside the `with` block."""
+    token = _current_step.set(step)
+    try:
+        yield step
+    finally:
+        _current_step.reset(token)
+
+
+def allowed_outcomes(program: Program, frame: Frame) -> tuple[str, ...]:
+    """Outcome kinds the block may end with: the syntactic cap minus what frontmatter denies."""
+    cap = OUTCOME_KINDS if frame.in_loop else tuple(k for k in OUTCOME_KINDS if k not in ("break", "continue"))
+    allowed = tuple(kind for kind in cap if kind not in program.denied)
+    if not allowed:
+        raise NaturalParseError(
+            "frontmatter `deny` leaves no outcome this block may end with", filename=frame.filename, line=frame.line
+        )
+    return allowed
+
+
+def _raise_types(step_locals: Mapping[str, object], globals_: Mapping[str, object], references: tuple[str, ...]) -> dict[str, type[BaseException]]:
+    found: dict[str, type[BaseException]] = {name: getattr(builtins, name) for name in _BUILTIN_RAISE_TYPES}
+    candidates = [(name, step_locals[name]) for name in step_locals if not name.startswith("_")]
+    candidates += [(name, globals_[name]) for name in references if name in globals_ and name not in step_locals]
+    for name, value in candidates:
+        if isinstance(value, type) and issubclass(value, Exception):
+            found[name] = value
+    return dict(sorted(found.items()))
+
+
+def build_step(
+    program: Program,
+    frame: Frame,
+    *,
+    execution_context: ExecutionContext,
+    configuration: StepExecutorConfiguration,
+) -> StepContext:
+    """Build the step for one execution of a block in `frame` (spec order of the state layers)."""
+    from ._validation import infer_binding_type
+
+    parent = current_step()
+    step_locals: dict[str, object] = dict(parent.step_locals) if parent is not None else {}
+    step_locals.update(frame.python_locals)
+    step_locals.update(frame.read_values)
+    step_globals = frame.python_globals
+    if "__builtins__" not in step_globals:
+        step_globals = {**step_globals, "__builtins__": builtins}
+    binding_types: dict[str, Any] = {}
+    for name in program.writes:
+        declared = frame.binding_types.get(name, object)
+        binding_types[name] = infer_binding_type(declared, step_locals.get(name))
+    return StepContext(
+        step_id=frame.step_id,
+        invocation_id=uuid.uuid4().hex,
+        program=program,
+        step_locals=step_locals,
+        step_globals=step_globals,
+        binding_types=binding_types,
+        allowed_outcomes=allowed_outcomes(program, frame),
+        raise_types=_raise_types(step_locals, step_globals, program.references),
+        is_async=frame.is_async,
+        return_type=frame.return_type,
+        execution_context=execution_context,
+        rendering=RenderingPolicy.from_configuration(configuration),
+        parent=parent,
+    )

@@ -1,0 +1,345 @@
+"""Tools the model calls during a step: the built-in `nh_eval` and `nh_assign`, and user tools.
+
+Every tool answers with the same envelope, `{"value": ..., "error": null}` or
+`{"value": null, "error": {"kind", "message", "guidance"}}`, so a failed call never aborts the step:
+the model reads the error and tries again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
+
+from . import events
+from ._evaluate import evaluate
+from .errors import ToolEvaluationError, ToolRegistrationError, ToolValidationError
+
+if TYPE_CHECKING:
+    from .step import StepContext
+
+__all__ = [
+    "ErrorKind",
+    "ToolBoundaryError",
+    "ToolDefinition",
+    "ToolScope",
+    "assign_value",
+    "eval_expression",
+    "invoke_tool",
+    "push_tool_scope",
+    "tool",
+    "visible_tools",
+]
+
+ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "execution", "transient", "internal"]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TARGET_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_TRANSIENT = (TimeoutError, ConnectionError)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolBoundaryError(Exception):
+    """A tool failure the model can act on: it becomes the `error` of the envelope."""
+
+    def __init__(self, kind: ErrorKind, message: str, guidance: str = "") -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.guidance = guidance
+
+
+# --- envelopes --------------------------------------------------------------------------------------
+
+
+def _success(step: StepContext, value: object) -> tuple[str, str]:
+    rendered = step.rendering.render(value, step.rendering.limits.tool_result_max_tokens)
+    return '{"value": ' + rendered + ', "error": null}', rendered
+
+
+def _failure(step: StepContext, error: ToolBoundaryError) -> str:
+    scrub = step.rendering.redaction.scrub_text
+    payload = {"kind": error.kind, "message": scrub(error.message), "guidance": error.guidance}
+    return json.dumps({"value": None, "error": payload}, ensure_ascii=False)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _evaluation_error(expression: str, exc: Exception) -> ToolBoundaryError:
+    if isinstance(exc, SyntaxError):
+        return ToolBoundaryError(
+            "invalid_input",
+            f"not a single Python expression: {expression!r} ({exc.msg})",
+            "Pass one expression; statements such as `x = 1` or `import m` are not accepted.",
+        )
+    if isinstance(exc, NameError):
+        return ToolBoundaryError(
+            "resolution", _describe(exc), "Use a name listed in LOCALS or GLOBALS, or a builtin."
+        )
+    if isinstance(exc, _TRANSIENT):
+        return ToolBoundaryError("transient", _describe(exc), "This may succeed if you try again.")
+    return ToolBoundaryError(
+        "execution", _describe(exc), "Fix the expression, or inspect the values involved with nh_eval first."
+    )
+
+
+async def _evaluate_awaiting(step: StepContext, expression: str) -> object:
+    try:
+        value = evaluate(expression, step.step_locals, step.step_globals)
+        if inspect.isawaitable(value):
+            value = await value
+    except ToolBoundaryError:
+        raise
+    except Exception as exc:
+        raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
+    return value
+
+
+# --- built-in tools ---------------------------------------------------------------------------------
+
+
+async def eval_expression(step: StepContext, expression: str) -> object:
+    """`nh_eval`: evaluate an expression against the step's variables (awaiting an awaitable result)."""
+    return await _evaluate_awaiting(step, expression)
+
+
+async def assign_value(step: StepContext, target_path: str, expression: str) -> object:
+    """`nh_assign`: evaluate `expression` and store it at `target_path`; all or nothing.
+
+    A bare name goes into step locals, validated against its write binding's type. A dotted path sets an
+    attribute of an object in step locals, validated when the owner declares the attribute's type.
+    """
+    if not _TARGET_PATH.match(target_path):
+        raise ToolBoundaryError(
+            "invalid_input",
+            f"invalid target_path {target_path!r}",
+            "Use `name` or `name.attr.attr` with plain ASCII identifiers.",
+        )
+    segments = target_path.split(".")
+    if any(segment.startswith("__") for segment in segments):
+        raise ToolBoundaryError(
+            "invalid_input", f"target_path {target_path!r} names a dunder attribute", "Dunder targets are reserved."
+        )
+    root, *attributes = segments
+    owner: object = None
+    if attributes:
+        # Resolve the owner before evaluating, so a bad path fails without running the expression.
+        if root not in step.step_locals:
+            raise ToolBoundaryError(
+                "resolution", f"{root!r} is not a step local", "Assign attributes of objects listed in LOCALS."
+            )
+        owner = step.step_locals[root]
+        for depth, attribute in enumerate(attributes[:-1], start=1):
+            try:
+                owner = getattr(owner, attribute)
+            except Exception as exc:
+                raise ToolBoundaryError(
+                    "resolution",
+                    f"cannot resolve {'.'.join(segments[: depth + 1])!r}: {_describe(exc)}",
+                    "Inspect the object with nh_eval to find its attributes.",
+                ) from exc
+    value = await _evaluate_awaiting(step, expression)
+    if not attributes:
+        value = step.validate_binding(root, value)
+        step.step_locals[root] = value
+    else:
+        value = _validate_attribute(owner, attributes[-1], value)
+        try:
+            setattr(owner, attributes[-1], value)
+        except Exception as exc:
+            raise ToolBoundaryError(
+                "execution", f"cannot set {target_path!r}: {_describe(exc)}", "Check that the attribute is writable."
+            ) from exc
+    if events.listening():
+        events.emit(
+            events.Assignment(
+                invocation_id=step.invocation_id,
+                target=target_path,
+                value=step.rendering.preview(value, name=root),
+            )
+        )
+    return value
+
+
+def _validate_attribute(owner: object, attribute: str, value: object) -> object:
+    from ._validation import declared_attribute_type, validate_value
+
+    expected = declared_attribute_type(type(owner), attribute)
+    if expected is None:
+        return value
+    try:
+        return validate_value(expected, value)
+    except ToolValidationError as exc:
+        raise ToolBoundaryError("invalid_input", str(exc), "Assign a value of the declared type.") from exc
+
+
+# --- the call boundary ------------------------------------------------------------------------------
+
+
+async def invoke_tool(
+    step: StepContext, tool_name: str, arguments: Mapping[str, object], call: Callable[[], Any], call_id: str = ""
+) -> str:
+    """Run one tool call and wrap its result (or failure) in the envelope, emitting the call's events."""
+    listening = events.listening()
+    call_id = call_id or f"{tool_name}-{time.perf_counter_ns()}"
+    if listening:
+        events.emit(
+            events.ToolCallStarted(
+                invocation_id=step.invocation_id,
+                call_id=call_id,
+                tool_name=tool_name,
+                arguments=step.rendering.preview(dict(arguments)),
+            )
+        )
+    started = time.perf_counter()
+    error: ToolBoundaryError | None = None
+    preview = ""
+    try:
+        value = call()
+        if inspect.isawaitable(value):
+            value = await value
+        envelope, preview = _success(step, value)
+    except ToolBoundaryError as exc:
+        error = exc
+    except Exception as exc:  # a user tool raised: the model gets to see it and adapt
+        error = _evaluation_error(tool_name, exc)
+    if error is not None:
+        step.note_tool_error()
+        envelope = _failure(step, error)
+    if listening:
+        events.emit(
+            events.ToolCallFinished(
+                invocation_id=step.invocation_id,
+                call_id=call_id,
+                tool_name=tool_name,
+                result=preview,
+                error_kind=None if error is None else error.kind,
+                error_message=None if error is None else step.rendering.redaction.scrub_text(error.message),
+                duration_s=time.perf_counter() - started,
+            )
+        )
+    return envelope
+
+
+# --- user tools -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDefinition:
+    """A user tool: a callable whose first parameter receives the pydantic-ai `RunContext[StepContext]`."""
+
+    name: str
+    function: Callable[..., Any]
+    description: str | None
+    metadata: Mapping[str, Any] | None
+
+
+@dataclass(kw_only=True)
+class ToolScope:
+    """Tools registered while a scope (global, run, scope or step) is innermost."""
+
+    tools: dict[str, ToolDefinition] = field(default_factory=dict)
+
+    def register(self, definition: ToolDefinition, *, overwrite: bool) -> None:
+        if definition.name in self.tools and not overwrite:
+            raise ToolRegistrationError(
+                f"a tool named {definition.name!r} is already registered in this scope; "
+                "pass `overwrite=True` or choose another `name=`"
+            )
+        self.tools[definition.name] = definition
+
+
+_GLOBAL_SCOPE = ToolScope()
+_scopes: ContextVar[tuple[ToolScope, ...]] = ContextVar("nighthawk_tool_scopes", default=())
+
+
+@contextmanager
+def push_tool_scope(scope: ToolScope) -> Iterator[ToolScope]:
+    """Make `scope` the innermost tool scope inside the `with` block."""
+    token = _scopes.set((*_scopes.get(), scope))
+    try:
+        yield scope
+    finally:
+        _scopes.reset(token)
+
+
+def visible_tools() -> dict[str, ToolDefinition]:
+    """User tools visible now; an inner scope's tool hides an outer one of the same name."""
+    visible = dict(_GLOBAL_SCOPE.tools)
+    for scope in _scopes.get():
+        visible.update(scope.tools)
+    return visible
+
+
+_RESERVED_PREFIX = "nh_"
+
+
+@overload
+def tool(function: F, /) -> F: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    description: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Callable[[F], F]: ...
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    description: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Any:
+    """Register a function as a tool the model can call, in the innermost active scope.
+
+    The function's first parameter receives pydantic-ai's `RunContext[StepContext]` and is hidden from the
+    model; the others form the tool's JSON schema. Used bare (`@nighthawk.tool`) or with arguments.
+
+    Args:
+        function: The tool, when used without arguments.
+        name: Tool name shown to the model; defaults to the function's `__name__`.
+        overwrite: Replace a tool of the same name in the same scope instead of raising.
+        description: Defaults to the function's docstring.
+        metadata: Free-form data attached to the tool definition.
+
+    Raises:
+        ToolRegistrationError: Invalid name, a reserved `nh_` name, or a clash without `overwrite=True`.
+    """
+
+    def register(func: F) -> F:
+        tool_name = name or func.__name__
+        if not tool_name.isascii() or not _TOOL_NAME.match(tool_name):
+            raise ToolRegistrationError(
+                f"invalid tool `name` {tool_name!r}: use ASCII letters, digits and underscores, not starting "
+                "with a digit"
+            )
+        if tool_name.startswith(_RESERVED_PREFIX):
+            raise ToolRegistrationError(
+                f"tool `name` {tool_name!r} uses the reserved `nh_` prefix of built-in tools; choose another name"
+            )
+        definition = ToolDefinition(
+            name=tool_name,
+            function=func,
+            description=description if description is not None else inspect.getdoc(func),
+            metadata=metadata,
+        )
+        scopes = _scopes.get()
+        (scopes[-1] if scopes else _GLOBAL_SCOPE).register(definition, overwrite=overwrite)
+        return func
+
+    if function is not None:
+        return register(function)
+    return register
+
