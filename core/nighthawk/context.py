@@ -125,7 +125,7 @@ def _alias_target(value: object) -> object:
     return _MISSING
 
 
-def _render(
+def _build_entry(
     name: str,
     value: object,
     *,
@@ -179,7 +179,7 @@ def render_entry(
     Returns:
         The line, without a trailing newline and without a disambiguation note.
     """
-    return _render(name, value, limits=limits, style=style, counter=counter, redaction=redaction).line
+    return _build_entry(name, value, limits=limits, style=style, counter=counter, redaction=redaction).line
 
 
 def _summarize(
@@ -199,22 +199,23 @@ def _summarize(
         return ""
     snipped_cost = counter.count(SNIPPED_MARKER) + 1
     chosen: list[_Entry] = []
-    costs: list[int] = []
+    used = 0
     for name, value in candidates:
         if len(chosen) >= max_items:
             break
-        entry = _render(name, value, limits=limits, style=style, counter=counter, redaction=redaction)
+        entry = _build_entry(name, value, limits=limits, style=style, counter=counter, redaction=redaction)
         cost = counter.count(entry.line) + 1  # +1 for the newline
         reserve = snipped_cost if len(chosen) + 1 < total else 0
-        if sum(costs) + cost + reserve > max_tokens:
+        if used + cost + reserve > max_tokens:
             break
         chosen.append(entry)
-        costs.append(cost)
+        used += cost
     chosen, costs = _disambiguate(chosen, counter)
+    used = sum(costs)
     # Disambiguation notes cost tokens too; give back the last selected entries until the budget holds.
-    while chosen and sum(costs) + (snipped_cost if len(chosen) < total else 0) > max_tokens:
+    while chosen and used + (snipped_cost if len(chosen) < total else 0) > max_tokens:
         chosen.pop()
-        costs.pop()
+        used -= costs.pop()
     lines = [entry.line for entry in sorted(chosen, key=lambda entry: entry.name)]
     if len(chosen) < total:
         lines.append(SNIPPED_MARKER)

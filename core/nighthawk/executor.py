@@ -159,10 +159,13 @@ class AgentStepExecutor:
         except ModelHTTPError as exc:
             raise ExecutionError(f"the model provider answered HTTP {exc.status_code}: {exc.message}") from exc
         except UnexpectedModelBehavior as exc:
-            raise ExecutionError(f"the model did not end the step with a valid outcome: {exc.message}") from exc
+            reason = f"; last problem: {step.outcome_problem}" if step.outcome_problem else ""
+            raise ExecutionError(
+                f"the model did not end the step with a valid outcome ({exc.message}){reason}"
+            ) from exc
         except (ModelAPIError, AgentRunError) as exc:
             raise ExecutionError(f"the model request failed: {exc}") from exc
-        usage = result.usage()
+        usage = result.usage
         step.usage = {
             "requests": usage.requests,
             "input_tokens": usage.input_tokens or 0,
@@ -242,10 +245,12 @@ def _build_agent(output_spec: list[Any]) -> Any:
     async def check_outcome(ctx: RunContext[StepContext], outcome: Any) -> Any:
         step = _enter_round(ctx)
         if step.tool_error_round == step.model_round:
+            step.outcome_problem = "a tool call in the same response failed"
             raise ModelRetry("A tool call in the same response failed; read its error, fix it, then finish again.")
         try:
             step.resolution = await resolve_outcome(outcome, step)
         except ExecutionError as exc:
+            step.outcome_problem = str(exc)
             raise ModelRetry(str(exc)) from exc
         return outcome
 

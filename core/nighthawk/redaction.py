@@ -67,6 +67,8 @@ DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = (
 
 # The shortest credential any default pattern recognises; shorter text skips the regex scan entirely.
 _MIN_SECRET_CHARS = 16
+# Only this many leading characters of a name are split into parts; dict keys can be arbitrarily long.
+_MAX_NAME_CHARS = 128
 # `mask_value` only tests whole strings up to this size (a PEM RSA-4096 key is about 3,300 characters).
 _MAX_WHOLE_VALUE_CHARS = 8_192
 
@@ -135,7 +137,7 @@ class ContextRedaction:
         if name in self.extra_mask_names:
             return True
         matcher = _name_matcher(self.mask_name_patterns)
-        return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name))
+        return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name[:_MAX_NAME_CHARS]))
 
     def scrub_text(self, text: str) -> str:
         """Replace every credential-looking substring of `text` with the placeholder.

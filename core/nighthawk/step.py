@@ -126,6 +126,8 @@ class StepContext:
     """Which model response is being processed (kept up to date by the executor)."""
     tool_error_round: int | None = None
     """The model round in which a tool call last failed."""
+    outcome_problem: str | None = None
+    """Why the latest outcome was rejected (reported if the model runs out of retries)."""
 
     def validate_binding(self, name: str, value: object) -> object:
         """Validate a value assigned to a bare name against its write binding's type."""
@@ -189,9 +191,9 @@ def _raise_types(step_locals: Mapping[str, object], globals_: Mapping[str, objec
     found: dict[str, type[BaseException]] = {name: getattr(builtins, name) for name in _BUILTIN_RAISE_TYPES}
     candidates = [(name, step_locals[name]) for name in step_locals if not name.startswith("_")]
     candidates += [(name, globals_[name]) for name in references if name in globals_ and name not in step_locals]
-    for name, value in candidates:
+    for _, value in candidates:
         if isinstance(value, type) and issubclass(value, Exception):
-            found[name] = value
+            found[value.__name__] = value  # the model names the type, whatever variable holds it
     return dict(sorted(found.items()))
 
 

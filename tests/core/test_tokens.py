@@ -66,7 +66,8 @@ def test_offline_load_falls_back_to_estimate(offline):
 
 
 def test_fallback_warning_names_the_fixes(offline):
-    with pytest.warns(NighthawkTokenizerWarning, match=r"TIKTOKEN_CACHE_DIR.*`tokenizer_encoding`.*`strict_tokenizer=True`"):
+    fixes = r"TIKTOKEN_CACHE_DIR.*`tokenizer_encoding`.*`strict_tokenizer=True`"
+    with pytest.warns(NighthawkTokenizerWarning, match=fixes):
         get_token_counter("o200k_base")
 
 
