@@ -10,6 +10,7 @@ token with a single warning.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from .errors import NighthawkError
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "ENVIRONMENT_VARIABLE",
     "ESTIMATE_NAME",
     "NighthawkTokenizerWarning",
     "TokenCounter",
@@ -108,7 +110,12 @@ _warned: set[str] = set()
 _ESTIMATE = _EstimatingCounter()
 
 
+ENVIRONMENT_VARIABLE = "NIGHTHAWK_TOKENIZER"
+"""Encoding used when the configuration names none (`estimate` skips tiktoken entirely, e.g. in offline CI)."""
+
+
 def _resolve_encoding_name(encoding: str | None, model_name: str | None) -> str:
+    encoding = encoding or os.environ.get(ENVIRONMENT_VARIABLE) or None
     if encoding:
         return encoding
     if model_name:
@@ -170,6 +177,8 @@ def get_token_counter(
         NighthawkError: `encoding` is not a tiktoken encoding, or the load failed and `strict` is true.
     """
     name = _resolve_encoding_name(encoding, model_name)
+    if name == ESTIMATE_NAME:
+        return _ESTIMATE
     with _lock:
         counter = _loaded.get(name)
         if counter is not None:

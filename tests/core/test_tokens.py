@@ -23,7 +23,9 @@ CORE = Path(__file__).resolve().parents[2] / "core"
 
 
 @pytest.fixture(autouse=True)
-def clean_cache():
+def clean_cache(monkeypatch: pytest.MonkeyPatch):
+    # These tests exercise encoding resolution itself, so the suite-wide `estimate` default is lifted.
+    monkeypatch.delenv("NIGHTHAWK_TOKENIZER", raising=False)
     _tokens._clear_cache()
     yield
     _tokens._clear_cache()
@@ -160,3 +162,18 @@ def _o200k_cached() -> bool:
 def test_cached_vocabulary_counts_exactly():
     counter = get_token_counter("o200k_base", strict=True)
     assert (counter.name, counter.count("hello world")) == ("o200k_base", 2)
+
+
+def test_estimate_encoding_never_loads_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken
+
+    def forbidden(name: str) -> None:
+        raise AssertionError("tiktoken must not be asked for a vocabulary")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", forbidden)
+    assert get_token_counter("estimate").name == "estimate"
+
+
+def test_environment_variable_sets_the_default_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
+    assert get_token_counter(None, model_name="gpt-4o").name == "estimate"
