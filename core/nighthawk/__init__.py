@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from .configuration import (
     JsonableValue,
@@ -67,14 +67,14 @@ __all__ = [
 ]
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: _Any) -> None:
     """`%load_ext nighthawk`: forwards to `nighthawk_ipython` (imported only now)."""
     import nighthawk_ipython
 
     nighthawk_ipython.load_ipython_extension(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: _Any) -> None:
     """`%unload_ext nighthawk`."""
     import nighthawk_ipython
 

@@ -30,7 +30,6 @@ __all__ = [
     "RaiseOutcome",
     "Resolution",
     "ReturnOutcome",
-    "outcome_schema",
     "parse_outcome",
     "resolve_outcome",
 ]
@@ -104,13 +103,6 @@ def outcome_models(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> tu
             )
         models.append(model)
     return tuple(models)
-
-
-def outcome_schema(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> dict[str, Any]:
-    """JSON schema of the outcome union for a step (what strict providers and replay stores see)."""
-    models = outcome_models(allowed, raise_types)
-    union = Annotated[functools.reduce(lambda a, b: a | b, models), pydantic.Discriminator("kind")]  # type: ignore[arg-type]
-    return pydantic.TypeAdapter(union).json_schema()
 
 
 def parse_outcome(data: object, step: StepContext) -> Outcome:

@@ -19,7 +19,7 @@ from .configuration import StepExecutorConfiguration
 from .errors import ExecutionError, NaturalParseError, NighthawkError, ToolEvaluationError, ToolValidationError
 from .frame import Frame
 from .outcome import Resolution, resolve_outcome
-from .runtime import current_execution_context, get_step_executor
+from .runtime import current_execution_context, ensure_telemetry, get_step_executor
 from .step import StepContext, activate, build_step
 from .tools import push_tool_scope
 
@@ -50,6 +50,7 @@ def run_block(program: Program, frame: Frame) -> BlockResult:
 async def run_block_async(program: Program, frame: Frame) -> BlockResult:
     """Run a block and return what to commit, or raise without committing anything."""
     executor = get_step_executor()
+    ensure_telemetry()
     configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION
     step = build_step(program, frame, execution_context=current_execution_context(), configuration=configuration)
     listening = events.listening()

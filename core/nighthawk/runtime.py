@@ -52,6 +52,19 @@ _current: ContextVar[_Scope] = ContextVar("nighthawk_scope", default=_Scope(None
 _default_executor: StepExecutor | None = None
 
 
+_telemetry_installed = False
+
+
+def ensure_telemetry() -> None:
+    """Register the OpenTelemetry emitter once; it stays idle until a tracer provider is configured."""
+    global _telemetry_installed
+    if not _telemetry_installed:
+        from .telemetry import install_default_listener
+
+        install_default_listener()
+        _telemetry_installed = True
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex
 
@@ -104,6 +117,7 @@ def prompt_suffix_fragments() -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _enter(state: _Scope, *, is_run: bool) -> Iterator[_Scope]:
     assert state.context is not None
     context = state.context
+    ensure_telemetry()
     if events.listening():
         starter = events.RunStarted if is_run else events.ScopeStarted
         events.emit(starter(run_id=context.run_id, scope_id=context.scope_id))

@@ -368,6 +368,8 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
 
         def setup(self) -> None:
             super().setup()
+            # Small answers on a kept-alive connection would otherwise wait for delayed ACKs (Nagle).
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.connection_number = server._open(self.connection)
 
         def finish(self) -> None:
