@@ -84,7 +84,10 @@ def _cancel_and_wait(
     loop.call_soon_threadsafe(cancel)
     while True:
         try:
-            concurrent.futures.wait([result])
+            # `wait()` never sees a future cancelled from another thread as done; `exception()` does.
+            result.exception()
+            return
+        except concurrent.futures.CancelledError:
             return
         except KeyboardInterrupt:  # a second interrupt while cancelling: keep waiting, the task is ending
             continue

@@ -27,14 +27,6 @@ OUTCOME_RETRIES = 2
 TOOL_RETRIES = 2
 """Retries for tool calls whose arguments do not match the tool's schema."""
 
-_OUTCOME_DESCRIPTIONS = {
-    "pass": "Finish the step; the program continues after the block.",
-    "return": "Finish the step and return from the enclosing function with the value of `return_expression`.",
-    "break": "Finish the step and break out of the enclosing loop.",
-    "continue": "Finish the step and continue with the enclosing loop's next iteration.",
-    "raise": "Finish the step by raising an exception in the program, when it cannot be done.",
-}
-
 # Environment variable each provider prefix reads its key from, for a message before any request is made.
 _KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
@@ -157,7 +149,8 @@ class AgentStepExecutor:
                 toolsets=toolsets,
             )
         except ModelHTTPError as exc:
-            raise ExecutionError(f"the model provider answered HTTP {exc.status_code}: {exc.message}") from exc
+            body = str(exc.body)[:300] if exc.body is not None else ""
+            raise ExecutionError(f"the model provider answered HTTP {exc.status_code} ({exc.model_name}): {body}") from exc
         except UnexpectedModelBehavior as exc:
             reason = f"; last problem: {step.outcome_problem}" if step.outcome_problem else ""
             raise ExecutionError(
@@ -192,7 +185,7 @@ def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> list
     from pydantic_ai import ToolOutput
 
     return [
-        ToolOutput(model, name=f"nh_{kind}", description=_OUTCOME_DESCRIPTIONS[kind], max_retries=OUTCOME_RETRIES)
+        ToolOutput(model, name=f"nh_{kind}", max_retries=OUTCOME_RETRIES)  # the model's docstring describes it
         for kind, model in zip(allowed, outcome_models(allowed, raise_types), strict=True)
     ]
 

@@ -40,32 +40,32 @@ class _Strict(pydantic.BaseModel):
 
 
 class PassOutcome(_Strict):
-    """The step is done; execution continues after the block."""
+    """Finish the step; the program continues after the block."""
 
     kind: Literal["pass"]
 
 
 class ReturnOutcome(_Strict):
-    """Return from the enclosing function (in a cell: the cell's value)."""
+    """Finish the step and return the value of `return_expression` from the enclosing function."""
 
     kind: Literal["return"]
     return_expression: str = pydantic.Field(description="Python expression for the value to return.")
 
 
 class BreakOutcome(_Strict):
-    """Break out of the enclosing loop."""
+    """Finish the step and break out of the enclosing loop."""
 
     kind: Literal["break"]
 
 
 class ContinueOutcome(_Strict):
-    """Skip to the next iteration of the enclosing loop."""
+    """Finish the step and continue with the next iteration of the enclosing loop."""
 
     kind: Literal["continue"]
 
 
 class RaiseOutcome(_Strict):
-    """The step cannot be done: raise an exception in the program."""
+    """Finish the step by raising an exception in the program, when it cannot be done."""
 
     kind: Literal["raise"]
     raise_message: str

@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ __all__ = [
     "CHAT_PATH",
     "RESPONSES_PATH",
     "Hang",
+    "NetworkRecorder",
     "RecordedRequest",
     "Reply",
     "ScriptItem",
@@ -140,15 +142,16 @@ class RecordedRequest:
         body = self.body or {}
         if self.api == "responses":
             items = body.get("input") or []
-            return [_text(item.get("output")) for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"]
-        return [_text(message.get("content")) for message in body.get("messages") or [] if message.get("role") == "tool"]
+            outputs = [item for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"]
+            return [_text(item.get("output")) for item in outputs]
+        messages = body.get("messages") or []
+        return [_text(message.get("content")) for message in messages if message.get("role") == "tool"]
 
 
 def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts
         return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
     return "" if content is None else str(content)
-
 
 
 class ScriptedOpenAIServer:
@@ -278,7 +281,9 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._sockets.discard(sock)
 
-    def _record(self, path: str, connection: int, body: Any, headers: Mapping[str, str]) -> tuple[RecordedRequest, ScriptItem]:
+    def _record(
+        self, path: str, connection: int, body: Any, headers: Mapping[str, str]
+    ) -> tuple[RecordedRequest, ScriptItem]:
         with self._lock:
             request = RecordedRequest(
                 index=len(self.requests), path=path, connection=connection, body=body, headers=dict(headers)
@@ -426,3 +431,52 @@ def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]
             self.wfile.write(data)
 
     return Handler
+
+
+# --- a guard that the code under test only talks to loopback ---------------------------------------------
+
+_recorders: list[list[tuple[str, object]]] = []
+_hook_installed = False
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _recorders:
+        return
+    if event == "socket.connect":
+        address = args[1]
+        host = address[0] if isinstance(address, tuple) else address
+        for recorder in _recorders:
+            recorder.append(("connect", host))
+    elif event == "socket.getaddrinfo":
+        for recorder in _recorders:
+            recorder.append(("getaddrinfo", args[0]))
+
+
+class NetworkRecorder:
+    """Records every outgoing socket connect and name lookup (via an audit hook) while entered.
+
+    `non_loopback` lists the ones that would leave the machine, for example a tokenizer vocabulary download.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def __enter__(self) -> NetworkRecorder:
+        global _hook_installed
+        if not _hook_installed:  # audit hooks cannot be removed; one idle hook serves every recorder
+            sys.addaudithook(_audit)
+            _hook_installed = True
+        _recorders.append(self.events)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _recorders.remove(self.events)
+
+    @property
+    def non_loopback(self) -> list[tuple[str, object]]:
+        def is_loopback(host: object) -> bool:
+            text = host.decode() if isinstance(host, bytes) else str(host)
+            return text in _LOOPBACK or text.startswith("127.")
+
+        return [(kind, host) for kind, host in self.events if not is_loopback(host)]

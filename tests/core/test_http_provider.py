@@ -1,0 +1,238 @@
+"""The real provider path end to end over HTTP: pydantic-ai's OpenAI models against a loopback server.
+
+`tests/support/openai_server.py` is a scripted OpenAI-compatible server on 127.0.0.1; `OPENAI_BASE_URL` points
+pydantic-ai's `openai-chat:` (Chat Completions) and `openai-responses:` (Responses API) models at it, so every
+request goes through the OpenAI SDK, httpx and a real TCP connection. Nothing leaves the machine: a
+`NetworkRecorder` fails a test that connects (or resolves a name) anywhere but loopback.
+
+Figures measured here (pydantic-ai-slim 2.68, openai 3.54), also in docs/providers.md:
+- 429 and 5xx are retried by the OpenAI SDK twice (3 requests in all), then `ExecutionError("... HTTP <status> ...")`.
+- `model_settings={"max_retries": 0}` makes it one request.
+- `model_settings={"timeout": 0.5}` bounds each attempt; a timeout is retried like a 5xx: 3 attempts, ~3 s in all.
+- `model_settings={"request_timeout": 1.0}` is one deadline over all attempts: 1 attempt, ~1 s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models import override_allow_model_requests
+
+import nighthawk as nh
+from nighthawk import _tokens
+
+
+def _load_support(name: str):
+    """Import `tests/support/<name>.py` by path (the suite runs with `--import-mode=importlib`)."""
+    module_name = f"_nighthawk_tests_support_{name}"
+    if module_name not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "support" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+openai_server = _load_support("openai_server")
+Hang, Reply, Status, tool_call = openai_server.Hang, openai_server.Reply, openai_server.Status, openai_server.tool_call
+
+APIS = ["chat", "responses"]
+OPENAI_SDK_RETRIES = 2  # openai.DEFAULT_MAX_RETRIES; pydantic-ai builds its client with the SDK default
+
+
+@pytest.fixture(autouse=True)
+def offline_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # "gpt-test" maps to o200k_base, whose first use would download the vocabulary (not loopback); the
+    # network recorder in `server` fails the test if that is ever attempted.
+    monkeypatch.setenv(_tokens.ENVIRONMENT_VARIABLE, "estimate")
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch):
+    """A scripted server; pydantic-ai's OpenAI providers point at it and model requests are allowed."""
+    with (
+        openai_server.NetworkRecorder() as network,
+        openai_server.ScriptedOpenAIServer(lifetime=50.0) as scripted,
+        override_allow_model_requests(True),
+    ):
+        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        yield scripted
+    assert ("connect", "127.0.0.1") in network.events  # the recorder does see the client's connections
+    assert network.non_loopback == [], "the test reached beyond loopback"
+
+
+def executor(api: str, **model_settings: object) -> nh.AgentStepExecutor:
+    configuration = nh.StepExecutorConfiguration(model=f"openai-{api}:gpt-test", model_settings=model_settings or None)
+    return nh.AgentStepExecutor.from_configuration(configuration=configuration)
+
+
+def assign_and_pass(expression: str = "x + 1") -> Reply:
+    """One response carrying the write and the outcome: the block finishes in one request."""
+    return Reply(
+        calls=[tool_call("nh_assign", target_path="y", expression=expression), tool_call("nh_pass", kind="pass")]
+    )
+
+
+@nh.natural_function
+def increment(x: int) -> int:
+    y = 0
+    """natural
+    Set <:y> to <x> + 1.
+    """
+    return y
+
+
+@nh.natural_function
+def compute(x: int) -> int:
+    """natural
+    Return ten times <x>; raise ValueError when it cannot be done.
+    """
+    return -1
+
+
+@nh.natural_function
+def write_or_report(x: int) -> tuple[str, BaseException | None]:
+    """Return the write binding as the caller sees it after the block, and the block's error."""
+    y = "before"
+    try:
+        """natural
+        Set <:y> to "after <x>".
+        """
+    except nh.ExecutionError as error:
+        return y, error
+    return y, None
+
+
+# --- the wire format ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_tool_call_result_and_outcome_cross_the_wire(server, api):
+    server.push(Reply(calls=[tool_call("nh_eval", expression="x + 1")]), assign_and_pass())
+    with nh.run(executor(api)):
+        assert increment(1) == 2
+    first, second = server.requests
+    assert {first.path, second.path} == {openai_server.CHAT_PATH if api == "chat" else openai_server.RESPONSES_PATH}
+    assert first.tool_names == ["nh_eval", "nh_assign", "nh_pass", "nh_return", "nh_raise"]
+    assert second.tool_results == ['{"value": 2, "error": null}']
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_block_that_only_writes_finishes_in_one_request(server, api):
+    server.push(assign_and_pass())
+    with nh.run(executor(api)):
+        assert increment(41) == 42
+    assert server.request_count == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_tool_error_envelope_reaches_the_model(server, api):
+    server.push(Reply(calls=[tool_call("nh_eval", expression="missing_name")]), assign_and_pass())
+    with nh.run(executor(api)):
+        assert increment(1) == 2
+    (result,) = server.requests[1].tool_results
+    assert result.startswith('{"value": null, "error": {')
+    assert "missing_name" in result
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_return_outcome_crosses_the_wire(server, api):
+    server.push(Reply(calls=[tool_call("nh_return", kind="return", return_expression="x * 10")]))
+    with nh.run(executor(api)):
+        assert compute(7) == 70
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_raise_outcome_crosses_the_wire(server, api):
+    outcome = tool_call("nh_raise", kind="raise", raise_message="x is too large", raise_error_type="ValueError")
+    server.push(Reply(calls=[outcome]))
+    with nh.run(executor(api)), pytest.raises(ValueError, match="x is too large"):
+        compute(7)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_api_key_from_the_environment_is_sent_as_bearer_token(server, api):
+    server.push(assign_and_pass())
+    with nh.run(executor(api)):
+        increment(1)
+    assert server.requests[0].headers["authorization"] == "Bearer test-key"
+
+
+# --- retries, timeouts and what a failure leaves behind --------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("status", [429, 500])
+def test_error_status_is_retried_twice_then_raises_execution_error(server, api, status):
+    server.push(*[Status(status, "scripted failure")] * (1 + OPENAI_SDK_RETRIES))
+    with nh.run(executor(api)), pytest.raises(nh.ExecutionError, match=f"HTTP {status}") as caught:
+        increment(1)
+    assert server.request_count == 1 + OPENAI_SDK_RETRIES
+    assert isinstance(caught.value.__cause__, ModelHTTPError)
+    assert caught.value.__cause__.status_code == status
+
+
+def test_request_succeeds_when_a_retry_succeeds(server):
+    server.push(Status(429), Status(500), assign_and_pass())
+    with nh.run(executor("chat")):
+        assert increment(1) == 2
+    assert server.request_count == 3
+
+
+def test_max_retries_setting_zero_makes_a_single_attempt(server):
+    server.push(Status(500), assign_and_pass())
+    with nh.run(executor("chat", max_retries=0)), pytest.raises(nh.ExecutionError, match="HTTP 500"):
+        increment(1)
+    assert server.request_count == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_hung_server_hits_the_per_attempt_timeout_on_every_attempt(server, api):
+    server.push(*[Hang(10.0)] * (1 + OPENAI_SDK_RETRIES))
+    started = time.perf_counter()
+    with nh.run(executor(api, timeout=0.5)), pytest.raises(nh.ExecutionError, match="timed out"):
+        increment(1)
+    elapsed = time.perf_counter() - started
+    # The SDK retries a timed-out attempt like a 5xx, on a new connection (the old one is abandoned).
+    assert server.request_count == 1 + OPENAI_SDK_RETRIES
+    assert server.connection_count == 1 + OPENAI_SDK_RETRIES
+    assert 1.5 <= elapsed < 8.0
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_hung_server_hits_the_request_deadline_once(server, api):
+    server.push(Hang(10.0))
+    started = time.perf_counter()
+    with nh.run(executor(api, request_timeout=1.0)), pytest.raises(nh.ExecutionError, match="timed out after 1"):
+        increment(1)
+    elapsed = time.perf_counter() - started
+    assert server.request_count == 1
+    assert 0.9 <= elapsed < 5.0
+
+
+FAILURES = {
+    "http-429": ([Status(429)] * 3, {}),
+    "http-500": ([Status(500)] * 3, {}),
+    "attempt-timeout": ([Hang(10.0)], {"timeout": 0.5, "max_retries": 0}),
+    "request-deadline": ([Hang(10.0)], {"request_timeout": 0.5}),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_failed_request_commits_no_write_binding(server, failure):
+    script, settings = FAILURES[failure]
+    # The first response already writes `y` in the step; the request after it fails.
+    server.push(Reply(calls=[tool_call("nh_assign", target_path="y", expression="f'after {x}'")]), *script)
+    with nh.run(executor("chat", **settings)):
+        y, error = write_or_report(1)
+    assert isinstance(error, nh.ExecutionError)
+    assert y == "before"
+    assert server.requests[1].tool_results == ['{"value": "after 1", "error": null}']  # written in the step only
