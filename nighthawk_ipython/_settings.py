@@ -146,17 +146,17 @@ class NighthawkSettings(Configurable):
         import nighthawk
 
         executor = self.executor()
-        if self._installed is not executor:
-            nighthawk.set_default_step_executor(executor)
-            self._installed = executor
+        nighthawk.set_default_step_executor(executor)
+        self._installed = executor
 
     def ensure_installed(self) -> None:
-        """Install the executor unless the current one is installed already.
+        """Install the executor when no default executor is in force, or ours is out of date.
 
         A user who called `nighthawk.set_default_step_executor(...)` after the last change of settings keeps
         that executor: settings only replace it when they change.
         """
-        if self._installed is None or self._installed is not self._executor:
+        current = _default_executor()
+        if current is None or (current is self._installed and self._executor is not current):
             self.install()
 
     def uninstall(self) -> None:
@@ -174,15 +174,23 @@ class NighthawkSettings(Configurable):
         from nighthawk.configuration import DEFAULT_MODEL
 
         if self.model_object is not None:
-            model = f"{self.model_source or 'object'} = {self.model_object!r}"
+            model = _describe_object(self.model_object, self.model_source)
         else:
             model = self.model or f"{DEFAULT_MODEL} (default)"
         limits = ", ".join(f"{key}={value}" for key, value in sorted(self.limits.items())) or "(defaults)"
         lines = [f"model:   {model}", f"display: {self.display}", f"limits:  {limits}"]
         current = _default_executor()
         if current is not None and current is not self._installed:
-            lines.append(f"in use:  {current!r} (set with nighthawk.set_default_step_executor)")
+            lines.append(f"in use:  {_describe_object(current, '')} (set with nighthawk.set_default_step_executor)")
         return "\n".join(lines)
+
+
+def _describe_object(value: object, source: str) -> str:
+    """A one-line description of a model or executor object (reprs of models can be pages long)."""
+    label = getattr(value, "model_label", None) or getattr(value, "model_name", None)
+    kind = type(value).__name__
+    described = f"{kind} {label}" if label else kind
+    return f"{source} ({described})" if source else described
 
 
 def _default_executor() -> Any:

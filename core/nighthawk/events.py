@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
 
-import pydantic
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = [
     "Assignment",
@@ -238,7 +239,7 @@ class StepFinished:
     event_kind: Literal["step_finished"] = "step_finished"
 
 
-Event: TypeAlias = Annotated[
+Event: TypeAlias = Union[  # noqa: UP007 - a runtime union object, annotated with its discriminator lazily
     RunStarted
     | ScopeStarted
     | ScopeFinished
@@ -253,14 +254,18 @@ Event: TypeAlias = Annotated[
     | Committed
     | UsageReported
     | StepFailed
-    | StepFinished,
-    pydantic.Discriminator("event_kind"),
+    | StepFinished
 ]
 
 @functools.cache
 def event_type_adapter() -> pydantic.TypeAdapter[list[Event]]:
-    """The adapter that turns a list of events into JSON and back (built on first use)."""
-    return pydantic.TypeAdapter(list[Event])
+    """The adapter that turns a list of events into JSON and back (built on first use).
+
+    pydantic is imported here rather than at module level so that `import nighthawk` stays light.
+    """
+    import pydantic
+
+    return pydantic.TypeAdapter(list[Annotated[Event, pydantic.Discriminator("event_kind")]])
 
 EventListener: TypeAlias = Callable[[Event], None]
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from . import events
 from .configuration import StepExecutorConfiguration
 from .errors import ExecutionError, NighthawkError
-from .outcome import Outcome, outcome_models, resolve_outcome
 from .tools import assign_value, eval_expression, invoke_tool, visible_tools
 
 if TYPE_CHECKING:
+    from .outcome import Outcome
     from .step import StepContext
 
 __all__ = ["OUTCOME_RETRIES", "AgentStepExecutor", "StepExecutor", "TOOL_RETRIES"]
@@ -184,6 +184,8 @@ def _check_credentials(model: str) -> None:
 def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> list[Any]:
     from pydantic_ai import ToolOutput
 
+    from .outcome import outcome_models
+
     return [
         ToolOutput(model, name=f"nh_{kind}", max_retries=OUTCOME_RETRIES)  # the model's docstring describes it
         for kind, model in zip(allowed, outcome_models(allowed, raise_types), strict=True)
@@ -193,6 +195,7 @@ def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> list
 def _build_agent(output_spec: list[Any]) -> Any:
     from pydantic_ai import Agent, ModelRetry, RunContext, Tool
 
+    from .outcome import resolve_outcome
     from .step import StepContext
 
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:

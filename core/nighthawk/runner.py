@@ -7,21 +7,22 @@ before a result exists, so nothing is committed.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import events
-from ._loop import run_sync
 from .block import Program
 from .configuration import StepExecutorConfiguration
 from .errors import ExecutionError, NaturalParseError, NighthawkError, ToolEvaluationError, ToolValidationError
 from .frame import Frame
-from .outcome import Resolution, resolve_outcome
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor
 from .step import StepContext, activate, build_step
 from .tools import push_tool_scope
+
+if TYPE_CHECKING:
+    from .outcome import Resolution
 
 __all__ = ["BlockResult", "run_block", "run_block_async"]
 
@@ -44,6 +45,8 @@ class BlockResult:
 
 def run_block(program: Program, frame: Frame) -> BlockResult:
     """Run a block from synchronous code (on the background loop, so it works inside a running loop)."""
+    from ._loop import run_sync  # asyncio is imported on the first block, not with nighthawk
+
     return run_sync(run_block_async(program, frame))
 
 
@@ -93,6 +96,8 @@ async def _execute(executor: object, step: StepContext, listening: bool) -> Reso
         raise
     if listening:
         events.emit(events.ExecutorFinished(invocation_id=step.invocation_id, error=None))
+    from .outcome import resolve_outcome
+
     if step.resolution is not None and step.resolution.outcome is outcome:
         return step.resolution  # the executor already checked and evaluated it (with retries)
     return await resolve_outcome(outcome, step)
@@ -168,6 +173,8 @@ def _emit_success(
 
 
 def _error_kind(exc: BaseException) -> str:
+    import asyncio
+
     match exc:
         case KeyboardInterrupt() | asyncio.CancelledError():
             return "interrupted"

@@ -1,0 +1,258 @@
+"""`%%natural` and `%nighthawk`: thin doors from a notebook onto the core's frame stage.
+
+`%%natural` parses the cell as a Natural program, builds a frame from the notebook namespace and hands both
+to `nighthawk.runner.run_block`. Only after the block succeeded are the write bindings committed into the
+namespace, in one `update`; a `return` outcome becomes the cell's value (`Out[n]`), a `raise` outcome
+raises in the cell. `%nighthawk` changes the kernel's settings. Bad options raise `UsageError`; real
+failures propagate, so nbclient and nbval see a failed cell.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import textwrap
+from contextlib import nullcontext
+from dataclasses import replace
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import TraitError
+
+from ._extension import state_for
+from ._settings import DISPLAY_MODES, LIMIT_KEYS
+
+__all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
+
+CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
+"""Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
+
+_SUBCOMMANDS = ("model", "display", "limits", "status", "replay")
+
+# The program starts on the line after `%%natural`, which is line 1 of the cell.
+_PROGRAM_LINE = 2
+
+
+def _unquote(value: str) -> str:
+    """Drop one pair of matching quotes, which `parse_argstring` keeps (`-m 'a b'` arrives quoted)."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _deny_kinds(values: list[str] | None) -> frozenset[str]:
+    kinds: set[str] = set()
+    for value in values or ():
+        for kind in _unquote(value).split(","):
+            kind = kind.strip()
+            if not kind:
+                continue
+            if kind not in CELL_OUTCOMES:
+                raise UsageError(
+                    f"%%natural --deny: {kind!r} is not an outcome a cell can end with; "
+                    f"choose from {', '.join(CELL_OUTCOMES)}"
+                )
+            kinds.add(kind)
+    return frozenset(kinds)
+
+
+@magics_class
+class NighthawkMagics(Magics):
+    """The `%%natural` cell magic and the `%nighthawk` settings magic."""
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self._state = state_for(shell)
+
+    # --- %%natural ---------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument(
+        "-m",
+        "--model",
+        metavar="MODEL",
+        help="Model for this cell only: a `provider:model` string, or a notebook variable holding a "
+        "pydantic-ai Model or a StepExecutor.",
+    )
+    @argument(
+        "--deny",
+        action="append",
+        metavar="KINDS",
+        help="Outcome kinds this cell may not end with (pass, return, raise); repeat or separate with commas.",
+    )
+    @argument(
+        "--display",
+        type=_unquote,
+        choices=DISPLAY_MODES,
+        help="How to show the step for this cell: widget, html, text or none (default: the kernel setting).",
+    )
+    @argument(
+        "-f",
+        "--interpolate",
+        action="store_true",
+        help="Fill `{expression}` fields from the namespace like an f-string before parsing (`{{` and `}}` "
+        "are literal braces).",
+    )
+    @cell_magic
+    def natural(self, line: str, cell: str) -> Any:
+        """Run the cell as a Natural program against the notebook namespace.
+
+        `<name>` reads a notebook variable, `<:name>` writes one (committed only when the step succeeds).
+        The cell may open with YAML frontmatter (`deny: [raise]`). A `return` outcome is the cell's value;
+        a `raise` outcome raises in the cell.
+        """
+        args = parse_argstring(self.natural, line)
+        deny = _deny_kinds(args.deny)
+        user_ns = self.shell.user_ns
+        text = cell
+        if args.interpolate:
+            from ._interpolate import interpolate
+
+            text = interpolate(cell, user_ns)
+        executor = None
+        if args.model:
+            model, _ = self._model_value(_unquote(args.model), "%%natural --model")
+            executor = self._state.settings.build_executor(model)
+
+        import nighthawk
+
+        try:
+            result = self._run(text, deny=deny, executor=executor, display=args.display)
+        except (nighthawk.NighthawkError, NameError, KeyboardInterrupt) as exc:
+            # The message says what happened; frames inside the runner and its background loop would only
+            # bury it. The cause chain (`raise ... from`) stays attached to the exception.
+            raise exc.with_traceback(None)  # noqa: B904 - re-raising the same exception
+        if result.exception is not None:
+            raise result.exception
+        user_ns.update(result.values)
+        if result.kind == "return":
+            return result.value
+        return None
+
+    def _run(self, text: str, *, deny: frozenset[str], executor: Any, display: str | None) -> Any:
+        """Parse the cell, build its frame from the namespace and run it; return the `BlockResult`."""
+        import nighthawk
+        from nighthawk.block import parse_program
+        from nighthawk.runner import run_block
+
+        from ._namespace import build_frame
+
+        filename = f"In[{self.shell.execution_count}]"
+        program = parse_program(textwrap.dedent(text), filename=filename, line=_PROGRAM_LINE)
+        if deny:
+            program = replace(program, denied=program.denied | deny)
+        frame = build_frame(
+            self.shell, program, step_id=f"{filename}:{_PROGRAM_LINE}", filename=filename, line=_PROGRAM_LINE
+        )
+        self._state.ready()
+        scope = nighthawk.scope(step_executor=executor) if executor is not None else nullcontext()
+        with self._state.display_mode(display), scope:
+            return run_block(program, frame)
+
+    def _model_value(self, name: str, where: str) -> tuple[object, str]:
+        """Resolve a model given on a magic line: a `provider:model` string, or a namespace variable.
+
+        Returns:
+            The string or object, and the variable name it came from (empty for a string).
+        """
+        if ":" in name:
+            return name, ""
+        if name.isidentifier() and name in self.shell.user_ns:
+            value = self.shell.user_ns[name]
+            if isinstance(value, str):
+                return self._model_value(value, where)[0], ""
+            return value, name
+        raise UsageError(
+            f"{where}: {name!r} is neither a `provider:model` string nor a notebook variable; give a model such "
+            "as 'openai-responses:gpt-5.4-nano' or the name of a variable holding a pydantic-ai Model or a "
+            "StepExecutor"
+        )
+
+    # --- %nighthawk --------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("command", type=_unquote, choices=_SUBCOMMANDS, help="What to show or change.")
+    @argument("values", nargs="*", help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; replay: PATH")
+    @argument("--record", action="store_true", help="replay: record every exchange with the real model.")
+    @argument("--auto", action="store_true", help="replay: replay stored exchanges, record the missing ones.")
+    @line_magic
+    def nighthawk(self, line: str) -> None:
+        """Show or change the kernel's Nighthawk settings.
+
+        `%nighthawk model provider:model` or `%nighthawk model VARIABLE` (a pydantic-ai Model or a
+        StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...`,
+        `%nighthawk status`. The same settings are `%config NighthawkSettings.*` and
+        `nighthawk_ipython.configure(...)`.
+        """
+        args = parse_argstring(self.nighthawk, line)
+        values = [_unquote(value) for value in args.values]
+        if (args.record or args.auto) and args.command != "replay":
+            raise UsageError(f"%nighthawk {args.command}: --record and --auto belong to `%nighthawk replay`")
+        settings = self._state.settings
+        match args.command:
+            case "status":
+                self._expect(values, 0, "status", "")
+                print(settings.describe())
+            case "model":
+                if not values:
+                    print(settings.describe().splitlines()[0])
+                    return
+                self._expect(values, 1, "model", "NAME_OR_VARIABLE")
+                value, source = self._model_value(values[0], "%nighthawk model")
+                try:
+                    settings.use_model(value, source=source)
+                except TraitError as exc:
+                    raise UsageError(f"%nighthawk model: {exc}") from exc
+            case "display":
+                if not values:
+                    print(f"display: {settings.display}")
+                    return
+                self._expect(values, 1, "display", "MODE")
+                if values[0] not in DISPLAY_MODES:
+                    raise UsageError(
+                        f"%nighthawk display: {values[0]!r} is not a display mode; choose from {', '.join(DISPLAY_MODES)}"
+                    )
+                settings.display = values[0]
+            case "limits":
+                if not values:
+                    print(settings.describe().splitlines()[2])
+                    return
+                settings.limits = {**settings.limits, **_parse_limits(values)}
+            case "replay":
+                self._replay(values, record=args.record, auto=args.auto)
+            case other:  # argparse's choices= keeps anything else out
+                raise AssertionError(other)
+
+    @staticmethod
+    def _expect(values: list[str], count: int, command: str, usage: str) -> None:
+        if len(values) != count:
+            raise UsageError(
+                f"%nighthawk {command}: expected {count} argument{'s' if count != 1 else ''}, got "
+                f"{' '.join(shlex.quote(value) for value in values) or 'none'}; usage: %nighthawk {command} {usage}".rstrip()
+            )
+
+    def _replay(self, values: list[str], *, record: bool, auto: bool) -> None:
+        if importlib.util.find_spec("nighthawk.replay") is None:
+            raise UsageError("%nighthawk replay: not available yet (the replay store `nighthawk.replay` is not installed)")
+        raise UsageError("%nighthawk replay: not available yet (waiting for the replay store's notebook entry point)")
+
+
+def _parse_limits(values: list[str]) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise UsageError(f"%nighthawk limits: {item!r} is not `key=value`; keys are {', '.join(LIMIT_KEYS)}")
+        key = key.strip()
+        if key not in LIMIT_KEYS:
+            raise UsageError(f"%nighthawk limits: unknown limit {key!r}; choose from {', '.join(LIMIT_KEYS)}")
+        try:
+            value = int(raw.strip().replace("_", ""))
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise UsageError(f"%nighthawk limits: {key} must be a positive integer, got {raw.strip()!r}")
+        limits[key] = value
+    return limits
