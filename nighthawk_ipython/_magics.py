@@ -9,7 +9,6 @@ failures propagate, so nbclient and nbval see a failed cell.
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
 import textwrap
 from contextlib import nullcontext
@@ -183,7 +182,7 @@ class NighthawkMagics(Magics):
 
         `%nighthawk model provider:model` or `%nighthawk model VARIABLE` (a pydantic-ai Model or a
         StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...`,
-        `%nighthawk status`. The same settings are `%config NighthawkSettings.*` and
+        `%nighthawk status`, `%nighthawk replay PATH [--record|--auto]` (answer from a replay store). The same settings are `%config NighthawkSettings.*` and
         `nighthawk_ipython.configure(...)`.
         """
         args = parse_argstring(self.nighthawk, line)
@@ -234,9 +233,30 @@ class NighthawkMagics(Magics):
             )
 
     def _replay(self, values: list[str], *, record: bool, auto: bool) -> None:
-        if importlib.util.find_spec("nighthawk.replay") is None:
-            raise UsageError("%nighthawk replay: not available yet (the replay store `nighthawk.replay` is not installed)")
-        raise UsageError("%nighthawk replay: not available yet (waiting for the replay store's notebook entry point)")
+        """Answer steps from the replay store at PATH, wrapping the model in force (used only to record)."""
+        self._expect(values, 1, "replay", "PATH [--record|--auto]")
+        if record and auto:
+            raise UsageError("%nighthawk replay: choose one of --record and --auto")
+        from nighthawk.replay import ReplayModel
+
+        settings = self._state.settings
+        wrapped = settings.model_object if settings.model_object is not None else (settings.model or None)
+        if isinstance(wrapped, ReplayModel):  # switching stores: keep recording from the same model
+            wrapped = wrapped._spec
+        if wrapped is not None and not isinstance(wrapped, str) and callable(getattr(wrapped, "run_step", None)):
+            raise UsageError(
+                "%nighthawk replay: the model in force is a step executor, not a model; replay wraps a "
+                "pydantic-ai model or a `provider:model` string (`%nighthawk model ...` first)"
+            )
+        # Without a flag the mode comes from NIGHTHAWK_REPLAY_MODE (default `replay`), so a whole notebook can
+        # be re-recorded from the command line without editing it.
+        mode = "record" if record else "auto" if auto else None
+        if wrapped is None:
+            from nighthawk.configuration import DEFAULT_MODEL
+
+            wrapped = DEFAULT_MODEL  # only built when a request must reach a real model
+        model = ReplayModel(wrapped, values[0], mode)
+        settings.use_model(model, source=f"replay {values[0]} ({model.mode})")
 
 
 def _parse_limits(values: list[str]) -> dict[str, int]:

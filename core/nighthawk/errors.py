@@ -5,6 +5,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     NighthawkError                  a runtime precondition failed (no executor, no active step, ...)
     ├── NaturalParseError           a Natural block, its bindings or its frontmatter could not be read
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
+    │   └── ReplayMissError         a replay store has no answer for a request
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     └── ToolRegistrationError       a user tool has a bad name or clashes with another one
@@ -19,6 +20,7 @@ __all__ = [
     "ExecutionError",
     "NaturalParseError",
     "NighthawkError",
+    "ReplayMissError",
     "ToolEvaluationError",
     "ToolRegistrationError",
     "ToolValidationError",
@@ -41,6 +43,10 @@ class NaturalParseError(NighthawkError):
 
 class ExecutionError(NighthawkError):
     """A Natural block did not end in a valid outcome (the fault is the model's or the provider's)."""
+
+
+class ReplayMissError(ExecutionError):
+    """In `replay` mode, the store has no answer for a request (the prompt, data, tools or settings changed)."""
 
 
 class ToolEvaluationError(NighthawkError):

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .outcome import Outcome
     from .step import StepContext
 
-__all__ = ["OUTCOME_RETRIES", "AgentStepExecutor", "StepExecutor", "TOOL_RETRIES"]
+__all__ = ["OUTCOME_RETRIES", "TOOL_RETRIES", "AgentStepExecutor", "StepExecutor", "check_credentials"]
 
 OUTCOME_RETRIES = 2
 """Corrective retries a model gets for an invalid outcome (bad JSON, wrong keys, failing `return_expression`)."""
@@ -96,7 +96,7 @@ class AgentStepExecutor:
             return self._model
         model = self._configuration.model
         if isinstance(model, str):
-            _check_credentials(model)
+            check_credentials(model)
             from pydantic_ai.exceptions import UserError
             from pydantic_ai.models import infer_model
 
@@ -167,7 +167,12 @@ class AgentStepExecutor:
         return result.output
 
 
-def _check_credentials(model: str) -> None:
+def check_credentials(model: str) -> None:
+    """Fail before any network call when a `provider:model` string's API key is missing from the environment.
+
+    Raises:
+        NighthawkError: The key's environment variable is unset.
+    """
     provider = model.split(":", 1)[0]
     variable = _KEY_VARIABLES.get(provider)
     if variable is None or os.environ.get(variable):

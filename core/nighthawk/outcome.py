@@ -11,7 +11,7 @@ import functools
 import inspect
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, assert_never
+from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, assert_never
 
 import pydantic
 

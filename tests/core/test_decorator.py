@@ -229,7 +229,7 @@ def test_read_binding_resolves_globals_and_builtins() -> None:
 
 def test_read_binding_resolves_closure_variables() -> None:
     executor, script = scripted_executor([assign("out", "secret_sauce + 1"), finish()])
-    secret_sauce = 41
+    secret_sauce = 41  # noqa: F841 - read by the block through `<secret_sauce>`
 
     @nh.natural_function
     def closure() -> int:

@@ -244,9 +244,32 @@ def test_nighthawk_rejects_an_unknown_subcommand(shell: Any) -> None:
         shell.run_line_magic("nighthawk", "frobnicate")
 
 
-def test_nighthawk_replay_is_not_available_yet(shell: Any) -> None:
-    with pytest.raises(UsageError, match=r"%nighthawk replay: not available yet"):
-        shell.run_line_magic("nighthawk", "replay store.jsonl --auto")
+def test_nighthawk_replay_records_then_replays_without_the_model(shell: Any, use_model: Any, tmp_path: Any) -> None:
+    store = tmp_path / "cells.yaml"
+    use_model(scripted([assign("doubled", "n * 2"), outcome("pass")]))
+    shell.user_ns["n"] = 21
+    shell.run_line_magic("nighthawk", f"replay {store} --record")
+    shell.run_cell_magic("natural", "", "Set <:doubled> to twice <n>.")
+    assert shell.user_ns["doubled"] == 42
+    use_model(scripted())  # a model with no answers: replay must not ask it
+    shell.run_line_magic("nighthawk", f"replay {store}")
+    del shell.user_ns["doubled"]
+    shell.run_cell_magic("natural", "", "Set <:doubled> to twice <n>.")
+    assert shell.user_ns["doubled"] == 42
+
+
+def test_nighthawk_replay_miss_fails_the_cell_and_keeps_the_namespace(shell: Any, use_model: Any, tmp_path: Any) -> None:
+    use_model(scripted())
+    shell.run_line_magic("nighthawk", f"replay {tmp_path / 'empty.yaml'}")
+    shell.user_ns["n"] = 1
+    result = shell.run_cell("%%natural\nSet <:doubled> to twice <n>.")
+    assert isinstance(result.error_in_exec, nighthawk.ExecutionError)
+    assert "doubled" not in shell.user_ns
+
+
+def test_nighthawk_replay_refuses_record_and_auto_together(shell: Any) -> None:
+    with pytest.raises(UsageError, match=r"%nighthawk replay: choose one of --record and --auto"):
+        shell.run_line_magic("nighthawk", "replay store.yaml --record --auto")
 
 
 def test_nighthawk_record_flag_belongs_to_replay(shell: Any) -> None:
