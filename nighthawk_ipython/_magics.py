@@ -138,7 +138,8 @@ class NighthawkMagics(Magics):
 
         from ._namespace import build_frame
 
-        filename = f"In[{self.shell.execution_count}]"
+        # IPython has already counted the running cell when it stores history, so its number is one less.
+        filename = f"In[{max(self.shell.execution_count - 1, 1)}]"
         program = parse_program(textwrap.dedent(text), filename=filename, line=_PROGRAM_LINE)
         if deny:
             program = replace(program, denied=program.denied | deny)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import NaturalParseError
 
-__all__ = ["OUTCOME_KINDS", "SENTINEL", "Program", "parse_program", "scan_bindings", "strip_sentinel"]
+__all__ = ["OUTCOME_KINDS", "SENTINEL", "Program", "escape_bindings", "parse_program", "scan_bindings", "strip_sentinel"]
 
 SENTINEL = "natural\n"
 
@@ -97,6 +97,14 @@ def parse_program(text: str, *, filename: str | None = None, line: int | None = 
         references=tuple(references),
         denied=denied,
     )
+
+
+_UNESCAPED_BINDING = re.compile(rf"(?<!\\)<(:?{_IDENT}(?:\.{_IDENT})*)>")
+
+
+def escape_bindings(text: str) -> str:
+    """Escape `<name>`-shaped text so that interpolated data is never read as a binding."""
+    return _UNESCAPED_BINDING.sub(r"\\<\1>", text) if "<" in text else text
 
 
 def scan_bindings(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

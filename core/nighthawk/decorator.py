@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .block import Program, parse_program, scan_bindings, strip_sentinel
+from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel
 from .errors import NaturalParseError
 from .frame import Frame
 from .runner import BlockResult, run_block, run_block_async
@@ -51,13 +51,25 @@ def natural_function(function: F) -> F:
     Raises:
         NaturalParseError: The source is unavailable or a block is malformed.
     """
+    enclosing = sys._getframe(1)
+    # Only a function frame is an enclosing scope in Python; a class body or a module is not.
+    enclosing_locals = enclosing.f_locals if enclosing.f_code.co_flags & inspect.CO_OPTIMIZED else {}
     if isinstance(function, (staticmethod, classmethod)):
-        return type(function)(natural_function(function.__func__))  # type: ignore[return-value]
+        return type(function)(_decorate(function.__func__, enclosing_locals))  # type: ignore[return-value]
+    return _decorate(function, enclosing_locals)  # type: ignore[return-value]
+
+
+def _decorate(function: object, enclosing_locals: Mapping[str, object]) -> types.FunctionType:
     if not inspect.isfunction(function):
         raise NaturalParseError(f"`@natural_function` needs a function, got {type(function).__name__}")
-    enclosing = sys._getframe(1)
-    enclosing_locals = enclosing.f_locals if enclosing.f_locals is not enclosing.f_globals else {}
-    return _compile(function, enclosing_locals)  # type: ignore[return-value]
+    if hasattr(function, "__wrapped__"):
+        raise NaturalParseError(
+            f"{function.__qualname__!r} is already wrapped by another decorator; put `@natural_function` "
+            "directly above the `def` (innermost), other decorators above it"
+        )
+    if inspect.isasyncgenfunction(function):
+        raise NaturalParseError(f"{function.__qualname__!r} is an async generator; Natural blocks cannot run in one")
+    return _compile(function, enclosing_locals)
 
 
 def _compile(function: types.FunctionType, enclosing_locals: Mapping[str, object]) -> types.FunctionType:
@@ -117,17 +129,25 @@ def _build_code(node: ast.stmt, function: types.FunctionType, filename: str, fre
         # Compiling inside a class of the same name keeps private-name mangling (`self.__x`) identical.
         inner = ast.ClassDef(name=owner, bases=[], keywords=[], body=[node], decorator_list=[], type_params=[])
     params = [ast.arg(arg=name) for name in free_names if name != "__class__" or owner is None]
+    # The def (and the stand-in class) would otherwise be locals of the factory, and a body that names
+    # them (recursion, `isinstance(x, Owner)`) would close over the factory instead of the module.
+    module_names = [name for name in (function.__name__, owner) if name and name not in free_names]
     factory = ast.FunctionDef(
         name="_nighthawk_factory",
         args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[inner, ast.Return(value=ast.Constant(None))],
+        body=[ast.Global(names=module_names), inner, ast.Return(value=ast.Constant(None))],
         decorator_list=[],
         returns=None,
         type_params=[],
     )
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
-    module_code = compile(module, filename, "exec", dont_inherit=True)
+    try:
+        module_code = compile(module, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # e.g. a block inside `except*`, where `return`/`break` are not allowed
+        raise NaturalParseError(
+            f"a Natural block cannot be placed here: {exc.msg}", filename=filename, line=exc.lineno
+        ) from exc
     found = _find_code(module_code, function.__name__, function.__code__.co_firstlineno)
     if found is None:  # pragma: no cover - the def is always there
         raise NaturalParseError(f"could not compile {function.__qualname__!r}", filename=filename)
@@ -222,7 +242,7 @@ def _block_statements(
         program = None
         static_text = "".join(part.value if isinstance(part, ast.Constant) else "\x00" for part in literal.values)
         reads, writes = scan_bindings(static_text)
-        rendered = literal
+        rendered = _escaping_interpolations(literal)
     index = len(specs)
     specs.append(_BlockSpec(program=program, reads=reads, writes=writes, line=line, in_loop=in_loop))
     call = f"{_RUNTIME}.{'run_async' if is_async else 'run'}({index}, locals(), ({''.join(f'{n}, ' for n in reads)}), None)"
@@ -247,6 +267,21 @@ def _block_statements(
     return generated
 
 
+def _escaping_interpolations(literal: ast.JoinedStr) -> ast.JoinedStr:
+    """The f-string with each `{...}` field passed through `escape_bindings`: data never becomes a binding."""
+    parts: list[ast.expr] = []
+    for part in literal.values:
+        if isinstance(part, ast.FormattedValue):
+            escaped = ast.Call(
+                func=ast.Attribute(value=ast.Name(id=_RUNTIME, ctx=ast.Load()), attr="escape", ctx=ast.Load()),
+                args=[ast.JoinedStr(values=[part])],
+                keywords=[],
+            )
+            part = ast.FormattedValue(value=escaped, conversion=-1, format_spec=None)
+        parts.append(part)
+    return ast.copy_location(ast.JoinedStr(values=parts), literal)
+
+
 # --- the runtime behind the generated code ----------------------------------------------------------
 
 
@@ -266,10 +301,7 @@ class _FunctionRuntime:
     def _declared_types(self) -> tuple[dict[str, object], object]:
         if self._types is None:
             namespace = dict(self.function.__globals__)
-            try:
-                hints: dict[str, object] = typing.get_type_hints(self.function)
-            except Exception:  # unresolvable forward references: fall back to what evaluates
-                hints = {k: v for k, v in getattr(self.function, "__annotations__", {}).items() if not isinstance(v, str)}
+            hints = _resolve_annotations(self.function)
             binding_types = {name: hint for name, hint in hints.items() if name != "return"}
             for name, annotation in self.annotated.items():
                 try:
@@ -295,45 +327,45 @@ class _FunctionRuntime:
             line=spec.line,
         )
 
-    def _program(self, spec: _BlockSpec, rendered: str | None, frame: Frame) -> tuple[Program, Frame]:
+    escape = staticmethod(escape_bindings)
+
+    def _program(self, spec: _BlockSpec, rendered: str | None) -> Program:
         if spec.program is not None:
-            return spec.program, frame
+            return spec.program
         program = parse_program(strip_sentinel(rendered or "") or "", filename=self.filename, line=spec.line + 1)
-        extra = [name for name in program.writes if name not in spec.writes]
+        extra = sorted((set(program.reads) - set(spec.reads)) | (set(program.writes) - set(spec.writes)))
         if extra:
             raise NaturalParseError(
-                f"write binding(s) {extra} appear only after interpolation; write `<:name>` literally in the f-string",
+                f"binding(s) {extra} are built by interpolation; write `<name>` and `<:name>` literally in the f-string",
                 filename=self.filename,
                 line=spec.line,
             )
-        missing = [name for name in program.reads if name not in frame.read_values]
-        if not missing:
-            return program, frame
-        reads = dict(frame.read_values)
-        for name in missing:
-            reads[name] = _resolve_dynamic(name, frame)
-        return program, Frame(**{**frame.__dict__, "read_values": reads})
+        return program
 
     def run(self, index: int, python_locals: dict[str, object], read_values: tuple[object, ...], rendered: str | None) -> BlockResult:
         spec = self.specs[index]
-        program, frame = self._program(spec, rendered, self._make_frame(spec, python_locals, read_values))
-        return run_block(program, frame)
+        return run_block(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
 
     async def run_async(
         self, index: int, python_locals: dict[str, object], read_values: tuple[object, ...], rendered: str | None
     ) -> BlockResult:
         spec = self.specs[index]
-        program, frame = self._program(spec, rendered, self._make_frame(spec, python_locals, read_values))
-        return await run_block_async(program, frame)
+        return await run_block_async(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
 
 
-def _resolve_dynamic(name: str, frame: Frame) -> object:
-    """Resolve a read binding that only appeared after interpolation: locals, globals, builtins."""
-    for namespace in (frame.python_locals, frame.python_globals):
-        if name in namespace:
-            return namespace[name]
-    builtins_ = frame.python_globals.get("__builtins__")
-    builtins_dict = builtins_ if isinstance(builtins_, dict) else getattr(builtins_, "__dict__", {})
-    if name in builtins_dict:
-        return builtins_dict[name]
-    raise NameError(f"name {name!r} is not defined")
+def _resolve_annotations(function: types.FunctionType) -> dict[str, object]:
+    """Annotations evaluated one by one, so one unresolvable name (a TYPE_CHECKING import) costs only itself."""
+    try:
+        return typing.get_type_hints(function)
+    except Exception:
+        pass
+    resolved: dict[str, object] = {}
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        if not isinstance(annotation, str):
+            resolved[name] = annotation
+            continue
+        try:
+            resolved[name] = eval(annotation, dict(function.__globals__))  # noqa: S307 - the function's own annotation
+        except Exception:  # an unresolvable annotation leaves that binding unconstrained
+            continue
+    return resolved

@@ -123,6 +123,7 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
+        from pydantic_ai import capture_run_messages
         from pydantic_ai.exceptions import AgentRunError, ModelAPIError, ModelHTTPError, UnexpectedModelBehavior
         from pydantic_ai.toolsets import FunctionToolset
 
@@ -139,25 +140,29 @@ class AgentStepExecutor:
             )
         user_tools = {**visible_tools(), **step.tool_scope.tools}
         toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else None
-        try:
-            result = await agent.run(
-                user_prompt,
-                model=model,
-                deps=step,
-                instructions=system_prompt,
-                model_settings=dict(self._configuration.model_settings or {}) or None,
-                toolsets=toolsets,
-            )
-        except ModelHTTPError as exc:
-            body = str(exc.body)[:300] if exc.body is not None else ""
-            raise ExecutionError(f"the model provider answered HTTP {exc.status_code} ({exc.model_name}): {body}") from exc
-        except UnexpectedModelBehavior as exc:
-            reason = f"; last problem: {step.outcome_problem}" if step.outcome_problem else ""
-            raise ExecutionError(
-                f"the model did not end the step with a valid outcome ({exc.message}){reason}"
-            ) from exc
-        except (ModelAPIError, AgentRunError) as exc:
-            raise ExecutionError(f"the model request failed: {exc}") from exc
+        with capture_run_messages() as messages:
+            try:
+                result = await agent.run(
+                    user_prompt,
+                    model=model,
+                    deps=step,
+                    instructions=system_prompt,
+                    model_settings=dict(self._configuration.model_settings or {}) or None,
+                    toolsets=toolsets,
+                )
+            except ModelHTTPError as exc:
+                body = str(exc.body)[:300] if exc.body is not None else ""
+                raise ExecutionError(
+                    f"the model provider answered HTTP {exc.status_code} ({exc.model_name}): {body}"
+                ) from exc
+            except UnexpectedModelBehavior as exc:
+                problem = step.outcome_problem or _last_retry_reason(messages)
+                reason = f"; last problem: {problem}" if problem else ""
+                raise ExecutionError(
+                    f"the model did not end the step with a valid outcome ({exc.message}){reason}"
+                ) from exc
+            except (ModelAPIError, AgentRunError) as exc:
+                raise ExecutionError(f"the model request failed: {exc}") from exc
         usage = result.usage
         step.usage = {
             "requests": usage.requests,
@@ -165,6 +170,28 @@ class AgentStepExecutor:
             "output_tokens": usage.output_tokens or 0,
         }
         return result.output
+
+
+def _last_retry_reason(messages: list[Any]) -> str | None:
+    """What pydantic-ai last told the model was wrong (schema errors, unknown tool, plain text)."""
+    for message in reversed(messages):
+        for part in reversed(getattr(message, "parts", ())):
+            kind = getattr(part, "part_kind", "")
+            retried_tool = kind == "tool-return" and getattr(part, "outcome", None) == "retried"
+            if kind not in ("retry-prompt", "retry-feedback") and not retried_tool:
+                continue
+            content = part.content
+            if isinstance(content, list):
+                details = "; ".join(
+                    f"{'.'.join(map(str, error.get('loc', ()))) or 'arguments'}: {error.get('msg', '')}"
+                    for error in content[:3]
+                )
+            else:
+                details = str(content).splitlines()[0] if str(content) else ""
+            tool_name = getattr(part, "tool_name", None)
+            where = f"`{tool_name}` " if tool_name else ""
+            return f"{where}{details}"[:300]
+    return None
 
 
 def check_credentials(model: str) -> None:

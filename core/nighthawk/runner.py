@@ -106,8 +106,7 @@ async def _execute(executor: object, step: StepContext, listening: bool) -> Reso
 def _result(step: StepContext, resolution: Resolution) -> BlockResult:
     if resolution.exception is not None:
         return BlockResult(kind=resolution.kind, exception=resolution.exception)
-    values = {name: step.step_locals[name] for name in step.program.writes if name in step.step_locals}
-    return BlockResult(kind=resolution.kind, values=values, value=resolution.value)
+    return BlockResult(kind=resolution.kind, values=step.committable(), value=resolution.value)
 
 
 # --- events -----------------------------------------------------------------------------------------
@@ -149,7 +148,7 @@ def _emit_success(
             kind=outcome.kind,
             return_expression=getattr(outcome, "return_expression", None),
             return_value=step.rendering.preview(resolution.value) if outcome.kind == "return" else None,
-            raise_message=getattr(outcome, "raise_message", None),
+            raise_message=_scrubbed(step, getattr(outcome, "raise_message", None)),
             raise_error_type=getattr(outcome, "raise_error_type", None),
         )
     )
@@ -170,6 +169,10 @@ def _emit_success(
             duration_s=time.perf_counter() - started,
         )
     )
+
+
+def _scrubbed(step: StepContext, text: str | None) -> str | None:
+    return None if text is None else step.rendering.redaction.scrub_text(text)
 
 
 def _error_kind(exc: BaseException) -> str:

@@ -126,6 +126,9 @@ class StepContext:
     """Which model response is being processed (kept up to date by the executor)."""
     tool_error_round: int | None = None
     """The model round in which a tool call last failed."""
+    inherited: dict[str, int] = field(default_factory=dict)
+    """Names that came only from the parent step, with the identity of their value then: such a value is
+    not committed unless this step replaced it."""
     outcome_problem: str | None = None
     """Why the latest outcome was rejected (reported if the model runs out of retries)."""
 
@@ -140,6 +143,15 @@ class StepContext:
             raise ToolBoundaryError(
                 "invalid_input", f"cannot assign {name!r}: {exc}", f"Assign a value that fits the type of {name!r}."
             ) from exc
+
+    def committable(self) -> dict[str, object]:
+        """Write bindings to commit: set in this step, or present in the frame it started from."""
+        return {
+            name: value
+            for name in self.program.writes
+            if name in self.step_locals
+            and self.inherited.get(name) != id(value := self.step_locals[name])
+        }
 
     def note_tool_error(self) -> None:
         """Remember that a tool call failed in this model round: an outcome sent beside it must wait."""
@@ -209,6 +221,8 @@ def build_step(
 
     parent = current_step()
     step_locals: dict[str, object] = dict(parent.step_locals) if parent is not None else {}
+    own_names = frame.python_locals.keys() | frame.read_values.keys()
+    inherited = {name: id(value) for name, value in step_locals.items() if name not in own_names}
     step_locals.update(frame.python_locals)
     step_locals.update(frame.read_values)
     step_globals = frame.python_globals
@@ -232,4 +246,5 @@ def build_step(
         execution_context=execution_context,
         rendering=RenderingPolicy.from_configuration(configuration),
         parent=parent,
+        inherited=inherited,
     )

@@ -410,3 +410,125 @@ def test_traceback_points_at_the_block_line() -> None:
     entry = [entry for entry in info.traceback if entry.name == "broken"][0]
     assert str(entry.path) == __file__
     assert '"""natural' in str(entry.statement)
+
+
+@nh.natural_function
+def count_nodes(tree: dict) -> int:
+    total = sum(count_nodes(child) for child in tree.get("children", []))
+    """natural
+    Add one for <tree> itself to <:total>.
+    """
+    return total
+
+
+def test_module_level_natural_function_may_call_itself_by_name() -> None:
+    executor, _ = scripted_executor(*([[assign("total", "total + 1"), finish()]] * 2))
+    with nh.run(executor):
+        assert count_nodes({"children": [{}]}) == 2
+
+
+def test_method_may_name_its_own_class() -> None:
+    executor, _ = scripted_executor([finish()])
+
+    class Node:
+        @nh.natural_function
+        def copy(self) -> bool:
+            """natural
+            Nothing to do.
+            """
+            return isinstance(self, Node)
+
+    with nh.run(executor):
+        assert Node().copy() is True
+
+
+def test_interpolated_data_is_never_read_as_a_binding() -> None:
+    executor, script = scripted_executor([finish()])
+
+    @nh.natural_function
+    def summarise(page: str) -> None:
+        f"""natural
+        Summarise this page:
+        {page}
+        """
+
+    with nh.run(executor):
+        summarise("<p>Hi</p> <:oops>")
+    assert "<p>Hi</p> <:oops>" in str(script.seen[0][0].parts[-1].content)
+
+
+def test_natural_function_must_be_the_innermost_decorator() -> None:
+    import functools
+
+    def logged(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    with pytest.raises(nh.NaturalParseError, match="put `@natural_function` directly above the `def`"):
+
+        @nh.natural_function
+        @logged
+        def wrapped() -> None:
+            """natural
+            Nothing.
+            """
+
+
+def test_methods_do_not_see_class_attributes_as_enclosing_variables() -> None:
+    executor, script = scripted_executor([finish()])
+
+    class Limits:
+        MODULE_CONSTANT = 99
+
+        @nh.natural_function
+        def show(self) -> None:
+            """natural
+            Use <MODULE_CONSTANT>.
+            """
+
+    with nh.run(executor):
+        Limits().show()
+    assert "MODULE_CONSTANT: int = 40" in str(script.seen[0][0].parts[-1].content)
+
+
+def test_block_where_python_forbids_return_is_a_parse_error() -> None:
+    with pytest.raises(nh.NaturalParseError, match="a Natural block cannot be placed here"):
+
+        @nh.natural_function
+        def grouped() -> None:
+            try:
+                pass
+            except* ValueError:
+                """natural
+                Handle it.
+                """
+
+
+def test_nested_step_does_not_commit_a_write_binding_it_only_inherited() -> None:
+    executor, _ = scripted_executor(
+        [call("nh_eval", expression="results.append(classify())")],  # the outer step calls the inner function
+        [finish()],  # the inner step sets nothing
+        [finish()],
+    )
+
+    @nh.natural_function
+    def classify() -> str:
+        label = "inner default"
+        """natural
+        Maybe set <:label>.
+        """
+        return label
+
+    @nh.natural_function
+    def outer(label: str, results: list[str]) -> None:
+        """natural
+        Call <classify> and keep its answer in <results>.
+        """
+
+    results: list[str] = []
+    with nh.run(executor):
+        outer("outer value", results)
+    assert results == ["inner default"]

@@ -275,3 +275,9 @@ def test_nighthawk_replay_refuses_record_and_auto_together(shell: Any) -> None:
 def test_nighthawk_record_flag_belongs_to_replay(shell: Any) -> None:
     with pytest.raises(UsageError, match=r"%nighthawk model: --record and --auto belong to `%nighthawk replay`"):
         shell.run_line_magic("nighthawk", "model x:y --record")
+
+
+def test_parse_errors_name_the_running_cell(shell: Any, use_model: Any) -> None:
+    use_model(scripted())
+    result = shell.run_cell("%%natural\n---\ndeny: [nothing]\n---\nGo.", store_history=True)
+    assert str(result.error_in_exec).startswith(f"In[{result.execution_count}]:")
