@@ -1,0 +1,426 @@
+"""Write the replay stores of the example notebooks, then store the notebooks' outputs.
+
+The notebooks under `notebooks/` answer every step from a replay store, `notebooks/replays/<name>.replay.yaml`,
+so they run with no key and no network. This script (re)makes those stores in one of two ways:
+
+* `python scripts/record_notebooks.py` (the default) **authors** them: a scripted pydantic-ai `FunctionModel`
+  plays the model, answering each Natural program with the rounds written in `ANSWERS` below. Every entry is
+  stored with `authored: true`.
+* `OPENAI_API_KEY=sk-... python scripts/record_notebooks.py --real` **records** them from the real model that
+  each setup cell's `%nighthawk replay PATH` wraps (Nighthawk's default, `openai-responses:gpt-5.4-nano`,
+  unless the cell sets another first); entries then say which model answered and `authored: false`.
+
+Either way, each store is deleted first (so it holds no stale entry), the notebook is executed once to fill it,
+and the notebook is then executed again, in place and from the store alone, so its saved outputs are the
+ones `pytest --nbval` and `scripts/notebooks.sh` reproduce. Widget state is not saved: GitHub and nbconvert
+then show the steps' static HTML.
+
+Pass notebook names (`01-quickstart` or `notebooks/01-quickstart.ipynb`) to redo only those. Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+STORES = NOTEBOOKS / "replays"
+
+# The setup cell of every notebook plugs in its store with this line; authoring records through it instead.
+_SETUP_LINE = re.compile(r"^%nighthawk replay (?P<store>\S+)[ \t]*$", re.MULTILINE)
+
+# --- scripted answers --------------------------------------------------------------------------------
+
+# One item of a round: a tool call `(tool_name, arguments)`; outcomes are calls of `nh_pass`, `nh_return`,
+# `nh_raise`, `nh_break` and `nh_continue`.
+Call = tuple[str, dict[str, Any]]
+# A round is the tool calls of one model response, or a function of the step's prompt that returns them
+# (for a natural function whose answer depends on its arguments).
+Round = list[Call] | Callable[["Request"], list[Call]]
+
+
+def eval_(expression: str) -> Call:
+    return ("nh_eval", {"expression": expression})
+
+
+def assign(target: str, expression: str) -> Call:
+    return ("nh_assign", {"target_path": target, "expression": expression})
+
+
+def pass_() -> Call:
+    return ("nh_pass", {"kind": "pass"})
+
+
+def return_(expression: str) -> Call:
+    return ("nh_return", {"kind": "return", "return_expression": expression})
+
+
+def raise_(message: str, error_type: str | None = None) -> Call:
+    arguments: dict[str, Any] = {"kind": "raise", "raise_message": message}
+    if error_type is not None:
+        arguments["raise_error_type"] = error_type
+    return ("nh_raise", arguments)
+
+
+def break_() -> Call:
+    return ("nh_break", {"kind": "break"})
+
+
+def continue_() -> Call:
+    return ("nh_continue", {"kind": "continue"})
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a scripted round may look at: the step's program, its locals summary and the last tool results."""
+
+    program: str
+    locals_text: str
+    tool_results: tuple[str, ...]
+
+    def local(self, name: str) -> str:
+        """The summary line of local `name` (`name: type = preview`), or an empty string."""
+        for line in self.locals_text.splitlines():
+            if line.startswith(f"{name}:"):
+                return line
+        return ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The scripted rounds for every step whose program contains `program`."""
+
+    program: str
+    rounds: Sequence[Round]
+
+
+def _reserve(request: Request) -> list[Call]:
+    # Round 2 of a reservation: the model has checked the stock with `nh_eval` and acts on what it saw.
+    if "kettle" in request.local("order"):
+        return [raise_("Not enough kettles: 2 wanted, 0 in stock.", "OutOfStock")]
+    return [eval_("stock.update({order['item']: stock[order['item']] - order['quantity']})"), pass_()]
+
+
+def _label(request: Request) -> list[Call]:
+    ticket = request.local("ticket").lower()
+    if "idea" in ticket:
+        label = "feature"
+    elif any(word in ticket for word in ("crash", "never arrive", "drops", "down")):
+        label = "bug"
+    else:
+        label = "question"
+    return [assign("label", repr(label)), pass_()]
+
+
+def _triage(request: Request) -> list[Call]:
+    ticket = request.local("ticket").lower()
+    if "click here" in ticket:
+        return [continue_()]
+    if "down for everyone" in ticket:
+        return [break_()]
+    return [pass_()]
+
+
+ANSWERS: dict[str, list[Answer]] = {
+    "01-quickstart": [
+        Answer(
+            "mention delivery",
+            [[assign("late_deliveries", "sum('deliver' in review.lower() or 'late' in review.lower() for review in reviews)"), pass_()]],
+        ),
+        Answer(
+            "over 100",
+            [[eval_("[order.update(status='review') for order in orders if order['total'] > 100]"), pass_()]],
+        ),
+        Answer("average", [[return_("round(sum(ratings) / len(ratings), 1)")]]),
+    ],
+    "02-outcomes-and-errors": [
+        Answer("Reserve <order>", [[eval_("stock[order['item']], order['quantity']")], _reserve]),
+        Answer("amount in euros", [[assign("amounts", "[12.5, 7.0, 20.0, 3.75]"), pass_()]]),
+        # The model insists on an outcome the cell denies, until Nighthawk gives up on it.
+        Answer("whole cents", [[raise_("Some amounts were guesses; I would rather not convert them.")]] * 3),
+    ],
+    "03-natural-functions": [
+        Answer("support ticket", [_label]),
+        Answer("is spam", [_triage]),
+        Answer(
+            "Count the items",
+            [[assign("count", "'four'")], [assign("count", "2 + 1 + 1"), pass_()]],
+        ),
+        Answer("price in <text>", [[return_("'12,50'")], [return_("12.5")]]),
+        Answer(
+            "with <classify>",
+            [[assign("labels", "{ticket: classify(ticket) for ticket in tickets if 'click here' not in ticket.lower()}"), pass_()]],
+        ),
+        Answer(
+            "exchange_rate tool",
+            [[("exchange_rate", {"currency": "USD"})], [assign("price_eur", "round(price_usd * 0.92, 2)"), pass_()]],
+        ),
+    ],
+    "04-working-with-data": [
+        Answer(
+            "best-selling product",
+            [
+                [eval_("records[0]"), eval_("sorted({record['product'] for record in records})")],
+                [
+                    assign(
+                        "best_seller",
+                        "max({record['product'] for record in records}, key=lambda product: "
+                        "sum(record['quantity'] for record in records if record['product'] == product))",
+                    ),
+                    pass_(),
+                ],
+            ],
+        ),
+        Answer(
+            "each region",
+            [
+                [eval_("sorted(set(sales.column('region')))")],
+                [
+                    assign(
+                        "revenue_by_region",
+                        "dict(sorted(((region, sales.where(region=region).total('amount')) for region in "
+                        "set(sales.column('region'))), key=lambda item: -item[1]))",
+                    ),
+                    pass_(),
+                ],
+            ],
+        ),
+        Answer("single largest sale", [[return_("max(rows, key=lambda row: row['amount'])['region']")]]),
+    ],
+    "05-observability": [
+        Answer("highest temperature", [[assign("warmest_day", "max(temperatures, key=temperatures.get)"), pass_()]]),
+        Answer("below 20", [[eval_("{day: value for day, value in temperatures.items() if value < 20}")], [raise_("Mon is below 20 degrees (18.5).", "ValueError")]]),
+        Answer("Sort <shopping>", [[eval_("shopping.sort()"), pass_()]]),
+        Answer("for making coffee", [[return_("sum('coffee' in item for item in shopping)")]]),
+    ],
+    "06-real-provider": [
+        Answer("capital of", [[assign("country", "'Portugal'"), pass_()]]),
+    ],
+}
+
+
+def _text_between(text: str, start: str, end: str) -> str:
+    _, found, rest = text.partition(start)
+    return rest.partition(end)[0].strip("\n") if found else ""
+
+
+def _request(messages: list[Any]) -> Request:
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart, UserPromptPart
+
+    prompt = ""
+    results: list[str] = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and isinstance(part.content, str) and not prompt:
+                prompt = part.content
+    last = messages[-1] if messages else None
+    if isinstance(last, ModelRequest):
+        results = [str(part.content) for part in last.parts if isinstance(part, ToolReturnPart)]
+    return Request(
+        program=_text_between(prompt, "<<<NH:PROGRAM>>>", "<<<NH:END_PROGRAM>>>"),
+        locals_text=_text_between(prompt, "<<<NH:LOCALS>>>", "<<<NH:END_LOCALS>>>"),
+        tool_results=tuple(results),
+    )
+
+
+def author_model(notebook: str) -> Any:
+    """A `FunctionModel` that answers the steps of `notebook` from `ANSWERS[notebook]`.
+
+    The round of a request is one more than the number of model responses already in its history, so a
+    program's rounds are used in order, and a natural function called many times gets the same script each
+    time (a round that is a function can answer from the call's arguments).
+    """
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    answers = ANSWERS[notebook]
+
+    def answer(messages: list[Any], info: Any) -> ModelResponse:
+        request = _request(messages)
+        matches = [item for item in answers if item.program in request.program]
+        if len(matches) != 1:
+            raise AssertionError(
+                f"{notebook}: {len(matches)} scripted answers match the program {request.program!r}; "
+                "edit ANSWERS in scripts/record_notebooks.py"
+            )
+        round_ = sum(1 for message in messages if isinstance(message, ModelResponse))
+        rounds = matches[0].rounds
+        if round_ >= len(rounds):
+            raise AssertionError(f"{notebook}: program {request.program!r} asked for round {round_ + 1}, only {len(rounds)} scripted")
+        calls = rounds[round_]
+        if callable(calls):
+            calls = calls(request)
+        return ModelResponse(parts=[ToolCallPart(name, dict(arguments)) for name, arguments in calls])
+
+    return FunctionModel(answer, model_name="authored")
+
+
+# --- executing the notebooks -------------------------------------------------------------------------
+
+
+def _authoring_cell(source: str, notebook: str) -> str:
+    """The setup cell with the scripted model recording into the store.
+
+    The scripted model becomes the kernel's model just before `%nighthawk replay PATH --record` wraps it. The
+    helper deletes itself, so the notebook namespace, and with it every step's request, is the same as when
+    the original cell later replays the store.
+    """
+    match = _SETUP_LINE.search(source)
+    if match is None:
+        raise SystemExit(f"{notebook}: the setup cell has no `%nighthawk replay PATH` line")
+    script = Path(__file__).resolve()
+    authoring = (
+        "def _author():\n"
+        "    import importlib.util, sys\n"
+        "    import nighthawk_ipython\n"
+        f"    spec = importlib.util.spec_from_file_location('record_notebooks', {str(script)!r})\n"
+        "    module = sys.modules['record_notebooks'] = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+        f"    nighthawk_ipython.configure(model=module.author_model({notebook!r}))\n"
+        "_author()\n"
+        "del _author\n"
+        f"%nighthawk replay {match['store']} --record"
+    )
+    return source[: match.start()] + authoring + source[match.end() :]
+
+
+def _environment(mode: str, *, real: bool = False) -> dict[str, str]:
+    env = dict(os.environ)
+    # Token budgets shape the prompts: record with the estimate the replaying runs (CI, nbval) use.
+    env["NIGHTHAWK_TOKENIZER"] = "estimate"
+    env["NIGHTHAWK_REPLAY_MODE"] = mode
+    if not real:
+        # Authoring and replaying never reach a provider, even where a key is set.
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            env.pop(name, None)
+    paths = [str(ROOT / "core"), str(ROOT)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def _execute(notebook: Any, env: dict[str, str]) -> None:
+    from nbclient import NotebookClient
+
+    # The kernel inherits this process's environment; swap it in for the duration of the run.
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        client = NotebookClient(
+            notebook,
+            timeout=300,
+            kernel_name="python3",
+            store_widget_state=False,
+            record_timing=False,
+            resources={"metadata": {"path": str(NOTEBOOKS)}},
+        )
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    notebook.metadata.pop("widgets", None)
+
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _static_outputs(notebook: Any) -> None:
+    """Keep only what a reader without a kernel can see, so re-executing changes nothing in the file.
+
+    A widget view refers to a model that exists only in a live kernel (its random id would change on every
+    run); the step's `text/html` and `text/plain` beside it are what GitHub, nbconvert and a kernel-less
+    JupyterLab show. A live step also leaves an empty display behind (where its widget was while it ran).
+    """
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.get("outputs", []):
+            if "data" in output:
+                output["data"].pop(_WIDGET_VIEW, None)
+                if not output["data"]:
+                    continue
+            kept.append(output)
+        cell.outputs = kept
+
+
+def _setup_index(notebook: Any, name: str) -> int:
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code" and _SETUP_LINE.search(cell.source):
+            return index
+    raise SystemExit(f"{name}: no setup cell with a `%nighthawk replay PATH` line")
+
+
+def make(path: Path, *, real: bool) -> None:
+    import copy
+
+    import nbformat
+
+    name = path.stem
+    notebook = nbformat.read(path, as_version=4)
+    index = _setup_index(notebook, name)
+    store = NOTEBOOKS / _SETUP_LINE.search(notebook.cells[index].source)["store"]
+    store.unlink(missing_ok=True)
+    started = time.perf_counter()
+    if real:
+        _execute(copy.deepcopy(notebook), _environment("record", real=True))
+    else:
+        if name not in ANSWERS:
+            print(f"{name}: no scripted answers; skipped (it makes no model request)")
+        else:
+            authoring = copy.deepcopy(notebook)
+            authoring.cells[index].source = _authoring_cell(notebook.cells[index].source, name)
+            _execute(authoring, _environment("record"))
+    # The saved outputs come from the store alone, exactly as nbval and the main job will see them.
+    _execute(notebook, _environment("replay"))
+    _static_outputs(notebook)
+    nbformat.write(notebook, path)
+    entries = store.read_text(encoding="utf-8").count("\n- block: ") if store.exists() else 0
+    print(f"{name}: {entries} exchanges in {store.relative_to(ROOT)}, outputs saved ({time.perf_counter() - started:.1f} s)")
+
+
+def _select(names: Sequence[str]) -> list[Path]:
+    every = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
+    if not names:
+        return every
+    chosen = []
+    for name in names:
+        stem = Path(name).stem
+        matches = [path for path in every if path.stem == stem]
+        if not matches:
+            raise SystemExit(f"no notebook {name!r}; choose from {', '.join(path.stem for path in every)}")
+        chosen.extend(matches)
+    return chosen
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", help="names of notebooks to redo (default: all)")
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="record from the real model of each setup cell (needs OPENAI_API_KEY, or OPENAI_BASE_URL) "
+        "instead of authoring scripted answers",
+    )
+    args = parser.parse_args(argv)
+    if args.real and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        parser.error("--real records from the real model: set OPENAI_API_KEY (or OPENAI_BASE_URL) first")
+    for path in _select(args.notebooks):
+        make(path, real=args.real)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
