@@ -79,9 +79,16 @@ def load(shell: Any) -> None:
     if state.settings not in shell.configurables:
         shell.configurables.append(state.settings)
     manager = shell.magics_manager
-    if "nighthawk_ipython._magics" in sys.modules:
-        # Already imported (a reload): registering for real is as cheap as a lazy declaration, and a lazy
-        # one would be skipped by IPython's memory of specs it has loaded before.
+    # A placeholder with another spec means IPython is loading us to resolve a declaration made elsewhere
+    # (the startup file declares the magics against the `nighthawk` extension): the magic is about to run.
+    resolving = any(
+        getattr(manager.magics[kind].get(name), "spec", spec) != spec
+        for kind, names in LAZY_MAGICS.items()
+        for name, spec in names.items()
+    )
+    if resolving or "nighthawk_ipython._magics" in sys.modules:
+        # About to be used, or already imported (a reload): register for real; a lazy declaration would
+        # replace the placeholder IPython is resolving, or be skipped by its memory of loaded specs.
         from ._magics import NighthawkMagics
 
         manager.register(NighthawkMagics(shell=shell))

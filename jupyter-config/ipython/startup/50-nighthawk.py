@@ -13,8 +13,8 @@ def _nighthawk_register_lazy_magics() -> None:
     shell = get_ipython()
     if shell is None or not hasattr(shell.magics_manager, "register_lazy"):
         return
-    for name in ("natural", "nighthawk"):
-        shell.magics_manager.register_lazy(name, "nighthawk")
+    for name, kind in (("natural", "cell"), ("nighthawk", "line")):
+        shell.magics_manager.register_lazy(name, "nighthawk", kind)
 
 
 _nighthawk_register_lazy_magics()

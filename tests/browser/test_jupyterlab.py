@@ -1,0 +1,367 @@
+"""A real browser: the step widget in a live JupyterLab, and the fallback HTML of a static export.
+
+JupyterLab runs on 127.0.0.1 with a random token and a temporary root folder; Debian's chromium is driven
+headless by Python playwright (`executable_path`, no browser download). Every request the pages make to
+anything but the loopback server (or, for the export, the file itself) is aborted, so a page that needs
+the network shows it here instead of hanging. Screenshots go to `build/screenshots/`.
+
+Needs `chromium` on the PATH, and `playwright`, `jupyterlab` and `nbconvert` importable. Without them the
+module is skipped, unless `NIGHTHAWK_REQUIRE_BROWSER=1`, when it fails instead (CI sets it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "build" / "screenshots"
+NOTEBOOKS = REPO / "notebooks"
+QUICKSTART = "01-quickstart.ipynb"
+STARTUP_FILE = REPO / "jupyter-config" / "ipython" / "startup" / "50-nighthawk.py"
+CHROMIUM = shutil.which("chromium")
+# Without the background-networking flags Chromium keeps opening connections the closed network refuses.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 60_000
+
+
+def _missing() -> list[str]:
+    missing = [] if CHROMIUM else ["chromium on the PATH (apt-get install -y chromium)"]
+    for module, package in (("playwright", "playwright"), ("jupyterlab", "jupyterlab"), ("nbconvert", "nbconvert")):
+        if importlib.util.find_spec(module) is None:
+            missing.append(f"{module} (pip install {package})")
+    return missing
+
+
+if _missing():
+    _reason = "the real-browser check needs " + ", ".join(_missing())
+    if os.environ.get("NIGHTHAWK_REQUIRE_BROWSER") == "1":
+        pytest.fail(_reason, pytrace=False)
+    pytest.skip(_reason, allow_module_level=True)
+
+import nbformat  # noqa: E402
+from playwright.sync_api import Browser, Page, Route, sync_playwright  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "nighthawk-step-widget.ipynb"
+SETUP_CELL = '''\
+%load_ext nighthawk
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+ROUNDS = [
+    [ToolCallPart("nh_eval", {"expression": "sum(orders)"})],
+    [
+        ToolCallPart("nh_assign", {"target_path": "big_orders", "expression": "[o for o in orders if o > threshold]"}),
+        ToolCallPart("nh_assign", {"target_path": "threshold", "expression": "sum(orders) // len(orders)"}),
+    ],
+    [ToolCallPart("nh_return", {"kind": "return", "return_expression": "len(big_orders)"})],
+]
+
+def script(messages, info):
+    requests = sum(1 for message in messages if message.kind == "request")
+    return ModelResponse(parts=ROUNDS[min(requests, len(ROUNDS)) - 1])
+
+script_model = FunctionModel(script, model_name="scripted")
+%nighthawk model script_model'''
+CELLS = [
+    SETUP_CELL,
+    "orders = [120, 80, 45, 310]\nthreshold = 100",
+    (
+        "%%natural\nKeep the <orders> above <threshold> in <:big_orders>, set <:threshold> to the mean order,\n"
+        "and return how many orders are big."
+    ),
+    "big_orders, threshold",
+]
+# What the step display must say, live and static: header, tool calls, locals diff, outcome.
+HEADER_FACTS = ["Natural step In[3]:2", "completed", "scripted", "Keep the <orders> above <threshold>"]
+TOOL_FACTS = ["nh_eval", "sum(orders)", "555", "nh_assign", "big_orders", "[o for o in orders if o > threshold]"]
+LOCALS_FACTS = ["big_orders", "[120,310]", "threshold", "100", "138", "committed"]
+OUTCOME_FACTS = ["return len(big_orders) -> 2"]
+
+
+def _notebook() -> Any:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    return notebook
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _jupyter_env(home: Path) -> dict[str, str]:
+    """Environment for the server, its kernels and nbconvert: offline, no user config, the checkout importable."""
+    env = dict(os.environ)
+    # Installed or from a checkout: the repo's packages come first (as in tests/kernel), as absolute paths
+    # because kernels start in the notebook's folder.
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "core"), str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    for name in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR",
+                 "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR"):
+        env[name] = str(home / name.lower())
+    env.update(NIGHTHAWK_TOKENIZER="estimate", PYTHONWARNINGS="ignore")
+    # No "get notified about Jupyter news?" toast over the outputs in the screenshots.
+    notification = home / "jupyterlab_settings_dir" / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True, exist_ok=True)
+    (notification / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # The magics in every kernel even from a checkout: the startup file an install puts under the prefix.
+    startup = home / "ipythondir" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    shutil.copy(STARTUP_FILE, startup / STARTUP_FILE.name)
+    return env
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    env: dict[str, str]
+
+    def notebook_url(self, path: str) -> str:
+        # A workspace of its own, reset: Lab does not reopen the tabs an earlier test left behind.
+        workspace = re.sub(r"[^A-Za-z0-9]+", "-", path)
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?reset&token={self.token}"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "root"
+    root.mkdir()
+    nbformat.write(_notebook(), root / NOTEBOOK)
+    if (NOTEBOOKS / QUICKSTART).exists():
+        # The example notebooks with everything beside them (replay stores).
+        shutil.copytree(NOTEBOOKS, root / "notebooks")
+    env = _jupyter_env(home)
+    port, token = _free_port(), secrets.token_hex(16)
+    log = (home / "jupyterlab.log").open("w")
+    server = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyterlab",
+            "--allow-root", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True",
+            f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(server, f"{url}/api/status?token={token}", home / "jupyterlab.log")
+        yield Lab(url=url, token=token, root=root, env=env)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+        log.close()
+
+
+def _wait_for_server(server: subprocess.Popen[bytes], status_url: str, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(status_url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass  # not listening yet
+        time.sleep(0.2)
+    raise TimeoutError(f"JupyterLab did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        # Playwright gives every launch a new, empty temporary profile (its own --user-data-dir).
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=WAIT_MS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@contextmanager
+def _offline_page(browser: Browser, allowed: re.Pattern[str], name: str) -> Iterator[Page]:
+    """A page whose requests to anything not matching `allowed` are aborted.
+
+    When the test fails, the page is saved as `build/screenshots/failed-<name>.png` and `.txt` for the log.
+    """
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(WAIT_MS)
+
+    def route(route: Route) -> None:
+        if allowed.match(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+    page.route("**/*", route)
+    try:
+        yield page
+    except BaseException:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        try:
+            page.screenshot(path=str(SCREENSHOTS / f"failed-{name}.png"), full_page=True, timeout=10_000)
+            (SCREENSHOTS / f"failed-{name}.txt").write_text(page.locator("body").inner_text(timeout=10_000))
+        except Exception:  # the page itself may be what broke; keep the original error
+            pass
+        raise
+    finally:
+        page.close()
+
+
+def _loopback(lab: Lab) -> re.Pattern[str]:
+    return re.compile(re.escape(lab.url) + r"(/|$)")
+
+
+def _open_and_run_all(page: Page, lab: Lab, path: str) -> None:
+    page.goto(lab.notebook_url(path), wait_until="domcontentloaded")
+    # The notebook is the current widget and its kernel is up: only then does run-all reach it.
+    page.wait_for_function(
+        """path => {
+            const current = window.jupyterapp?.shell?.currentWidget;
+            return current?.context?.path === path && current.sessionContext?.session?.kernel?.status === 'idle';
+        }""",
+        arg=path,
+    )
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+# The error outputs of the current notebook, as "ename: evalue", read from Lab's notebook model.
+_ERROR_OUTPUTS = """() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    const errors = [];
+    for (let i = 0; i < cells.length; i++) {
+        const outputs = cells.get(i).outputs;
+        for (let j = 0; outputs && j < outputs.length; j++) {
+            const output = outputs.get(j).toJSON();
+            if (output.output_type === 'error') errors.push(`${output.ename}: ${output.evalue}`);
+        }
+    }
+    return errors;
+}"""
+
+
+def _text(page: Page, selector: str) -> str:
+    return page.locator(selector).inner_text()
+
+
+def _assert_facts(text: str, facts: list[str], where: str) -> None:
+    missing = [fact for fact in facts if fact not in text]
+    assert not missing, f"{where} does not show {missing}; it shows:\n{text}"
+
+
+def test_step_widget_renders_and_expands_in_jupyterlab(lab: Lab, browser: Browser) -> None:
+    with _offline_page(browser, _loopback(lab), "jupyterlab-step-widget") as page:
+        _open_and_run_all(page, lab, NOTEBOOK)
+        widget = ".nh-step-widget"
+        page.locator(f"{widget} .nh-status", has_text="completed").wait_for()
+        # The value cell after the step ran too: the whole notebook went through.
+        page.get_by_text("([120, 310], 138)").wait_for()
+        assert page.locator(widget).count() == 1
+        assert page.evaluate(_ERROR_OUTPUTS) == []
+        assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+
+        _assert_facts(_text(page, f"{widget} .nh-header") + _text(page, f"{widget} .nh-program"), HEADER_FACTS, "the header")
+        _assert_facts(_text(page, f"{widget} .nh-outcome"), OUTCOME_FACTS, "the outcome")
+        # Tool calls are open; the locals diff is a collapsed accordion section until its title is clicked.
+        tools = page.locator(f"{widget} table.nh-tools")
+        assert tools.is_visible()
+        _assert_facts(tools.inner_text(), TOOL_FACTS, "the tool calls")
+        locals_ = page.locator(f"{widget} table.nh-locals")
+        assert not locals_.is_visible()
+        page.locator(widget).get_by_text("Step locals (2 changed)").click()
+        locals_.wait_for(state="visible")
+        _assert_facts(locals_.inner_text(), LOCALS_FACTS, "the step-locals diff")
+
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(widget).scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-step-widget.png"))
+        page.locator(".jp-CodeCell", has=page.locator(widget)).screenshot(path=str(SCREENSHOTS / "jupyterlab-step-widget-cell.png"))
+
+
+@pytest.mark.skipif(not (NOTEBOOKS / QUICKSTART).exists(), reason=f"notebooks/{QUICKSTART} is not there yet")
+def test_quickstart_runs_and_shows_its_steps_in_jupyterlab(lab: Lab, browser: Browser) -> None:
+    source = nbformat.read(NOTEBOOKS / QUICKSTART, as_version=4)
+    steps = sum(1 for cell in source.cells if cell.cell_type == "code" and cell.source.startswith("%%natural"))
+    with _offline_page(browser, _loopback(lab), "jupyterlab-quickstart") as page:
+        _open_and_run_all(page, lab, f"notebooks/{QUICKSTART}")
+        completed = page.locator(".nh-step-widget .nh-status", has_text="completed")
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while completed.count() < steps and time.monotonic() < deadline:
+            errors = page.evaluate(_ERROR_OUTPUTS)
+            assert not errors, f"the quickstart failed in JupyterLab: {errors}"
+            page.wait_for_timeout(200)
+        assert completed.count() == steps, f"{completed.count()} of {steps} steps completed"
+        assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        completed.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-quickstart.png"))
+
+
+def test_static_export_shows_the_same_facts_without_widget_state(lab: Lab, browser: Browser, tmp_path: Path) -> None:
+    notebook = tmp_path / NOTEBOOK
+    nbformat.write(_notebook(), notebook)
+    subprocess.run(
+        [
+            sys.executable, "-m", "nbconvert", "--to", "html", "--execute",
+            "--ExecutePreprocessor.store_widget_state=False", "--ExecutePreprocessor.timeout=60",
+            f"--output-dir={tmp_path / 'html'}", str(notebook),
+        ],
+        env=lab.env, cwd=tmp_path, check=True, capture_output=True, timeout=120,
+    )
+    exported = tmp_path / "html" / NOTEBOOK.replace(".ipynb", ".html")
+    assert "application/vnd.jupyter.widget-state+json" not in exported.read_text()
+
+    with _offline_page(browser, re.compile(re.escape(exported.as_uri()) + "$"), "static-export") as page:
+        page.goto(exported.as_uri(), wait_until="load")
+        step = page.locator(".nh-step")
+        assert step.count() == 1
+        assert step.is_visible()
+        _assert_facts(_text(page, ".nh-step .nh-header") + _text(page, ".nh-step .nh-program"), HEADER_FACTS, "the header")
+        _assert_facts(_text(page, ".nh-step .nh-outcome"), OUTCOME_FACTS, "the outcome")
+        _assert_facts(_text(page, ".nh-step table.nh-tools"), TOOL_FACTS, "the tool calls")
+        _assert_facts(_text(page, ".nh-step table.nh-locals"), LOCALS_FACTS, "the step-locals diff")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        step.screenshot(path=str(SCREENSHOTS / "static-export.png"))
+        # The prompt is the collapsed section of the static form; its summary opens it.
+        prompt = page.locator(".nh-step .nh-prompt")
+        assert not prompt.is_visible()
+        page.locator(".nh-step summary", has_text="Prompt").click()
+        prompt.wait_for(state="visible")
+        _assert_facts(prompt.inner_text(), ["Keep the <orders> above <threshold>", "orders"], "the prompt")
