@@ -14,10 +14,7 @@ Figures measured here (pydantic-ai-slim 2.68, openai 3.54), also in docs/provide
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from pydantic_ai.exceptions import ModelHTTPError
@@ -27,20 +24,8 @@ import nighthawk as nh
 from nighthawk import _tokens
 
 
-def _load_support(name: str):
-    """Import `tests/support/<name>.py` by path (the suite runs with `--import-mode=importlib`)."""
-    module_name = f"_nighthawk_tests_support_{name}"
-    if module_name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "support" / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
+from support import openai_server  # tests/ is on the path (pytest `pythonpath`)
 
-
-openai_server = _load_support("openai_server")
 Hang, Reply, Status, tool_call = openai_server.Hang, openai_server.Reply, openai_server.Status, openai_server.tool_call
 
 APIS = ["chat", "responses"]
