@@ -19,7 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 import nighthawk as nh  # noqa: E402
 from nighthawk._tokens import estimate_tokens  # noqa: E402
 
-RUNS = 60
+RUNS = 150
 
 
 def script(messages: list, info: AgentInfo) -> ModelResponse:
@@ -35,15 +35,6 @@ def measure_block(data: object) -> int:
     return size
 
 
-def median_ms(data: object) -> float:
-    samples = []
-    for _ in range(RUNS):
-        started = time.perf_counter()
-        measure_block(data)
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
-
-
 def block_ratios() -> None:
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(script)))
     cases = {
@@ -54,13 +45,20 @@ def block_ratios() -> None:
         "str 100 MB": "x" * (100 * 10**6),
         "bytes 100 MB": b"x" * (100 * 10**6),
     }
+    samples: dict[str, list[float]] = {label: [] for label in cases}
     with nh.run(executor):
         for data in cases.values():
             measure_block(data)  # warm up every path once
-        base = median_ms(cases["small list (10)"])
-        for label, data in cases.items():
-            ms = median_ms(data)
-            print(f"{label:<18} {ms:7.2f} ms  ratio {ms / base:4.2f}x")
+        # Round-robin over the cases so that machine noise hits every case alike.
+        for _ in range(RUNS):
+            for label, data in cases.items():
+                started = time.perf_counter()
+                measure_block(data)
+                samples[label].append((time.perf_counter() - started) * 1000)
+    base = statistics.median(samples["small list (10)"])
+    for label, values in samples.items():
+        ms = statistics.median(values)
+        print(f"{label:<18} {ms:7.2f} ms  ratio {ms / base:4.2f}x")
 
 
 def reference_prompts() -> None:
