@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kernel_client import execute
 
 pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
@@ -152,26 +152,6 @@ def kernel(venv: Venv, **extra_env: str) -> Iterator[tuple[Any, float]]:
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-
-
-def execute(kc: Any, code: str, *, timeout: float = 60) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run `code`; return the iopub messages of the cell (up to idle) and the execute reply."""
-    msg_id = kc.execute(code, allow_stdin=False)
-    messages: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            message = kc.get_iopub_msg(timeout=0.2)
-        except queue.Empty:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"cell did not finish within {timeout} s: {code[:60]!r}") from None
-            continue
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            break
-        messages.append(message)
-    return messages, kc.get_shell_msg(timeout=timeout)
 
 
 def run(kc: Any, code: str) -> str | None:

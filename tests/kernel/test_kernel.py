@@ -7,13 +7,13 @@ reads the iopub messages the cell produced, the way nbclient and nbval see them.
 from __future__ import annotations
 
 import os
-import queue
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kernel_client import execute
 
 jupyter_client = pytest.importorskip("jupyter_client")
 from jupyter_client.manager import start_new_kernel  # noqa: E402
@@ -65,31 +65,6 @@ def kernel() -> Iterator[tuple[Any, Any]]:
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-
-
-def execute(kc: Any, code: str, *, timeout: float = 30, interrupt_after: tuple[Any, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run `code`; return the iopub messages of the cell (up to idle) and the execute reply."""
-    msg_id = kc.execute(code, allow_stdin=False)
-    messages: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    interrupt_at = time.monotonic() + interrupt_after[1] if interrupt_after else None
-    while True:
-        if interrupt_at is not None and time.monotonic() >= interrupt_at:
-            interrupt_after[0].interrupt_kernel()
-            interrupt_at = None
-        try:
-            message = kc.get_iopub_msg(timeout=0.2)
-        except queue.Empty:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"cell did not finish within {timeout} s: {code[:60]!r}") from None
-            continue
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            break
-        messages.append(message)
-    reply = kc.get_shell_msg(timeout=timeout)
-    return messages, reply
 
 
 def _errors(messages: list[dict[str, Any]]) -> str:

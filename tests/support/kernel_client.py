@@ -1,0 +1,34 @@
+"""Run code in a live kernel through a jupyter_client `BlockingKernelClient` (shared by kernel tests)."""
+
+from __future__ import annotations
+
+import queue
+import time
+from typing import Any
+
+__all__ = ["execute"]
+
+
+def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[Any, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run `code`; return the iopub messages of the cell (up to idle) and the execute reply."""
+    msg_id = kc.execute(code, allow_stdin=False)
+    messages: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    interrupt_at = time.monotonic() + interrupt_after[1] if interrupt_after else None
+    while True:
+        if interrupt_at is not None and time.monotonic() >= interrupt_at:
+            interrupt_after[0].interrupt_kernel()
+            interrupt_at = None
+        try:
+            message = kc.get_iopub_msg(timeout=0.2)
+        except queue.Empty:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cell did not finish within {timeout} s: {code[:60]!r}") from None
+            continue
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+        messages.append(message)
+    reply = kc.get_shell_msg(timeout=timeout)
+    return messages, reply
