@@ -465,11 +465,6 @@ class ReplayStore:
 
         return max(candidates, key=similarity)
 
-    def save(self) -> None:
-        """Rewrite the file from memory."""
-        with self._lock:
-            self._write()
-
     def _write(self) -> None:
         exchanges = self._load()
         if self._stamp() != self._seen:
