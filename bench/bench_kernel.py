@@ -1,4 +1,4 @@
-"""Kernel extension figures: `%load_ext` cost, the first `%%natural` cell, widget build time.
+"""Kernel extension figures: `%load_ext` cost, the first `%%natural` cell, the cost of rendering a step.
 
 Run: `PYTHONPATH=core:. python bench/bench_kernel.py`. Prints medians; asserts nothing. Load and first-cell
 figures come from fresh interpreters (what a new kernel pays); the machine is noisy, so compare figures
@@ -44,7 +44,7 @@ import_s = time.perf_counter() - t
 def script(messages, info):
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart('nh_assign', {{'target_path': 'total', 'expression': 'sum(values)'}})])
-    return ModelResponse(parts=[ToolCallPart('nh_pass', {{'kind': 'pass'}})])
+    return ModelResponse(parts=[ToolCallPart('nh_outcome', {{'kind': 'pass'}})])
 shell.user_ns.update(model=FunctionModel(script), values=[1, 2, 3])
 shell.run_line_magic('nighthawk', 'model model')
 shell.run_line_magic('nighthawk', 'display {display}')
@@ -90,11 +90,12 @@ def bench_first_cell() -> None:
               f" | first-cell overhead {_ms(first - steady)}")
 
 
-def bench_widget() -> None:
+def bench_render() -> None:
     sys.path[:0] = [str(REPO / "core"), str(REPO)]
     from nighthawk import events
 
     from nighthawk_ipython import StepView
+    from nighthawk_ipython._display import CellView
 
     def step(calls: int) -> list[events.Event]:
         out: list[events.Event] = [
@@ -110,24 +111,26 @@ def bench_widget() -> None:
         return out
 
     stream = step(50)
-    StepView(stream[0]).widget()  # import ipywidgets outside the timing
+    StepView(stream[0])  # imports outside the timing
     live, static = [], []
     for _ in range(20):
         t = time.perf_counter()
+        cell = CellView(mode="widget")
         view = StepView(stream[0])
-        view.widget()
+        cell.add(view)
         for event in stream[1:]:
             view.apply(event)
+        cell.live_html()
         live.append(time.perf_counter() - t)
         t = time.perf_counter()
-        view._repr_mimebundle_()
+        cell._repr_mimebundle_()
         static.append(time.perf_counter() - t)
-    print("widget per step with 50 tool calls (median of 20, no kernel attached)")
-    print(f"  build the widget and apply 102 events live           {_ms(statistics.median(live))}")
+    print("display of one step with 50 tool calls (median of 20, no kernel attached)")
+    print(f"  apply 102 events and render the live view once       {_ms(statistics.median(live))}")
     print(f"  final text/plain + text/html bundle                 {_ms(statistics.median(static))}")
 
 
 if __name__ == "__main__":
     bench_load()
     bench_first_cell()
-    bench_widget()
+    bench_render()

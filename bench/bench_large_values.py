@@ -23,7 +23,7 @@ RUNS = 150
 
 
 def script(messages: list, info: AgentInfo) -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "size", "expression": "len(data)"}), ToolCallPart("nh_pass", {"kind": "pass"})])
+    return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "size", "expression": "len(data)"}), ToolCallPart("nh_outcome", {"kind": "pass"})])
 
 
 @nh.natural_function
@@ -67,7 +67,7 @@ def reference_prompts() -> None:
     def capture(messages: list, info: AgentInfo) -> ModelResponse:
         tools = json.dumps([[t.name, t.description, t.parameters_json_schema] for t in [*info.function_tools, *info.output_tools]])
         captured.append((info.instructions or "", str(messages[0].parts[-1].content), estimate_tokens(tools)))
-        return ModelResponse(parts=[ToolCallPart("nh_pass", {"kind": "pass"})])
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "pass"})])
 
     @nh.natural_function
     def read_compute_write(prices: list[float], rate: float) -> float:

@@ -26,42 +26,59 @@ RUNS = 300
 
 
 def one_round(messages: list, info: AgentInfo) -> ModelResponse:
-    return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "result", "expression": "x + 1"}), ToolCallPart("nh_pass", {"kind": "pass"})])
+    return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "result", "expression": "x + 1"}), ToolCallPart("nh_outcome", {"kind": "pass"})])
 
 
 def tool_round(messages: list, info: AgentInfo) -> ModelResponse:
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart("nh_eval", {"expression": "x * 2"})])
-    return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "result", "expression": "x + 1"}), ToolCallPart("nh_pass", {"kind": "pass"})])
+    return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "result", "expression": "x + 1"}), ToolCallPart("nh_outcome", {"kind": "pass"})])
 
 
 class Pass(BaseModel):
     kind: str
 
 
+def scripted(script) -> FunctionModel:
+    """The script as an async model function: neither side then pays for a worker thread per request
+    (pydantic-ai sends a sync function to a thread; nighthawk sends it to the block's calling thread)."""
+
+    async def model(messages: list, info: AgentInfo) -> ModelResponse:
+        return script(messages, info)
+
+    return FunctionModel(model)
+
+
 def bare_agent(script) -> Agent:
-    agent = Agent(FunctionModel(script), output_type=[ToolOutput(Pass, name="nh_pass")], instructions="system")
+    agent = Agent(scripted(script), output_type=[ToolOutput(Pass, name="nh_outcome")], instructions="system")
 
     @agent.tool_plain
-    def nh_eval(expression: str) -> str:
+    async def nh_eval(expression: str) -> str:
         return '{"value": 2, "error": null}'
 
     @agent.tool_plain
-    def nh_assign(target_path: str, expression: str) -> str:
+    async def nh_assign(target_path: str, expression: str) -> str:
         return '{"value": 2, "error": null}'
 
     return agent
 
 
-def median_ms(function, runs: int = RUNS) -> float:
+def paired_ms(bare, ours, runs: int = RUNS) -> tuple[float, float, float]:
+    """Medians of `bare` and `ours` and of their per-pair difference, calls alternating so that the noise of
+    a shared machine hits both alike."""
     for _ in range(20):
-        function()
-    samples = []
+        bare()
+        ours()
+    bare_samples, our_samples = [], []
     for _ in range(runs):
         started = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
+        bare()
+        middle = time.perf_counter()
+        ours()
+        bare_samples.append((middle - started) * 1000)
+        our_samples.append((time.perf_counter() - middle) * 1000)
+    differences = [o - b for o, b in zip(our_samples, bare_samples)]
+    return statistics.median(bare_samples), statistics.median(our_samples), statistics.median(differences)
 
 
 @nh.natural_function
@@ -74,13 +91,12 @@ def block(x: int) -> int:
 
 
 def measure(script, label: str) -> None:
-    executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(script)))
+    executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=scripted(script)))
     agent = bare_agent(script)
     loop = asyncio.new_event_loop()  # the bare agent gets a long-lived loop too, for a fair comparison
-    bare = median_ms(lambda: loop.run_until_complete(agent.run("user prompt")))
     with nh.run(executor):
-        ours = median_ms(lambda: block(1))
-    print(f"{label:<28} bare agent {bare:6.2f} ms   natural block {ours:6.2f} ms   own overhead {ours - bare:5.2f} ms")
+        bare, ours, overhead = paired_ms(lambda: loop.run_until_complete(agent.run("user prompt")), lambda: block(1))
+    print(f"{label:<28} bare agent {bare:6.2f} ms   natural block {ours:6.2f} ms   own overhead {overhead:5.2f} ms")
 
 
 def prompt_sizes() -> None:

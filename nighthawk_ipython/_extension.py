@@ -1,17 +1,18 @@
 """Loading and unloading the extension, and the per-shell state it keeps.
 
 Loading only registers what IPython needs to know about: the settings `Configurable`, the magics (lazily,
-from `_table.LAZY_MAGICS`) and a `pre_run_cell` hook. The core, pydantic-ai and ipywidgets are imported
-when a step first needs them. Once `nighthawk` is imported (always the case after `%load_ext nighthawk`),
-the hook makes sure that the kernel's executor is the default one and that the step displayer listens, so
-natural functions called from plain cells are displayed like `%%natural` cells.
+from `_table.LAZY_MAGICS`) and `pre_run_cell`/`post_run_cell` hooks. The core, pydantic-ai and ipywidgets
+are imported when a step first needs them. Once `nighthawk` is imported (always the case after
+`%load_ext nighthawk`), the hooks make sure that the kernel's executor is the default one and that the step
+displayer listens, so natural functions called from plain cells are displayed like `%%natural` cells, and
+bound every cell by the cell budget when one is set.
 """
 
 from __future__ import annotations
 
 import sys
 import weakref
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any
 
 from ._settings import NighthawkSettings
@@ -22,14 +23,25 @@ __all__ = ["KernelState", "configure", "load", "state_for", "unload"]
 _states: weakref.WeakKeyDictionary[Any, KernelState] = weakref.WeakKeyDictionary()
 
 
+_SAVED_SETTINGS = "_nighthawk_settings"
+"""Shell attribute holding the settings of the last unload, so a later load starts from them."""
+
+
 class KernelState:
     """What the extension keeps for one shell: its settings and its step displayer."""
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.settings = NighthawkSettings(parent=shell)
+        # `%reload_ext`, `%unload_ext` + autoload and a repeated `%load_ext` must not fall back to the default
+        # model: that would send a kernel running on a replay store or a scripted model to a live provider.
+        # The values live on the shell, which outlives any reload of this module.
+        saved = getattr(shell, _SAVED_SETTINGS, None)
+        if saved:
+            self.settings.restore(saved)
         self.displayer: Any = None
         """The `StepDisplayer` listening to the event stream, once the core is imported."""
+        self._cell_budget = ExitStack()
 
     def ready(self) -> None:
         """Install the kernel's executor (unless one is in force) and start displaying steps."""
@@ -51,12 +63,28 @@ class KernelState:
         return display_mode_override(mode)
 
     def pre_run_cell(self, info: Any = None) -> None:
-        """IPython hook: get ready as soon as the core has been imported (cheap check otherwise)."""
-        if "nighthawk" in sys.modules:
-            self.ready()
+        """IPython hook: get ready as soon as the core has been imported (cheap check otherwise), and open
+        the cell's budget when one is set."""
+        if "nighthawk" not in sys.modules:
+            return
+        self.ready()
+        budget = self.settings.cell_budget() if info is not None else None
+        if budget is not None:
+            import nighthawk
+
+            # Every step the cell starts counts against it: `%%natural`, natural functions, loops of them.
+            self._cell_budget.enter_context(nighthawk.budget(budget))
+
+    def post_run_cell(self, result: Any = None) -> None:
+        """IPython hook: close the cell's budget."""
+        try:
+            self._cell_budget.close()
+        except ValueError:  # the cell's code ran in another context than the hook; the scope ends anyway
+            self._cell_budget = ExitStack()
 
     def close(self) -> None:
-        """Stop listening and give the default executor back."""
+        """Keep the settings on the shell for the next load, stop listening and give the default executor back."""
+        setattr(self.shell, _SAVED_SETTINGS, self.settings.snapshot())
         if self.displayer is not None:
             from nighthawk import events
 
@@ -96,8 +124,9 @@ def load(shell: Any) -> None:
         for kind, names in LAZY_MAGICS.items():
             for name, spec in names.items():
                 manager.register_lazy(name, spec, kind)
-    if state.pre_run_cell not in shell.events.callbacks["pre_run_cell"]:
-        shell.events.register("pre_run_cell", state.pre_run_cell)
+    for event, hook in (("pre_run_cell", state.pre_run_cell), ("post_run_cell", state.post_run_cell)):
+        if hook not in shell.events.callbacks[event]:
+            shell.events.register(event, hook)
     state.pre_run_cell()
 
 
@@ -113,8 +142,9 @@ def unload(shell: Any) -> None:
     manager.registry.pop(MAGICS_SPEC.rpartition(":")[2], None)
     if state is None:
         return
-    if state.pre_run_cell in shell.events.callbacks["pre_run_cell"]:
-        shell.events.unregister("pre_run_cell", state.pre_run_cell)
+    for event, hook in (("pre_run_cell", state.pre_run_cell), ("post_run_cell", state.post_run_cell)):
+        if hook in shell.events.callbacks[event]:
+            shell.events.unregister(event, hook)
     if state.settings in shell.configurables:
         shell.configurables.remove(state.settings)
     state.close()
@@ -125,6 +155,7 @@ def configure(
     model: object = None,
     display: str | None = None,
     limits: dict[str, int] | None = None,
+    budgets: dict[str, Any] | None = None,
     shell: Any = None,
 ) -> NighthawkSettings:
     """Change the kernel's Nighthawk settings from Python (the same settings as `%nighthawk`).
@@ -133,6 +164,8 @@ def configure(
         model: A `provider:model` string, a pydantic-ai `Model`, or a `StepExecutor`; `None` keeps it.
         display: `widget`, `html`, `text` or `none`; `None` keeps it.
         limits: Context limits (fields of `nighthawk.StepContextLimits`) replacing the current ones.
+        budgets: Budgets and request settings (`{"step.requests": 20, "cell.cost_usd": 0.5,
+            "request_timeout_s": 60}`; keys in `BUDGET_KEYS`) replacing the current ones.
         shell: The IPython shell; the running one by default.
 
     Returns:
@@ -159,4 +192,6 @@ def configure(
         settings.display = display
     if limits is not None:
         settings.limits = dict(limits)
+    if budgets is not None:
+        settings.budgets = dict(budgets)
     return settings

@@ -1,40 +1,48 @@
-"""The kernel-wide event listener that turns every step into a display.
+"""The kernel-wide event listener that turns the steps of each cell into one display.
 
 One `StepDisplayer` is registered as a process listener while the extension is loaded, so steps are shown
-the same way whichever door started them: a `%%natural` cell, or a `@natural_function` called from a
-plain cell. A step started from inside another step (its `parent_invocation_id` is known) is attached to
-its parent's view instead of getting its own display.
+the same way whichever door started them: a `%%natural` cell, or a natural function called from a plain
+cell (once, or 300 times from a loop or `df.apply`). Every top-level step a cell starts joins that cell's
+`CellView`; a step started from inside another step is attached to its parent's view.
 
-How a top-level step reaches the notebook, given that nbval compares the *first* message of every output
-and ignores both `update_display_data` and `clear_output`:
+How a cell's steps reach the notebook, given that nbval compares the *first* message of every output and
+ignores `update_display_data` and `clear_output`, while nbclient saves the *last* update:
 
-1. in `widget` mode with a live kernel, the widget is displayed at once as a bundle holding *only* the
-   widget-view mime type (nbval skips that type, so this output compares as empty), and events update it
-   through its comm while the block runs;
-2. when the step finishes, that placeholder display is updated to an empty bundle (nbclient saves the
-   update; nbval ignores it; either way the output compares as empty), and the final `StepView` is
-   displayed once, with deterministic `text/plain` and `text/html` beside the same widget's view.
+1. in `widget` mode with a live kernel, one `StepWidget` is displayed when the cell's first step starts, as
+   an output holding *only* the widget-view mime type (nbval skips that type), and re-rendered at most a few
+   times a second while the steps run;
+2. when the cell ends (`post_run_cell`, or the `%%natural` magic before it returns or raises), that output
+   is updated to the view of a closed widget (model id `""`, which JupyterLab hides and records itself when
+   a widget closes; nbval skips it too), the widget is closed, and the `CellView` is displayed once with
+   deterministic `text/plain` and `text/html` and no widget view.
 
-So the saved, compared output is always the final one, and a live frontend sees the widget throughout.
-Events arrive on the runner's background thread; IPython's display publisher is safe to call from there
-and the output lands in the running cell.
+So the saved and compared output is the final static one, it renders with no kernel and no network
+(nbconvert with or without stored widget state, GitHub, VS Code, a terminal), and a live frontend sees the
+steps as they run. In `html` and `text` mode only step 2's display happens. Events arrive on the runner's
+background thread or on the block's calling thread; IPython's display publisher and widget comms are safe
+to use from either.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from nighthawk import events
 
-from ._display import WIDGET_MIME, StepView, _comms_live
+from ._display import CellView, StepView
 
 __all__ = ["StepDisplayer", "display_mode_override"]
 
 _mode_override: ContextVar[str | None] = ContextVar("nighthawk_ipython_display_mode", default=None)
+
+LIVE_INTERVAL_S = 0.25
+"""Shortest time between two renders of the live widget: its cost stays flat however fast steps run."""
 
 
 @contextmanager
@@ -47,29 +55,53 @@ def display_mode_override(mode: str | None) -> Iterator[None]:
         _mode_override.reset(token)
 
 
+def _comms_live() -> bool:
+    """Whether a kernel that can talk to widget models is running this code."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+@dataclass(kw_only=True)
+class _Live:
+    """The live widget of the current cell, its output handle and its render throttle."""
+
+    widget: Any
+    handle: Any
+    sent_at: float = 0.0
+    timer: threading.Timer | None = None
+
+
 class StepDisplayer:
-    """Process-wide event listener: one `StepView` per step, displayed when the step finishes.
+    """Process-wide event listener: one `CellView` per cell, displayed once when the cell ends.
 
     Args:
-        default_mode: Returns the kernel's display mode (read at each step start, so `%nighthawk display`
-            applies from the next step on).
+        default_mode: Returns the kernel's display mode (read when a cell's first step starts, so
+            `%nighthawk display` applies from the next cell on).
         display: IPython's `display` function; tests may pass their own.
+        shell: The shell whose `post_run_cell` ends a cell; the running one by default. Without any shell,
+            a cell's display is shown as soon as none of its steps runs.
     """
 
-    def __init__(self, default_mode: Callable[[], str], display: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self, default_mode: Callable[[], str], display: Callable[..., Any] | None = None, shell: Any = None
+    ) -> None:
         self._default_mode = default_mode
         self._display = display
+        self._shell = shell
         self._views: dict[str, StepView] = {}
         self._parents: dict[str, StepView] = {}
-        self._handles: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self.last_view: StepView | None = None
-        """The most recent top-level view (for `%nighthawk status` and tests)."""
+        self._cell: CellView | None = None
+        self._live: _Live | None = None
+        self._hooked: Any = None
+        self._lock = threading.RLock()
+        self.last_view: CellView | None = None
+        """The most recently displayed cell (for tests and `%nighthawk status`)."""
 
     @property
     def active(self) -> bool:
         """Skip building events entirely when nothing would be displayed."""
-        return self._mode() != "none" or bool(self._views)
+        return self._cell is not None or self._mode() != "none"
 
     def _mode(self) -> str:
         return _mode_override.get() or self._default_mode()
@@ -79,6 +111,8 @@ class StepDisplayer:
         if display is None:
             from IPython.display import display
         return display(obj, **kwargs)
+
+    # --- events ------------------------------------------------------------------------------------
 
     def __call__(self, event: events.Event) -> None:
         invocation_id = getattr(event, "invocation_id", None)
@@ -91,43 +125,106 @@ class StepDisplayer:
             view = self._views.get(invocation_id)
         if view is None:
             return
-        view.apply(event)
-        with self._lock:
-            parent = self._parents.get(invocation_id)
-        if parent is not None:
-            parent.child_changed(view)
+        changed = view.apply(event)
         if isinstance(event, events.StepFinished):
             with self._lock:
                 self._views.pop(invocation_id, None)
                 self._parents.pop(invocation_id, None)
-                handle = self._handles.pop(invocation_id, None)
-            if parent is None:
-                self._finish(view, handle)
+                cell = self._cell
+            if self._hooked is None and cell is not None and cell.running == 0:
+                self.flush()  # no shell tells us when the cell ends: show it when nothing runs
+                return
+        if changed:
+            self._refresh()
 
     def _start(self, event: events.StepStarted) -> None:
         with self._lock:
             parent = self._views.get(event.parent_invocation_id) if event.parent_invocation_id else None
-        if parent is not None:
-            view = StepView(event, mode=parent.mode)
-            with self._lock:
+            if parent is not None:
+                view = StepView(event, mode=parent.mode)
                 self._views[event.invocation_id] = view
                 self._parents[event.invocation_id] = parent
-            parent.add_child(view)
-            return
-        mode = self._mode()
-        if mode == "none":
-            return
-        view = StepView(event, mode=mode)
-        with self._lock:
-            self._views[event.invocation_id] = view
-        if mode == "widget" and _comms_live():
-            handle = self._show({WIDGET_MIME: view.widget().view_data()}, raw=True, display_id=True)
-            with self._lock:
-                self._handles[event.invocation_id] = handle
-        self.last_view = view
+                parent.add_child(view)
+            else:
+                cell = self._cell
+                if cell is None:
+                    mode = self._mode()
+                    if mode == "none":
+                        return
+                    cell = self._open_cell(mode)
+                view = StepView(event, mode=cell.mode)
+                self._views[event.invocation_id] = view
+                cell.add(view)
+        self._refresh()
 
-    def _finish(self, view: StepView, handle: Any) -> None:
-        if handle is not None:
-            handle.update({}, raw=True)  # the live placeholder becomes an empty output
-        self.last_view = view
-        self._show(view)
+    def _open_cell(self, mode: str) -> CellView:
+        """Start collecting a cell's steps; show the live widget and hook the end of the cell."""
+        cell = self._cell = CellView(mode=mode)
+        shell = self._shell
+        if shell is None:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        if shell is not None and self._hooked is None:
+            shell.events.register("post_run_cell", self._cell_finished)
+            self._hooked = shell
+        if mode == "widget" and _comms_live():
+            from ._widgets import WIDGET_MIME, StepWidget
+
+            widget = StepWidget()
+            handle = self._show({WIDGET_MIME: widget.view_data()}, raw=True, display_id=True)
+            self._live = _Live(widget=widget, handle=handle)
+        return cell
+
+    # --- the live widget ---------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Re-render the live widget now, or once the throttle interval has passed."""
+        with self._lock:
+            live = self._live
+            if live is None or live.timer is not None:
+                return
+            wait = live.sent_at + LIVE_INTERVAL_S - time.monotonic()
+            if wait > 0:
+                live.timer = threading.Timer(wait, self._render, args=(live,))
+                live.timer.daemon = True
+                live.timer.start()
+                return
+        self._render(live)
+
+    def _render(self, live: _Live) -> None:
+        with self._lock:
+            live.timer = None
+            cell = self._cell
+            if self._live is not live or cell is None:
+                return  # the cell ended meanwhile
+            live.sent_at = time.monotonic()
+            page = cell.live_html()
+            status = "running" if cell.running else "completed"
+        live.widget.show(page, status)
+
+    # --- the end of a cell -------------------------------------------------------------------------
+
+    def _cell_finished(self, result: Any = None) -> None:
+        """IPython `post_run_cell` hook."""
+        self.flush()
+
+    def flush(self) -> None:
+        """End the current cell: retire its live widget and display its steps once (idempotent)."""
+        with self._lock:
+            cell, live, hooked = self._cell, self._live, self._hooked
+            self._cell = self._live = self._hooked = None
+            if live is not None and live.timer is not None:
+                live.timer.cancel()
+        if hooked is not None and self._cell_finished in hooked.events.callbacks["post_run_cell"]:
+            hooked.events.unregister("post_run_cell", self._cell_finished)
+        if cell is None:
+            return
+        if live is not None:
+            from ._widgets import CLOSED_VIEW, WIDGET_MIME
+
+            live.handle.update({WIDGET_MIME: CLOSED_VIEW}, raw=True)
+            live.widget.retire()
+        self.last_view = cell
+        if cell.snapshot():
+            self._show(cell)

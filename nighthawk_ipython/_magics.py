@@ -21,14 +21,14 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import TraitError
 
 from ._extension import state_for
-from ._settings import DISPLAY_MODES, LIMIT_KEYS
+from ._settings import BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
 
 __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 
 CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
 """Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
 
-_SUBCOMMANDS = ("model", "display", "limits", "status", "replay")
+_SUBCOMMANDS = ("model", "display", "limits", "status", "usage", "replay", "traceback")
 
 # The program starts on the line after `%%natural`, which is line 1 of the cell.
 _PROGRAM_LINE = 2
@@ -88,6 +88,13 @@ class NighthawkMagics(Magics):
         help="How to show the step for this cell: widget, html, text or none (default: the kernel setting).",
     )
     @argument(
+        "--budget",
+        action="append",
+        metavar="KEY=VALUE",
+        help="Bound what this cell's steps spend together: requests, total_tokens, cost_usd, wall_time_s; "
+        "repeat or separate with commas (`--budget requests=5,cost_usd=0.01`).",
+    )
+    @argument(
         "-f",
         "--interpolate",
         action="store_true",
@@ -104,12 +111,11 @@ class NighthawkMagics(Magics):
         """
         args = parse_argstring(self.natural, line)
         deny = _deny_kinds(args.deny)
+        budget = _cell_budget_option(args.budget)
         user_ns = self.shell.user_ns
         text = cell
         if args.interpolate:
-            from ._interpolate import interpolate
-
-            text = interpolate(cell, user_ns)
+            text = _interpolated(cell, user_ns)
         executor = None
         if args.model:
             model, _ = self._model_value(_unquote(args.model), "%%natural --model")
@@ -118,7 +124,8 @@ class NighthawkMagics(Magics):
         import nighthawk
 
         try:
-            result = self._run(text, deny=deny, executor=executor, display=args.display)
+            with nighthawk.budget(budget) if budget is not None else nullcontext():
+                result = self._run(text, deny=deny, executor=executor, display=args.display)
         except (nighthawk.NighthawkError, NameError, KeyboardInterrupt) as exc:
             # The message says what happened; frames inside the runner and its background loop would only
             # bury it. The cause chain (`raise ... from`) stays attached to the exception.
@@ -149,7 +156,10 @@ class NighthawkMagics(Magics):
         self._state.ready()
         scope = nighthawk.scope(step_executor=executor) if executor is not None else nullcontext()
         with self._state.display_mode(display), scope:
-            return run_block(program, frame)
+            try:
+                return run_block(program, frame)
+            finally:
+                self._state.displayer.flush()  # the step's display goes before the cell's value or error
 
     def _model_value(self, name: str, where: str) -> tuple[object, str]:
         """Resolve a model given on a magic line: a `provider:model` string, or a namespace variable.
@@ -163,6 +173,9 @@ class NighthawkMagics(Magics):
             value = self.shell.user_ns[name]
             if isinstance(value, str):
                 return self._model_value(value, where)[0], ""
+            problem = model_problem(value)
+            if problem is not None:
+                raise UsageError(f"{where}: variable {name!r} holds {problem}")
             return value, name
         raise UsageError(
             f"{where}: {name!r} is neither a `provider:model` string nor a notebook variable; give a model such "
@@ -175,6 +188,7 @@ class NighthawkMagics(Magics):
     @magic_arguments()
     @argument("command", type=_unquote, choices=_SUBCOMMANDS, help="What to show or change.")
     @argument("values", nargs="*", help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; replay: PATH")
+    @argument("--reset", action="store_true", help="usage: print the totals, then start counting from zero.")
     @argument("--record", action="store_true", help="replay: record every exchange with the real model.")
     @argument("--auto", action="store_true", help="replay: replay stored exchanges, record the missing ones.")
     @line_magic
@@ -182,14 +196,20 @@ class NighthawkMagics(Magics):
         """Show or change the kernel's Nighthawk settings.
 
         `%nighthawk model provider:model` or `%nighthawk model VARIABLE` (a pydantic-ai Model or a
-        StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...`,
-        `%nighthawk status`, `%nighthawk replay PATH [--record|--auto]` (answer from a replay store). The same settings are `%config NighthawkSettings.*` and
-        `nighthawk_ipython.configure(...)`.
+        StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...` (context
+        limits, budgets such as `step.requests=20` or `cell.cost_usd=0.5`, `request_timeout_s`, `max_retries`;
+        `None` lifts a bound), `%nighthawk status` (also where requests go and what bounds them),
+        `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
+        `%nighthawk replay PATH [--record|--auto]` (answer from
+        a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block). The same
+        settings are `%config NighthawkSettings.*` and `nighthawk_ipython.configure(...)`.
         """
         args = parse_argstring(self.nighthawk, line)
         values = [_unquote(value) for value in args.values]
         if (args.record or args.auto) and args.command != "replay":
             raise UsageError(f"%nighthawk {args.command}: --record and --auto belong to `%nighthawk replay`")
+        if args.reset and args.command != "usage":
+            raise UsageError(f"%nighthawk {args.command}: --reset belongs to `%nighthawk usage`")
         settings = self._state.settings
         match args.command:
             case "status":
@@ -217,11 +237,22 @@ class NighthawkMagics(Magics):
                 settings.display = values[0]
             case "limits":
                 if not values:
-                    print(settings.describe().splitlines()[2])
+                    print("\n".join(line for line in settings.describe().splitlines() if line.startswith(("limits:", "budget:", "requests:"))))
                     return
-                settings.limits = {**settings.limits, **_parse_limits(values)}
+                limits, budgets = _parse_limits(values)
+                try:
+                    settings.budgets = {**settings.budgets, **budgets}
+                except TraitError as exc:
+                    raise UsageError(f"%nighthawk limits: {exc}") from exc
+                settings.limits = {**settings.limits, **limits}
+            case "usage":
+                self._expect(values, 0, "usage", "[--reset]")
+                _print_usage(reset=args.reset)
             case "replay":
                 self._replay(values, record=args.record, auto=args.auto)
+            case "traceback":
+                self._expect(values, 0, "traceback", "")
+                _print_last_error()
             case other:  # argparse's choices= keeps anything else out
                 raise AssertionError(other)
 
@@ -238,6 +269,7 @@ class NighthawkMagics(Magics):
         self._expect(values, 1, "replay", "PATH [--record|--auto]")
         if record and auto:
             raise UsageError("%nighthawk replay: choose one of --record and --auto")
+        from nighthawk.errors import NighthawkError
         from nighthawk.replay import ReplayModel
 
         settings = self._state.settings
@@ -256,24 +288,127 @@ class NighthawkMagics(Magics):
             from nighthawk.configuration import DEFAULT_MODEL
 
             wrapped = DEFAULT_MODEL  # only built when a request must reach a real model
-        model = ReplayModel(wrapped, values[0], mode)
+        try:  # recording checks here that the store can be written, before any request is paid for
+            model = ReplayModel(wrapped, values[0], mode)
+        except NighthawkError as exc:
+            raise UsageError(f"%nighthawk replay: {exc}") from exc
         settings.use_model(model, source=f"replay {values[0]} ({model.mode})")
 
 
-def _parse_limits(values: list[str]) -> dict[str, int]:
+def _interpolated(cell: str, namespace: dict[str, Any]) -> str:
+    """`-f`: fill the cell's fields; a field that raises fails the cell with one line naming it."""
+    from nighthawk.errors import record_error
+
+    from ._interpolate import interpolate
+
+    try:
+        return interpolate(cell, namespace)
+    except UsageError:
+        raise
+    except Exception as exc:
+        record_error(exc)
+        raise UsageError(
+            f"%%natural -f: a `{{...}}` field raised {type(exc).__name__}: {exc}. Fix the field, or write `{{{{` "
+            "and `}}` for literal braces (`%nighthawk traceback` shows where it failed)"
+        ) from exc
+
+
+def _print_last_error() -> None:
+    import traceback
+
+    import nighthawk
+
+    error = nighthawk.last_error()
+    if error is None:
+        print("no Natural block has failed in this kernel yet")
+        return
+    traceback.print_exception(type(error), error, error.__traceback__)
+
+
+def _parse_limits(values: list[str]) -> tuple[dict[str, int], dict[str, Any]]:
+    """`key=value` items of `%nighthawk limits`: the context limits, then the budget keys."""
+    keys = ", ".join((*LIMIT_KEYS, *BUDGET_KEYS))
     limits: dict[str, int] = {}
+    budgets: dict[str, Any] = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise UsageError(f"%nighthawk limits: {item!r} is not `key=value`; keys are {', '.join(LIMIT_KEYS)}")
-        key = key.strip()
+            raise UsageError(f"%nighthawk limits: {item!r} is not `key=value`; keys are {keys}")
+        key, raw = key.strip(), raw.strip()
+        if key in BUDGET_KEYS:
+            budgets[key] = _number(raw, f"%nighthawk limits: {key}")
+            continue
         if key not in LIMIT_KEYS:
-            raise UsageError(f"%nighthawk limits: unknown limit {key!r}; choose from {', '.join(LIMIT_KEYS)}")
+            raise UsageError(f"%nighthawk limits: unknown limit {key!r}; choose from {keys}")
         try:
-            value = int(raw.strip().replace("_", ""))
+            value = int(raw.replace("_", ""))
         except ValueError:
             value = 0
         if value < 1:
-            raise UsageError(f"%nighthawk limits: {key} must be a positive integer, got {raw.strip()!r}")
+            raise UsageError(f"%nighthawk limits: {key} must be a positive integer, got {raw!r}")
         limits[key] = value
-    return limits
+    return limits, budgets
+
+
+def _number(raw: str, where: str) -> int | float | None:
+    """A budget value as typed: `None`/`none` lifts the bound, `20` is an int, `0.5` a float."""
+    if raw.lower() == "none":
+        return None
+    text = raw.replace("_", "")
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{where} must be a number or None, got {raw!r}") from None
+
+
+def _cell_budget_option(values: list[str] | None) -> Any:
+    """The `UsageBudget` of `%%natural --budget`, or `None` without the option."""
+    if not values:
+        return None
+    from nighthawk import UsageBudget
+
+    figures: dict[str, Any] = {}
+    for item in ",".join(_unquote(value) for value in values).split(","):
+        key, sep, raw = item.strip().partition("=")
+        if not item.strip():
+            continue
+        if not sep or key.strip() not in ("requests", "total_tokens", "cost_usd", "wall_time_s"):
+            raise UsageError(
+                f"%%natural --budget: {item.strip()!r} is not `key=value` with a key of requests, total_tokens, "
+                "cost_usd, wall_time_s"
+            )
+        figures[key.strip()] = _number(raw.strip(), f"%%natural --budget {key.strip()}")
+    try:
+        return UsageBudget(**figures)
+    except ValueError as exc:
+        raise UsageError(f"%%natural --budget: {exc}") from exc
+
+
+def _print_usage(*, reset: bool) -> None:
+    """`%nighthawk usage`: this kernel's requests, tokens and cost by model, as a small table."""
+    import nighthawk
+
+    from ._text import cost_text
+
+    ledger = nighthawk.session_usage()
+    totals = ledger.by_model()
+    if reset:
+        ledger.reset()
+    if not totals:
+        print("no model requests in this kernel yet")
+        return
+    rows = [["model", "requests", "input tokens", "output tokens", "cost"]]
+    rows += [
+        [model, str(t.requests), str(t.input_tokens), str(t.output_tokens),
+         cost_text(t.cost_usd, requests=t.requests, unpriced_requests=t.unpriced_requests)]
+        for model, t in sorted(totals.items())
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) if column == 0 else cell.rjust(width) for column, (cell, width) in enumerate(zip(row, widths))).rstrip())
+    if reset:
+        print("(reset: counting starts again from zero)")

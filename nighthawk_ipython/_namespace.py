@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from nighthawk.block import Program
     from nighthawk.frame import Frame
 
-__all__ = ["IPYTHON_NAMES", "build_frame", "is_user_name", "notebook_locals", "resolve_reads"]
+__all__ = ["IPYTHON_NAMES", "build_frame", "is_user_name", "namespace_annotations", "notebook_locals", "resolve_reads"]
 
 IPYTHON_NAMES: frozenset[str] = frozenset(
     {"In", "Out", "_", "__", "___", "_i", "_ii", "_iii", "_oh", "_ih", "_dh", "exit", "quit", "get_ipython"}
@@ -74,8 +74,33 @@ def resolve_reads(user_ns: Mapping[str, object], program: Program) -> dict[str, 
         elif hasattr(builtins, name):
             values[name] = getattr(builtins, name)
         else:
-            raise NameError(f"name {name!r} is not defined", name=name)
+            from nighthawk.block import unresolved_read
+
+            raise unresolved_read(NameError(f"name {name!r} is not defined", name=name))
     return values
+
+
+def namespace_annotations(user_ns: Mapping[str, object], program: Program) -> dict[str, object]:
+    """Types of the cell's write bindings declared in the namespace (`x: Report` in an earlier cell).
+
+    A string annotation (`from __future__ import annotations` in the notebook) is evaluated in the
+    namespace; one that names nothing leaves its binding untyped rather than failing the cell.
+    """
+    from nighthawk._validation import resolve_annotation
+
+    declared = user_ns.get("__annotations__")
+    if not isinstance(declared, Mapping):
+        return {}
+    namespace = dict(user_ns)
+    found: dict[str, object] = {}
+    for name in program.writes:
+        if name not in declared:
+            continue
+        try:
+            found[name] = resolve_annotation(declared[name], namespace)
+        except Exception:  # an annotation naming something undefined: Python itself never evaluates it
+            continue
+    return found
 
 
 def build_frame(shell: Any, program: Program, *, step_id: str, filename: str, line: int) -> Frame:
@@ -92,10 +117,11 @@ def build_frame(shell: Any, program: Program, *, step_id: str, filename: str, li
         python_globals=user_ns,
         read_values=resolve_reads(user_ns, program),
         in_loop=False,
-        binding_types=dict(user_ns.get("__annotations__", {})),
+        binding_types=namespace_annotations(user_ns, program),
         return_type=object,
         is_async=False,
         step_id=step_id,
+        infer_types=False,
         filename=filename,
         line=line,
     )

@@ -15,7 +15,7 @@ from traitlets import Any as AnyTrait
 from traitlets import Dict, Enum, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
-__all__ = ["DISPLAY_MODES", "LIMIT_KEYS", "NighthawkSettings"]
+__all__ = ["BUDGET_KEYS", "DISPLAY_MODES", "LIMIT_KEYS", "NighthawkSettings", "model_problem"]
 
 DISPLAY_MODES: tuple[str, ...] = ("widget", "html", "text", "none")
 """How a step is shown: a live widget (with static fallbacks), static HTML, plain text, or not at all."""
@@ -29,6 +29,16 @@ LIMIT_KEYS: tuple[str, ...] = (
     "tool_result_max_tokens",
 )
 """Fields of `nighthawk.StepContextLimits` that `%nighthawk limits` accepts (checked by a test)."""
+
+_BUDGET_FIGURES: tuple[str, ...] = ("requests", "total_tokens", "cost_usd", "wall_time_s")
+BUDGET_KEYS: tuple[str, ...] = (
+    *(f"step.{figure}" for figure in _BUDGET_FIGURES),
+    *(f"cell.{figure}" for figure in _BUDGET_FIGURES),
+    "request_timeout_s",
+    "max_retries",
+)
+"""What `%nighthawk limits` also accepts: bounds of one step and of one cell (fields of
+`nighthawk.UsageBudget`), the request timeout and the retries; a value `None` lifts the bound."""
 
 
 class NighthawkSettings(Configurable):
@@ -49,6 +59,11 @@ class NighthawkSettings(Configurable):
 
     limits = Dict(
         help="Context limits (fields of nighthawk.StepContextLimits), for example {'value_max_tokens': 100}.",
+    ).tag(config=True)
+
+    budgets = Dict(
+        help="Budgets and request settings by key ('step.requests', 'cell.cost_usd', 'request_timeout_s', "
+        "'max_retries', ...); a key left out keeps Nighthawk's default, `None` lifts the bound.",
     ).tag(config=True)
 
     model_object = AnyTrait(
@@ -89,7 +104,20 @@ class NighthawkSettings(Configurable):
                 raise TraitError(f"context limit `{key}` must be a positive int, got {value!r}")
         return limits
 
-    @observe("model", "limits", "model_object")
+    @validate("budgets")
+    def _check_budgets(self, proposal: Any) -> dict[str, Any]:
+        budgets = dict(proposal["value"])
+        unknown = sorted(set(budgets) - set(BUDGET_KEYS))
+        if unknown:
+            raise TraitError(f"unknown budget key(s) {unknown}; choose from {list(BUDGET_KEYS)}")
+        try:  # the core's own checks, so the kernel accepts exactly what the configuration does
+            self._configuration_values(budgets)
+            _cell_budget(budgets)
+        except (TypeError, ValueError) as exc:
+            raise TraitError(str(exc)) from exc
+        return budgets
+
+    @observe("model", "limits", "budgets", "model_object")
     def _forget_executor(self, change: Any) -> None:
         if change["name"] == "model" and change["new"]:
             self.model_object = None
@@ -103,8 +131,11 @@ class NighthawkSettings(Configurable):
         """Use `value`: a `provider:model` string, a pydantic-ai `Model`, or a `StepExecutor`.
 
         Raises:
-            TraitError: A string that is not `provider:model`.
+            TraitError: A string that is not `provider:model`, or a value of any other kind.
         """
+        problem = model_problem(value)
+        if problem is not None:
+            raise TraitError(problem)
         if isinstance(value, str):
             self.model = value
             self.model_object = None
@@ -128,18 +159,44 @@ class NighthawkSettings(Configurable):
         import nighthawk
         from nighthawk.configuration import DEFAULT_MODEL
 
-        limits = nighthawk.StepContextLimits(**self.limits) if self.limits else None
+        overrides = self._configuration_values(self.budgets)
+        if self.limits:
+            overrides["context_limits"] = nighthawk.StepContextLimits(**self.limits)
         if model is not None and not isinstance(model, str) and callable(getattr(model, "run_step", None)):
-            if limits is not None and hasattr(model, "with_configuration") and hasattr(model, "configuration"):
+            if overrides and hasattr(model, "with_configuration") and hasattr(model, "configuration"):
                 from dataclasses import replace
 
-                return model.with_configuration(replace(model.configuration, context_limits=limits))
+                return model.with_configuration(replace(model.configuration, **overrides))
             return model
-        configuration = nighthawk.StepExecutorConfiguration(
-            model=model if model is not None else DEFAULT_MODEL,
-            **({"context_limits": limits} if limits is not None else {}),
-        )
+        configuration = nighthawk.StepExecutorConfiguration(model=model if model is not None else DEFAULT_MODEL, **overrides)
         return nighthawk.AgentStepExecutor.from_configuration(configuration=configuration)
+
+    @staticmethod
+    def _configuration_values(budgets: dict[str, Any]) -> dict[str, Any]:
+        """`StepExecutorConfiguration` fields the budget keys set (the step budget over the default one).
+
+        Raises:
+            ValueError: A value the configuration refuses.
+        """
+        from dataclasses import replace
+
+        from nighthawk.configuration import DEFAULT_STEP_BUDGET
+
+        values: dict[str, Any] = {}
+        step = {key.partition(".")[2]: value for key, value in budgets.items() if key.startswith("step.")}
+        if step:
+            values["step_budget"] = replace(DEFAULT_STEP_BUDGET, **step)
+        for key in ("request_timeout_s", "max_retries"):
+            if key in budgets:
+                value = budgets[key]
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                    raise ValueError(f"`{key}` must be a non-negative number or None, got {value!r}")
+                values[key] = value
+        return values
+
+    def cell_budget(self) -> Any:
+        """The `nighthawk.UsageBudget` every cell gets, or `None` when cells are not bounded."""
+        return _cell_budget(self.budgets)
 
     def install(self) -> None:
         """Make these settings' executor the kernel-wide default (`nighthawk.set_default_step_executor`)."""
@@ -169,8 +226,20 @@ class NighthawkSettings(Configurable):
             nighthawk.set_default_step_executor(None)
         self._installed = None
 
+    # --- surviving %reload_ext and %unload_ext -----------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The values a later load of the extension in the same shell starts from."""
+        return {name: getattr(self, name) for name in _KEPT}
+
+    def restore(self, values: dict[str, Any]) -> None:
+        """Take back the values of `snapshot` (the string model first: setting it clears `model_object`)."""
+        for name in _KEPT:
+            if name in values:
+                setattr(self, name, values[name])
+
     def describe(self) -> str:
-        """Readable settings for `%nighthawk status`."""
+        """Readable settings for `%nighthawk status`: the first three lines are model, display and limits."""
         from nighthawk.configuration import DEFAULT_MODEL
 
         if self.model_object is not None:
@@ -180,9 +249,107 @@ class NighthawkSettings(Configurable):
         limits = ", ".join(f"{key}={value}" for key, value in sorted(self.limits.items())) or "(defaults)"
         lines = [f"model:   {model}", f"display: {self.display}", f"limits:  {limits}"]
         current = _default_executor()
+        lines.extend(self._spending(current))
         if current is not None and current is not self._installed:
             lines.append(f"in use:  {_describe_object(current, '')} (set with nighthawk.set_default_step_executor)")
+        # Where requests go is read from the executor in force, whoever installed it.
+        target = getattr(getattr(current, "configuration", None), "model", None)
+        if target is None:
+            target = current if current is not None else (self.model_object or self.model or DEFAULT_MODEL)
+        lines.extend(_destination(target))
         return "\n".join(lines)
+
+    def _spending(self, executor: Any) -> list[str]:
+        """Budget and request lines for `status`, read from the configuration of the executor in force."""
+        configuration = getattr(executor, "configuration", None)
+        cell = self.cell_budget()
+        cell_text = "unbounded" if cell is None else cell.describe()
+        if configuration is None or not hasattr(configuration, "step_budget"):
+            return [f"budget:  step set by {type(executor).__name__} · cell {cell_text}"]
+        timeout = configuration.request_timeout_s
+        fallback = ", ".join(_model_name(model) for model in configuration.fallback_models) or "none"
+        return [
+            f"budget:  step {configuration.step_budget.describe()} · cell {cell_text}",
+            f"requests: timeout {'provider default' if timeout is None else f'{timeout:g} s'} · retries "
+            f"{'provider default' if configuration.max_retries is None else configuration.max_retries} · "
+            f"fallback {fallback}",
+        ]
+
+
+_KEPT = ("model", "model_object", "model_source", "display", "limits", "budgets")
+"""Settings carried from one load of the extension to the next in the same shell."""
+
+
+def _cell_budget(budgets: dict[str, Any]) -> Any:
+    """The `UsageBudget` of the `cell.*` keys (`None` when none bounds anything).
+
+    Raises:
+        ValueError: A value `UsageBudget` refuses.
+    """
+    cell = {key.partition(".")[2]: value for key, value in budgets.items() if key.startswith("cell.")}
+    if not any(value is not None for value in cell.values()):
+        return None
+    from nighthawk import UsageBudget
+
+    return UsageBudget(**cell)
+
+
+def _model_name(model: object) -> str:
+    return model if isinstance(model, str) else str(getattr(model, "model_name", None) or type(model).__name__)
+
+
+def model_problem(value: object) -> str | None:
+    """Why `value` cannot be the kernel's model, or `None` when it can (a `provider:model` string, a
+    pydantic-ai `Model` or a step executor)."""
+    if isinstance(value, str):
+        provider, sep, name = value.partition(":")
+        if sep and provider.strip() and name.strip():
+            return None
+        return f"{value!r} is not a `provider:model` string such as 'openai-responses:gpt-5.4-nano'"
+    if callable(getattr(value, "run_step", None)):
+        return None
+    models = sys.modules.get("pydantic_ai.models")
+    if models is not None and isinstance(value, models.Model):
+        return None
+    return (
+        f"a value of type {type(value).__name__}, which is not a model; give a `provider:model` string, a "
+        "pydantic-ai Model (for example FunctionModel) or a StepExecutor"
+    )
+
+
+def _destination(model: object) -> list[str]:
+    """Where requests go: provider, base URL and replay mode (for `%nighthawk status`)."""
+    replay = "off"
+    if type(model).__name__ == "ReplayModel":
+        store = getattr(getattr(model, "store", None), "path", None)
+        mode = str(getattr(model, "mode", "?"))
+        replay = f"{mode} ({store})" if store else mode
+        model = getattr(model, "_spec", None)
+        if mode == "replay" or model is None:  # answers come from the store alone
+            return ["provider: none (every answer comes from the replay store; nothing is sent)", f"replay:  {replay}"]
+    if isinstance(model, str):
+        provider = model.partition(":")[0]
+        base_url = _string_base_url(provider)
+    else:
+        provider = str(getattr(model, "system", None) or type(model).__name__)
+        try:
+            base_url = getattr(model, "base_url", None)
+        except Exception:  # noqa: BLE001 - a third-party property, only for the status text
+            base_url = None
+        if base_url is None and provider in ("function", "test"):
+            base_url = "none (scripted in this kernel: nothing is sent anywhere)"
+    return [f"provider: {provider}", f"base URL: {base_url or '(the provider default)'}", f"replay:  {replay}"]
+
+
+def _string_base_url(provider: str) -> str | None:
+    """The base URL a `provider:model` string would use, read from the environment like the provider does."""
+    import os
+
+    if provider.startswith("openai"):
+        return os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    if provider == "anthropic":
+        return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    return None
 
 
 def _describe_object(value: object, source: str) -> str:

@@ -1,33 +1,30 @@
-"""The ipywidgets view of a step, built only from stock containers and filled from events.
+"""The live view of a cell's steps: one stock `ipywidgets.HTML`, re-rendered while the steps run.
 
-Layout: a header `HTML` (status, model, duration, requests, tokens and the program), an outcome `HTML`, then
-an `Accordion` with the tool calls (open), the step-locals diff, the nested steps and the exact prompt.
-Each section is one `HTML` child re-rendered from the `StepView` when an event touches it, so a tool call
-shows up while the block is still running. ipywidgets is imported only when a widget is first built.
+A single `HTML` widget (three comms with its layout and style models) whatever the number of steps, where a
+tree of containers per step would open dozens of comms per step. Its value is the bounded live HTML of the
+cell (`CellView.live_html`), with `<details>` for what folds, so no custom JavaScript is needed. The widget
+is temporary: when the cell ends it is closed and its output hidden, and the static display takes over.
+ipywidgets is imported only when a widget is first built.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as widgets
 from traitlets import TraitError, Unicode, validate
 
 from ._display import STEP_STATUSES
 
-if TYPE_CHECKING:
-    from ._display import StepView
-
 __all__ = ["StepWidget"]
 
-_SECTIONS = ("tools", "locals", "nested", "prompt")
-_TOOLS, _LOCALS, _NESTED, _PROMPT = range(len(_SECTIONS))
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-class StepWidget(widgets.VBox):
-    """A live view of one step: header, outcome, and an accordion of tool calls, locals, nested steps and prompt."""
+class StepWidget(widgets.HTML):
+    """A live view of the steps one cell started (summary, running steps and their tool calls)."""
 
-    status = Unicode("running", help="The step's status, mirrored for tests and styling.").tag(sync=False)
+    status = Unicode("running", help="Overall status of the cell's steps, mirrored for tests and styling.").tag(sync=False)
 
     @validate("status")
     def _check_status(self, proposal: Any) -> str:
@@ -35,55 +32,24 @@ class StepWidget(widgets.VBox):
             raise TraitError(f"Invalid step status {proposal['value']!r}: choose from {list(STEP_STATUSES)}")
         return proposal["value"]
 
-    @classmethod
-    def for_view(cls, view: StepView) -> StepWidget:
-        """Build the widget for `view` and render every section once."""
-        header = widgets.HTML()
-        outcome = widgets.HTML()
-        tools, locals_, prompt = widgets.HTML(), widgets.HTML(), widgets.HTML()
-        nested = widgets.VBox()
-        sections = widgets.Accordion(children=[tools, locals_, nested, prompt], selected_index=_TOOLS)
-        widget = cls(children=[header, outcome, sections])
-        widget.add_class("nh-step-widget")
-        widget._parts = {
-            "header": header,
-            "outcome": outcome,
-            "tools": tools,
-            "locals": locals_,
-            "nested": nested,
-            "prompt": prompt,
-        }
-        widget._sections = sections
-        widget.refresh(view, "all")
-        return widget
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_class("nh-step-widget")
 
-    def refresh(self, view: StepView, section: str) -> None:
-        """Re-render `section` (`header`, `tools`, `locals`, `outcome`, `prompt`, `nested` or `all`) from `view`."""
-        parts = self._parts
-        everything = section == "all"
-        if everything or section == "header":
-            parts["header"].value = view.header_html()
-            self.status = view.status
-        if everything or section == "outcome":
-            parts["outcome"].value = view.outcome_html()
-        if everything or section == "tools":
-            parts["tools"].value = view.tools_html()
-        if everything or section == "locals":
-            parts["locals"].value = view.locals_html()
-        if everything or section == "prompt":
-            parts["prompt"].value = view.prompt_html()
-        if everything or section == "nested":
-            children = tuple(child.widget() for child in view.children)
-            if children != parts["nested"].children:
-                parts["nested"].children = children
-        if everything or section in ("tools", "locals", "nested"):
-            self._sections.titles = (
-                f"Tool calls ({len(view.tool_calls)})",
-                f"Step locals ({len(view.changes)} changed)",
-                f"Nested steps ({len(view.children)})",
-                "Prompt",
-            )
+    def show(self, page: str, status: str) -> None:
+        """Replace the view with `page` (one comm message)."""
+        self.status = status
+        self.value = page
+
+    def retire(self) -> None:
+        """Close the widget and the layout and style models it opened (their comms would outlive the cell)."""
+        for model in (self.layout, self.style, self):
+            model.close()
 
     def view_data(self) -> dict[str, Any]:
         """The `application/vnd.jupyter.widget-view+json` payload for this widget."""
         return {"version_major": 2, "version_minor": 0, "model_id": self.model_id}
+
+
+CLOSED_VIEW: dict[str, Any] = {"version_major": 2, "version_minor": 0, "model_id": ""}
+"""The view of a closed widget, as JupyterLab itself records it: every frontend hides it."""

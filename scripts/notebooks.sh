@@ -21,11 +21,11 @@ rm -rf "$venv"
 "$venv/bin/python" -m ipykernel install --prefix "$venv" --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 export JUPYTER_PATH="$root/$venv/share/jupyter"
 
-# Offline and deterministic: no key or server reaches the kernels, the stores are only replayed, and token
-# budgets use the estimate (the exact tokenizer would download its vocabulary).
-unset OPENAI_API_KEY OPENAI_BASE_URL
+# Offline: no key or server reaches the kernels and the stores are only replayed. Nothing else is set: the
+# prompts do not depend on the machine (token budgets are always estimated), so the notebooks carry their
+# own settings.
+unset OPENAI_API_KEY OPENAI_BASE_URL NIGHTHAWK_TOKENIZER
 export NIGHTHAWK_REPLAY_MODE=replay
-export NIGHTHAWK_TOKENIZER=estimate
 
 if [ "$#" -gt 0 ]; then
     notebooks=("$@")

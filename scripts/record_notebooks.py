@@ -9,10 +9,14 @@ so they run with no key and no network. This script (re)makes those stores in on
 * `OPENAI_API_KEY=sk-... python scripts/record_notebooks.py --real` **records** them from the real model that
   each setup cell's `%nighthawk replay PATH` wraps (Nighthawk's default, `openai-responses:gpt-5.4-nano`,
   unless the cell sets another first); entries then say which model answered and `authored: false`.
+  `--model openai-chat:NAME` records from another model instead, and `--base-url URL` from any
+  OpenAI-compatible server (a local one needs no real key); the requests go through the provider's real
+  HTTP client either way.
 
 Either way, each store is deleted first (so it holds no stale entry), the notebook is executed once to fill it,
-and the notebook is then executed again, in place and from the store alone, so its saved outputs are the
-ones `pytest --nbval` and `scripts/notebooks.sh` reproduce. Widget state is not saved: GitHub and nbconvert
+the store is compacted (sorted, so recording again writes the same bytes), and the notebook is then executed
+again, in place and from the store alone, so its saved outputs are the ones `pytest --nbval` and
+`scripts/notebooks.sh` reproduce. Widget state is not saved: GitHub and nbconvert
 then show the steps' static HTML.
 
 Pass notebook names (`01-quickstart` or `notebooks/01-quickstart.ipynb`) to redo only those. Not run in CI.
@@ -39,8 +43,8 @@ _SETUP_LINE = re.compile(r"^%nighthawk replay (?P<store>\S+)[ \t]*$", re.MULTILI
 
 # --- scripted answers --------------------------------------------------------------------------------
 
-# One item of a round: a tool call `(tool_name, arguments)`; outcomes are calls of `nh_pass`, `nh_return`,
-# `nh_raise`, `nh_break` and `nh_continue`.
+# One item of a round: a tool call `(tool_name, arguments)`; an outcome is a call of `nh_outcome` whose
+# arguments are the outcome object.
 Call = tuple[str, dict[str, Any]]
 # A round is the tool calls of one model response, or a function of the step's prompt that returns them
 # (for a natural function whose answer depends on its arguments).
@@ -56,26 +60,26 @@ def assign(target: str, expression: str) -> Call:
 
 
 def pass_() -> Call:
-    return ("nh_pass", {"kind": "pass"})
+    return ("nh_outcome", {"kind": "pass"})
 
 
 def return_(expression: str) -> Call:
-    return ("nh_return", {"kind": "return", "return_expression": expression})
+    return ("nh_outcome", {"kind": "return", "return_expression": expression})
 
 
 def raise_(message: str, error_type: str | None = None) -> Call:
     arguments: dict[str, Any] = {"kind": "raise", "raise_message": message}
     if error_type is not None:
         arguments["raise_error_type"] = error_type
-    return ("nh_raise", arguments)
+    return ("nh_outcome", arguments)
 
 
 def break_() -> Call:
-    return ("nh_break", {"kind": "break"})
+    return ("nh_outcome", {"kind": "break"})
 
 
 def continue_() -> Call:
-    return ("nh_continue", {"kind": "continue"})
+    return ("nh_outcome", {"kind": "continue"})
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,14 @@ def author_model(notebook: str) -> Any:
 # --- executing the notebooks -------------------------------------------------------------------------
 
 
+def _recording_cell(source: str, model: str) -> str:
+    """The setup cell with `model` made the kernel's model just before its store wraps it."""
+    match = _SETUP_LINE.search(source)
+    if match is None:
+        raise SystemExit("the setup cell has no `%nighthawk replay PATH` line")
+    return f"{source[: match.start()]}%nighthawk model {model}\n{source[match.start() :]}"
+
+
 def _authoring_cell(source: str, notebook: str) -> str:
     """The setup cell with the scripted model recording into the store.
 
@@ -296,8 +308,7 @@ def _authoring_cell(source: str, notebook: str) -> str:
 
 def _environment(mode: str, *, real: bool = False) -> dict[str, str]:
     env = dict(os.environ)
-    # Token budgets shape the prompts: record with the estimate the replaying runs (CI, nbval) use.
-    env["NIGHTHAWK_TOKENIZER"] = "estimate"
+    env.pop("NIGHTHAWK_TOKENIZER", None)  # prompts never depend on it; run as a reader's machine would
     env["NIGHTHAWK_REPLAY_MODE"] = mode
     if not real:
         # Authoring and replaying never reach a provider, even where a key is set.
@@ -310,7 +321,7 @@ def _environment(mode: str, *, real: bool = False) -> dict[str, str]:
     return env
 
 
-def _execute(notebook: Any, env: dict[str, str]) -> None:
+def _execute(notebook: Any, env: dict[str, str], folder: Path = NOTEBOOKS) -> None:
     from nbclient import NotebookClient
 
     # The kernel inherits this process's environment; swap it in for the duration of the run.
@@ -324,7 +335,7 @@ def _execute(notebook: Any, env: dict[str, str]) -> None:
             kernel_name="python3",
             store_widget_state=False,
             record_timing=False,
-            resources={"metadata": {"path": str(NOTEBOOKS)}},
+            resources={"metadata": {"path": str(folder)}},
         )
         client.execute()
     finally:
@@ -363,7 +374,51 @@ def _setup_index(notebook: Any, name: str) -> int:
     raise SystemExit(f"{name}: no setup cell with a `%nighthawk replay PATH` line")
 
 
-def make(path: Path, *, real: bool) -> None:
+def _compact(store: Path) -> None:
+    """Sort the recorded store, so that recording the same notebook again writes the same bytes."""
+    if str(ROOT / "core") not in sys.path:
+        sys.path.insert(0, str(ROOT / "core"))
+    from nighthawk.replay import ReplayStore
+
+    ReplayStore(store).compact()
+
+
+def record(path: Path, *, model: str | None = None) -> tuple[Path, Any]:
+    """Record the store of the notebook at `path` from a real model (over HTTP), then compact it.
+
+    Returns the store's path and the recording run of the notebook, with its static outputs.
+
+    The kernel runs in the folder of the notebook and gets this process's environment (the provider's key
+    and `OPENAI_BASE_URL`). `model` replaces the model the setup cell would record from.
+    """
+    import copy
+
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    index = _setup_index(notebook, path.stem)
+    store = path.parent / _SETUP_LINE.search(notebook.cells[index].source)["store"]
+    store.unlink(missing_ok=True)
+    recording = copy.deepcopy(notebook)
+    if model is not None:
+        recording.cells[index].source = _recording_cell(notebook.cells[index].source, model)
+    _execute(recording, _environment("record", real=True), folder=path.parent)
+    _compact(store)
+    _static_outputs(recording)
+    return store, recording
+
+
+def replay(path: Path) -> Any:
+    """Execute the notebook at `path` from its store alone, offline; the notebook with its static outputs."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    _execute(notebook, _environment("replay"), folder=path.parent)
+    _static_outputs(notebook)
+    return notebook
+
+
+def make(path: Path, *, real: bool, model: str | None = None) -> None:
     import copy
 
     import nbformat
@@ -375,7 +430,7 @@ def make(path: Path, *, real: bool) -> None:
     store.unlink(missing_ok=True)
     started = time.perf_counter()
     if real:
-        _execute(copy.deepcopy(notebook), _environment("record", real=True))
+        record(path, model=model)
     else:
         if name not in ANSWERS:
             print(f"{name}: no scripted answers; skipped (it makes no model request)")
@@ -383,6 +438,7 @@ def make(path: Path, *, real: bool) -> None:
             authoring = copy.deepcopy(notebook)
             authoring.cells[index].source = _authoring_cell(notebook.cells[index].source, name)
             _execute(authoring, _environment("record"))
+            _compact(store)
     # The saved outputs come from the store alone, exactly as nbval and the main job will see them.
     _execute(notebook, _environment("replay"))
     _static_outputs(notebook)
@@ -414,11 +470,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="record from the real model of each setup cell (needs OPENAI_API_KEY, or OPENAI_BASE_URL) "
         "instead of authoring scripted answers",
     )
+    parser.add_argument("--model", help="with --real: record from this `provider:model` instead of the setup cell's")
+    parser.add_argument("--base-url", help="with --real: the OpenAI-compatible server to record from (OPENAI_BASE_URL)")
     args = parser.parse_args(argv)
+    if (args.model or args.base_url) and not args.real:
+        parser.error("--model and --base-url choose what --real records from; add --real")
+    if args.base_url:
+        os.environ["OPENAI_BASE_URL"] = args.base_url
+        os.environ.setdefault("OPENAI_API_KEY", "local")  # the client insists on a key; a local server ignores it
     if args.real and not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
         parser.error("--real records from the real model: set OPENAI_API_KEY (or OPENAI_BASE_URL) first")
     for path in _select(args.notebooks):
-        make(path, real=args.real)
+        make(path, real=args.real, model=args.model)
     return 0
 
 

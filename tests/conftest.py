@@ -10,6 +10,7 @@ import pytest
 from pydantic_ai import models
 
 import nighthawk as nh
+from nighthawk._tokens import NighthawkTokenizerWarning
 from scripting import Script, scripted_executor
 
 # Every real provider request raises during tests; FunctionModel and TestModel are exempt.
@@ -34,10 +35,13 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _offline_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Budgets are estimated in tests: loading tiktoken's vocabulary would try the network.
-    monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
-    warnings.filterwarnings("ignore", message="Could not load the tiktoken encoding")
+def _offline_tokenizer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Tests run as on a user's machine, with no tokenizer setting: prompt budgets are always estimated, so no
+    # step may try to load a vocabulary. Any attempt would hit the network guard and warn; make that fail.
+    monkeypatch.delenv("NIGHTHAWK_TOKENIZER", raising=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=NighthawkTokenizerWarning)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -16,9 +16,22 @@ def call(tool_name: str, **arguments: Any) -> ToolCallPart:
     return ToolCallPart(tool_name, arguments)
 
 
+def offered_kinds(info: AgentInfo) -> list[str]:
+    """The outcome kinds a request offers: the `kind` enum of its one output tool, `nh_outcome`."""
+    (tool,) = info.output_tools
+    assert tool.name == "nh_outcome"
+    return list(tool.parameters_json_schema["properties"]["kind"]["enum"])
+
+
+def offered_raise_types(info: AgentInfo) -> list[str]:
+    """The exception names a request's `raise` outcome may use."""
+    (tool,) = info.output_tools
+    return list(tool.parameters_json_schema["properties"]["raise_error_type"]["enum"])
+
+
 def finish(kind: str = "pass", **fields: Any) -> ToolCallPart:
     """The outcome tool call that ends a step."""
-    return ToolCallPart(f"nh_{kind}", {"kind": kind, **fields})
+    return ToolCallPart("nh_outcome", {"kind": kind, **fields})
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
+from .budget import StepUsage, UsageBudget, budget, session_usage
 from .configuration import (
     JsonableValue,
     StepContextLimits,
@@ -17,12 +18,15 @@ from .configuration import (
 )
 from .decorator import natural_function
 from .errors import (
+    BudgetExceededError,
     ExecutionError,
     NaturalParseError,
     NighthawkError,
+    StepAbortedError,
     ToolEvaluationError,
     ToolRegistrationError,
     ToolValidationError,
+    last_error,
 )
 from .executor import AgentStepExecutor, StepExecutor
 from .redaction import ContextRedaction
@@ -39,28 +43,35 @@ from .tools import tool
 
 __all__ = [
     "AgentStepExecutor",
+    "BudgetExceededError",
     "ContextRedaction",
     "ExecutionContext",
     "ExecutionError",
     "JsonableValue",
     "NaturalParseError",
     "NighthawkError",
+    "StepAbortedError",
     "StepContext",
     "StepContextLimits",
     "StepExecutor",
     "StepExecutorConfiguration",
     "StepExecutorConfigurationPatch",
     "StepPromptTemplates",
+    "StepUsage",
     "ToolEvaluationError",
     "ToolRegistrationError",
     "ToolValidationError",
+    "UsageBudget",
+    "budget",
     "get_current_step_context",
     "get_execution_context",
     "get_step_executor",
+    "last_error",
     "load_ipython_extension",
     "natural_function",
     "run",
     "scope",
+    "session_usage",
     "set_default_step_executor",
     "tool",
     "unload_ipython_extension",

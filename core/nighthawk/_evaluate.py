@@ -2,8 +2,14 @@
 
 `eval(code, globals, locals)` hides `locals` from nested scopes: a lambda, a generator expression or
 (before Python 3.12) a comprehension that names a step local raises NameError. Models write such
-expressions all the time, so expressions run against one merged namespace instead, and names bound
-with `:=` are copied back into step locals afterwards.
+expressions all the time, so expressions run against one merged namespace instead.
+
+Nothing is written back here: names bound with `:=` are reported in `Evaluation.bindings()`, and the
+caller validates them like assignments and stores them only if the whole call succeeds.
+
+Evaluation is split in two synchronous halves around an optional `await`: `start_evaluation` runs the
+code (an expression with a top-level `await` yields a coroutine the async caller awaits), and
+`Evaluation.bindings()` reads the walrus names once the value is final.
 """
 
 from __future__ import annotations
@@ -11,10 +17,23 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-from collections.abc import MutableMapping
+import inspect
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import CodeType
 
-__all__ = ["compile_expression", "evaluate"]
+__all__ = ["Evaluation", "clip", "compile_expression", "start_evaluation"]
+
+_MISSING = object()
+_CLIP_CHARS = 2000
+
+
+def clip(text: str, limit: int = _CLIP_CHARS) -> str:
+    """`text` cut to about `limit` characters, saying how much was left out (error text stays bounded)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
 
 
 @functools.lru_cache(maxsize=512)
@@ -32,11 +51,38 @@ def compile_expression(expression: str) -> tuple[CodeType, tuple[str, ...]]:
             if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name)
         )
     )
-    return compile(tree, "<nighthawk>", "eval"), walrus
+    # Top-level `await` is allowed: such code evaluates to a coroutine the (async) caller awaits.
+    return compile(tree, "<nighthawk>", "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), walrus
 
 
-def evaluate(expression: str, step_locals: MutableMapping[str, object], step_globals: dict[str, object]) -> object:
+@dataclass(kw_only=True, eq=False)
+class Evaluation:
+    """One evaluated expression: its value, the names it bound with `:=`, the warnings it raised."""
+
+    value: object
+    """The result; for code with a top-level `await`, the coroutine that computes it (see `awaits`)."""
+    awaits: bool
+    """Whether `value` is the code's own coroutine, to be awaited before the result exists."""
+    namespace: dict[str, object]
+    before: dict[str, object]
+    """The value each walrus name had before evaluation (`_MISSING` when unbound)."""
+    warnings: list[str] = field(default_factory=list)
+
+    def bindings(self) -> dict[str, object]:
+        """Names a `:=` actually (re)bound; a walrus that never ran (`False and (y := 1)`) binds nothing."""
+        return {
+            name: self.namespace[name]
+            for name, old in self.before.items()
+            if self.namespace.get(name, _MISSING) is not old
+        }
+
+
+def start_evaluation(
+    expression: str, step_locals: Mapping[str, object], step_globals: Mapping[str, object]
+) -> Evaluation:
     """Evaluate `expression` the way Python would if step locals were module-level names.
+
+    Warnings raised while evaluating are recorded in the result instead of printed into the user's output.
 
     Raises:
         SyntaxError: Not a single expression.
@@ -46,7 +92,15 @@ def evaluate(expression: str, step_locals: MutableMapping[str, object], step_glo
     namespace = dict(step_globals)
     namespace.setdefault("__builtins__", builtins)
     namespace.update(step_locals)
-    value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
-    for name in walrus:
-        step_locals[name] = namespace[name]
-    return value
+    before = {name: namespace.get(name, _MISSING) for name in walrus}
+    # The user's filters still apply (an "error" filter still raises, "ignore" still hides); what would have
+    # been printed is recorded instead, for the model to read.
+    with warnings.catch_warnings(record=True) as caught:
+        value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
+    return Evaluation(
+        value=value,
+        awaits=bool(code.co_flags & inspect.CO_COROUTINE),
+        namespace=namespace,
+        before=before,
+        warnings=[f"{w.category.__name__}: {w.message}" for w in caught],
+    )

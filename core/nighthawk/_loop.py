@@ -1,10 +1,21 @@
-"""Run coroutines to completion from synchronous code, even inside a running event loop.
+"""Run a step from synchronous code: the conversation on one background loop, user code on the caller's thread.
 
-A Jupyter cell already runs inside the kernel's event loop, so a sync natural function cannot use
-`asyncio.run`. A fresh loop per call is also wrong: provider HTTP clients pool connections per loop, and a
-closed loop breaks the next request. So every sync step runs on one long-lived loop in a daemon thread.
-A step started from inside that loop's thread (a sync natural function called by a tool) runs on the next
-loop of a small stack, so it never waits on itself.
+A Jupyter cell already runs inside the kernel's event loop, so a sync natural function can use neither
+`asyncio.run` nor a fresh loop per call: provider HTTP clients pool connections per loop, and a closed loop
+breaks the next request. So the model conversation of every sync step runs on one long-lived loop in one
+daemon thread.
+
+The user's Python must not run there, though: thread-bound objects (a sqlite connection made in a cell, GUI
+state, thread-locals) only work on the thread that made them, and only the main thread receives an
+interrupt. So the calling thread does not merely wait for the step: it *serves* it. Whenever the step needs
+user code run (an expression, a sync tool, a return value, a validator, a sync scripted model), it posts a
+callable to the caller's queue with `on_user_thread` and awaits the answer; the caller runs it and goes back
+to waiting. Serving is re-entrant, so a tool that calls another sync natural function (or fans out to worker
+threads, each of which serves its own steps) needs no extra loop or thread.
+
+An interrupt lands on the caller thread, whether it was running user code or waiting: the step's task is
+cancelled and awaited before the interrupt is re-raised, so nothing the step would have done can still
+happen, and nothing is committed (commits happen on the caller, after a result).
 """
 
 from __future__ import annotations
@@ -12,43 +23,114 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
+import queue
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+from .errors import NighthawkError, StepAbortedError
+
+__all__ = ["UserThreadExecutor", "await_user", "call_user", "on_user_thread", "run_sync", "user_thread_executor"]
 
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_loops: list[asyncio.AbstractEventLoop] = []
-_depth = threading.local()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+# Exceptions that must never escape user code into the loop: asyncio re-raises the first two out of
+# `run_forever` (killing the loop thread), and the last two would read as "this task was cancelled".
+_ESCAPES = (SystemExit, KeyboardInterrupt, GeneratorExit, asyncio.CancelledError)
 
 
-def _loop_at(depth: int) -> asyncio.AbstractEventLoop:
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The one loop every sync step's conversation runs on (started on first use, restarted if it died)."""
+    global _loop, _thread
     with _lock:
-        while len(_loops) <= depth:
+        if _loop is None or _thread is None or not _thread.is_alive():
             loop = asyncio.new_event_loop()
-            level = len(_loops)
 
-            def serve(loop: asyncio.AbstractEventLoop = loop, level: int = level) -> None:
-                _depth.value = level + 1
+            def serve() -> None:
                 asyncio.set_event_loop(loop)
-                loop.run_forever()
+                while True:
+                    try:
+                        loop.run_forever()
+                        return  # stopped on purpose (never, today)
+                    except BaseException:  # noqa: BLE001 - a stray task's SystemExit must not end the thread
+                        continue
 
-            threading.Thread(target=serve, name=f"nighthawk-loop-{level}", daemon=True).start()
-            _loops.append(loop)
-        return _loops[depth]
+            _thread = threading.Thread(target=serve, name="nighthawk-loop", daemon=True)
+            _loop = loop
+            _thread.start()
+        return _loop
+
+
+# --- the caller side ------------------------------------------------------------------------------------
+
+
+class _Done:
+    """Queue marker: the step's task has finished."""
+
+
+_DONE = _Done()
+
+
+class _Caller:
+    """A thread waiting for one step and serving the user code that step needs run."""
+
+    def __init__(self) -> None:
+        self.thread_id = threading.get_ident()
+        self.requests: queue.SimpleQueue[Callable[[], None] | _Done] = queue.SimpleQueue()
+        self._closed = False
+        self._guard = threading.Lock()
+
+    def post(self, request: Callable[[], None]) -> bool:
+        """Queue `request` for the caller; `False` when the caller no longer serves this step."""
+        with self._guard:
+            if self._closed:
+                return False
+            self.requests.put(request)
+            return True
+
+    def close(self) -> list[Callable[[], None]]:
+        """Stop accepting requests; return the ones still queued (their waiters must be released)."""
+        with self._guard:
+            self._closed = True
+        left: list[Callable[[], None]] = []
+        while True:
+            try:
+                item = self.requests.get_nowait()
+            except queue.Empty:
+                return left
+            if not isinstance(item, _Done):
+                left.append(item)
+
+
+_caller: contextvars.ContextVar[_Caller | None] = contextvars.ContextVar("nighthawk_caller", default=None)
+_refusing: contextvars.ContextVar[bool] = contextvars.ContextVar("nighthawk_refusing", default=False)
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run `coroutine` on the background loop and wait for it, in the caller's context.
+    """Run `coroutine` on the background loop in the caller's context, serving its user code until it ends.
 
     On KeyboardInterrupt (an interrupted kernel) the task is cancelled and awaited before the interrupt is
-    re-raised, so nothing the coroutine would have done afterwards can still happen.
+    re-raised; a second interrupt while it ends stops waiting (the task can no longer run user code here).
+
+    Raises:
+        NighthawkError: Called from a coroutine running on the background loop itself (it would wait for
+            itself); make that natural function async and await it.
     """
-    loop = _loop_at(getattr(_depth, "value", 0))
+    loop = _background_loop()
+    if threading.current_thread() is _thread:
+        coroutine.close()
+        raise NighthawkError(
+            "a sync natural function was called from a coroutine running on nighthawk's background loop, "
+            "which would wait for itself; make the function `async def` and `await` it"
+        )
+    caller = _Caller()
     context = contextvars.copy_context()
+    context.run(_caller.set, caller)
     result: concurrent.futures.Future[T] = concurrent.futures.Future()
     task_box: list[asyncio.Task[T]] = []
 
@@ -63,31 +145,181 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
                 result.set_exception(error)
             else:
                 result.set_result(done.result())
+            caller.requests.put(_DONE)
 
         task.add_done_callback(finished)
 
     loop.call_soon_threadsafe(start)
     try:
-        return result.result()
+        _serve(caller)
     except KeyboardInterrupt:
-        _cancel_and_wait(loop, task_box, result)
+        _cancel_and_wait(loop, task_box, caller)
         raise
+    finally:
+        for request in caller.close():
+            _refuse(request)
+    return result.result()
 
 
-def _cancel_and_wait(
-    loop: asyncio.AbstractEventLoop, task_box: list[asyncio.Task[Any]], result: concurrent.futures.Future[Any]
-) -> None:
+def _serve(caller: _Caller) -> None:
+    """Run the step's requests on this thread until the step has finished."""
+    while True:
+        item = caller.requests.get()
+        if isinstance(item, _Done):
+            return
+        item()
+
+
+def _cancel_and_wait(loop: asyncio.AbstractEventLoop, task_box: list[asyncio.Task[Any]], caller: _Caller) -> None:
     def cancel() -> None:
         for task in task_box:
             task.cancel()
 
     loop.call_soon_threadsafe(cancel)
-    while True:
+    try:
+        while True:
+            item = caller.requests.get()
+            if isinstance(item, _Done):
+                return
+            _refuse(item)  # the step is ending: run no more user code for it
+    except KeyboardInterrupt:
+        # A second interrupt: stop waiting. The cancelled task can no longer reach this thread (the caller
+        # is closed by `run_sync`), and its result is never committed.
+        return
+
+
+def _refuse(request: Callable[[], None]) -> None:
+    token = _refusing.set(True)
+    try:
+        request()
+    finally:
+        _refusing.reset(token)
+
+
+# --- the step side --------------------------------------------------------------------------------------
+
+
+def _guarded(fn: Callable[[], T]) -> T:
+    """Call user code; turn the exceptions that would wreck a loop or a task into a step-ending error."""
+    try:
+        return fn()
+    except _ESCAPES as exc:
+        if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            raise  # a real interrupt: the caller cancels the step
+        raise _aborted(exc) from exc
+
+
+def _aborted(exc: BaseException) -> StepAbortedError:
+    detail = f"{type(exc).__name__}({exc})" if str(exc) else type(exc).__name__
+    return StepAbortedError(
+        f"user code run by the step raised {detail}: the step was stopped and nothing was committed. Code a "
+        "step evaluates cannot exit the interpreter or cancel the step; raise an ordinary exception instead"
+    )
+
+
+async def on_user_thread(fn: Callable[[], T]) -> T:
+    """Run the synchronous user code `fn` on the thread that started the step, and return its result.
+
+    Inline when the step runs on its caller's own loop (async natural functions) or already on the caller's
+    thread. `SystemExit`, `GeneratorExit`, `CancelledError` (and `KeyboardInterrupt` off the main thread)
+    raised by `fn` end the step with `StepAbortedError`; a real interrupt cancels the step.
+    """
+    caller = _caller.get()
+    if caller is None or caller.thread_id == threading.get_ident():
+        return _guarded(fn)
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: object, error: BaseException | None) -> None:
+        if answer.done():
+            return  # the step was cancelled meanwhile
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(value)  # type: ignore[arg-type]
+
+    def request() -> None:
+        if _refusing.get():
+            loop.call_soon_threadsafe(settle, None, asyncio.CancelledError())
+            return
         try:
-            # `wait()` never sees a future cancelled from another thread as done; `exception()` does.
-            result.exception()
+            value = context.run(_as_user, fn)
+        except KeyboardInterrupt:
+            loop.call_soon_threadsafe(settle, None, asyncio.CancelledError())
+            raise  # propagates out of `_serve`: the caller cancels the step
+        except BaseException as exc:  # noqa: BLE001 - handed to the step, which decides
+            loop.call_soon_threadsafe(settle, None, exc)
             return
-        except concurrent.futures.CancelledError:
-            return
-        except KeyboardInterrupt:  # a second interrupt while cancelling: keep waiting, the task is ending
-            continue
+        loop.call_soon_threadsafe(settle, value, None)
+
+    if not caller.post(request):
+        raise NighthawkError("the block that started this step is no longer running; its user code cannot run")
+    return await answer
+
+
+def _as_user(fn: Callable[[], T]) -> T:
+    # User code may start its own loop here (`asyncio.run` of an async natural function): that loop's steps
+    # must run inline, not post to this thread, which is busy running them.
+    _caller.set(None)
+    return _guarded(fn)
+
+
+async def await_user(awaitable: Awaitable[T]) -> T:
+    """Await an awaitable made by user code; escapes that would wreck the loop end the step instead."""
+    try:
+        return await awaitable
+    except _ESCAPES as exc:
+        if isinstance(exc, asyncio.CancelledError) and _current_task_cancelling():
+            raise  # the step itself is being cancelled (an interrupt): let it end
+        raise _aborted(exc) from exc
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def call_user(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Call a user function (a tool): a sync one on the caller's thread, an async one on this loop."""
+    if inspect.iscoroutinefunction(function):
+        return await await_user(function(*args, **kwargs))
+    value = await on_user_thread(lambda: function(*args, **kwargs))
+    if inspect.isawaitable(value):
+        value = await await_user(value)
+    return value
+
+
+class UserThreadExecutor(concurrent.futures.Executor):
+    """A `concurrent.futures.Executor` that runs submitted calls on the step's caller thread.
+
+    Handed to pydantic-ai (`Agent.using_thread_executor`) so that the sync callables it would send to a worker
+    thread (a sync `FunctionModel` function, for one) run where an interrupt can stop them.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        async def relay() -> None:
+            try:
+                value = await on_user_thread(lambda: fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting future
+                if not future.done():
+                    future.set_exception(exc)
+                return
+            if not future.done():
+                future.set_result(value)
+
+        future.set_running_or_notify_cancel()
+        self._loop.call_soon_threadsafe(self._loop.create_task, relay())
+        return future
+
+
+def user_thread_executor() -> UserThreadExecutor | None:
+    """The executor to give pydantic-ai for this step, or `None` when sync callables may run inline."""
+    if _caller.get() is None:
+        return None
+    return UserThreadExecutor(asyncio.get_running_loop())

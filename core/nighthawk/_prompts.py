@@ -1,8 +1,8 @@
 """Default prompt templates.
 
-Written to be short: every token here is paid on every model request. `bench/bench_overhead.py` prints
-their token counts. The outcome tools describe themselves (see `outcome.py`), so the system prompt only
-states the protocol.
+Written to be short: every token here is paid on every model request (`bench/bench_tokens.py` prints the
+counts). The system prompt holds no step-specific text, so it is the same for every step and providers
+can cache it; the outcome kinds are explained here once instead of in each tool's schema.
 """
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from __future__ import annotations
 __all__ = ["DEFAULT_SYSTEM_PROMPT_TEMPLATE", "DEFAULT_USER_PROMPT_TEMPLATE"]
 
 DEFAULT_SYSTEM_PROMPT_TEMPLATE = """\
-You execute one step of a running Python program. The step is the natural-language program between \
-<<<NH:PROGRAM>>> and <<<NH:END_PROGRAM>>>. LOCALS and GLOBALS summarise the Python values in scope.
-In the program, <name> names a variable to read and <:name> a variable you must set.
-Work on the live values with tools; both take Python expressions over the step's variables:
-- nh_eval(expression): returns the value; use it to inspect data, call functions and mutate objects in place.
-- nh_assign(target_path, expression): stores the value in `name` or `name.attr`; set every <:name> this way.
-Tool results are {"value": ..., "error": ...}; on an error, follow its guidance and retry.
-Finish by calling exactly one outcome tool ($outcome_tools). It may share a response with your last tool \
-calls; those run first. Never answer in plain text."""
+You run one step of a Python program: the natural-language program between <<<NH:PROGRAM>>> and \
+<<<NH:END_PROGRAM>>>. LOCALS and GLOBALS summarise the Python values in scope. <name> is a variable to read, \
+<:name> one you must set.
+Tools take Python expressions over the step's variables:
+- nh_eval(expression): its value. Inspect data, call functions, mutate objects in place.
+- nh_assign(target_path, expression): store the value in `name` or `name.attr`. Set every <:name> this way.
+Results are {"value": ..., "error": ...}; after an error, follow its guidance.
+End with one nh_outcome call, alone or after tool calls in the same response (they run first). Its kind: \
+"pass" goes on after the block; "return" returns return_expression's value; "break"/"continue" act on the \
+enclosing loop; "raise" raises raise_error_type (optional) with raise_message. Never reply in plain text."""
 
 DEFAULT_USER_PROMPT_TEMPLATE = """\
 <<<NH:PROGRAM>>>

@@ -7,7 +7,7 @@ budget is spent, so the cost depends on the budget, never on the size of the val
 Output shapes per style (`JsonRendererStyle`):
 
 * `strict`: valid JSON. Items that do not fit are left out without a marker; a cut string ends in `…`.
-* `default`: compact pseudo-JSON. Left-out items become a bare `…`, a cut string ends in `…`.
+* `default`: compact pseudo-JSON. Left-out items become `…(+N)`, a cut string ends in `…`.
 * `detailed`: JavaScript-like. Left-out items become `/* N more */`, a cut string is followed by
   `/* N more chars */`.
 
@@ -54,6 +54,9 @@ _CHARS_PER_TOKEN = 4
 # A child gets at least this many characters when the budget allows, so one huge sibling count does not
 # shrink every item to a bare ellipsis.
 _MIN_SHARE = 32
+# ...and up to this fraction of what is left: the first records of a long list show whole (keys and
+# short values) instead of every record being cut to a stub; the rest are counted by the marker.
+_HEAD_FRACTION = 4
 _MAX_DEPTH = 24
 _MAX_KEY_CHARS = 80
 # Secrets that straddle a cut are still recognised: the scrubber sees this much text past the cut.
@@ -136,7 +139,8 @@ class _Walker:
     def more_items(self, count: int) -> str:
         if self.style == "strict":
             return ""
-        return f"/* {count} more */" if self.style == "detailed" else _ELLIPSIS
+        # The count tells the model how big the value is (a list of 5,000 records shows a handful).
+        return f"/* {count} more */" if self.style == "detailed" else f"{_ELLIPSIS}(+{count})"
 
     def elided(self) -> str:
         return f'"{_ELLIPSIS}"' if self.style == "strict" else _ELLIPSIS
@@ -294,14 +298,16 @@ class _Walker:
             avail = budget - used - separator - reserve
             if avail < 1:
                 break
-            share = max(avail // (n - shown), min(avail, _MIN_SHARE))
+            share = max(avail // (n - shown), min(avail, max(_MIN_SHARE, avail // _HEAD_FRACTION)))
             piece = self._entry(key, item, share, depth) if brackets == "{}" else self.render(item, share, depth + 1)
             if piece is None:
                 break
             parts.append(piece)
             used += len(piece) + separator
-        if not parts and self.style == "strict":
-            return None  # an empty `[]` or `{}` would claim the container is empty
+        if not parts and (self.style == "strict" or depth > 0):
+            # An empty `[]` would claim the container is empty, and a nested `{…(+4)}` stub says nothing
+            # the enclosing container's count does not: leave the item out instead.
+            return None
         marker = self.more_items(n - len(parts)) if len(parts) < n else ""
         if marker:
             parts.append(marker)
@@ -315,8 +321,10 @@ class _Walker:
             key_text = json.dumps(key)  # the spelling json.dumps gives non-string keys: "1", "true", "null"
         else:
             key_text = bounded_repr(key, _MAX_KEY_CHARS)
-        key_json = self.text(key_text, min(share - 2, _MAX_KEY_CHARS))
-        if key_json is None:
+        # A key is shown whole or not at all: a cut key (`"sco…"`) hides the shape of the data. Only a
+        # key longer than any budget should allow is cut, at `_MAX_KEY_CHARS`.
+        key_json = self.text(key_text, _MAX_KEY_CHARS)
+        if key_json is None or len(key_json) + 2 > share:
             return None
         room = share - len(key_json) - 1
         if sensitive:
@@ -335,11 +343,13 @@ class _Walker:
             return self.render(item() if callable(item) else _safe_repr(value, budget), budget, depth + 1)
         cls = type(value)
         if hasattr(cls, "columns") and hasattr(cls, "iloc"):  # a DataFrame
+            # Column names once with their dtypes, then rows as plain lists: records would repeat every
+            # column name in every row.
             small = value.iloc[:_FRAME_ROWS, :_FRAME_COLUMNS]  # type: ignore[attr-defined]
             summary: dict[str, object] = {
                 "shape": list(shape),
-                "dtypes": {str(c): str(t) for c, t in small.dtypes.items()},
-                "head": small.to_dict(orient="records"),
+                "columns": {str(c): str(t) for c, t in small.dtypes.items()},
+                "rows": small.to_dict(orient="split")["data"],
             }
         elif hasattr(cls, "iloc"):  # a Series
             summary = {

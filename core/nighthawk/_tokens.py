@@ -1,10 +1,16 @@
-"""Token counting for context budgets, with an offline fallback.
+"""Token counting: one deterministic measure for prompt budgets, exact counts for reports.
 
-Counts only size prompt context, so an estimate is acceptable when the exact tokenizer is missing. tiktoken
-downloads a vocabulary the first time an encoding is used, with no timeout; on a machine without network
-access that fails. We therefore load lazily (nothing happens at import), remember the outcome per encoding
-for the whole process, and, unless the caller asked for strictness, fall back to about four UTF-8 bytes per
-token with a single warning.
+The rule: every budget that decides what a prompt holds (how much of a value a preview keeps, which entries a
+summary lists, where `<snipped>` goes) is measured with `estimate_tokens`, a pure function of the text. The
+prompt a step sends is therefore the same on every machine, whether or not tiktoken's vocabulary can be
+loaded there, and a replay store recorded on one machine matches requests made on any other. Nothing on the
+prompt path imports tiktoken, so no download is attempted and no fallback warning can appear in a notebook
+cell.
+
+Exact counts are still available for measuring and reporting (`get_token_counter`): tiktoken downloads a
+vocabulary the first time an encoding is used, with no timeout, and on a machine without network access that
+fails. We load lazily, remember the outcome per encoding for the whole process, and, unless the caller asked
+for strictness, fall back to the estimate with a single warning. These counts never feed back into a prompt.
 """
 
 from __future__ import annotations
@@ -14,11 +20,15 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import NighthawkError
 
+if TYPE_CHECKING:
+    from .configuration import StepExecutorConfiguration
+
 __all__ = [
+    "BUDGET_COUNTER",
     "DEFAULT_ENCODING",
     "ENVIRONMENT_VARIABLE",
     "ESTIMATE_NAME",
@@ -26,6 +36,7 @@ __all__ = [
     "TokenCounter",
     "estimate_tokens",
     "get_token_counter",
+    "measuring_counter",
 ]
 
 DEFAULT_ENCODING = "o200k_base"
@@ -109,9 +120,13 @@ _failures: dict[str, BaseException] = {}
 _warned: set[str] = set()
 _ESTIMATE = _EstimatingCounter()
 
+BUDGET_COUNTER: TokenCounter = _ESTIMATE
+"""The counter of every budget that shapes a prompt: the estimate, identical on every machine."""
+
 
 ENVIRONMENT_VARIABLE = "NIGHTHAWK_TOKENIZER"
-"""Encoding used when the configuration names none (`estimate` skips tiktoken entirely, e.g. in offline CI)."""
+"""Encoding `get_token_counter` measures with when none is named (`estimate` skips tiktoken). Prompts never
+depend on it."""
 
 
 def _resolve_encoding_name(encoding: str | None, model_name: str | None) -> str:
@@ -149,8 +164,9 @@ def _report_fallback(name: str, exc: BaseException) -> None:
     if len(detail) > 200:
         detail = detail[:200] + "…"
     message = (
-        f"Could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {detail}); token budgets are "
-        f"estimated at about {_BYTES_PER_TOKEN} bytes per token. To count exactly without network access, "
+        f"Could not load the tiktoken encoding {name!r} ({type(exc).__name__}: {detail}); token counts are "
+        f"estimated at about {_BYTES_PER_TOKEN} bytes per token (prompts are unaffected: their budgets are "
+        "always estimated). To count exactly without network access, "
         "place the vocabulary file in the folder named by the TIKTOKEN_CACHE_DIR environment variable or "
         "choose a cached encoding with `tokenizer_encoding`; set `strict_tokenizer=True` to raise instead."
     )
@@ -162,7 +178,10 @@ def _report_fallback(name: str, exc: BaseException) -> None:
 def get_token_counter(
     encoding: str | None = None, *, model_name: str | None = None, strict: bool = False
 ) -> TokenCounter:
-    """Return a token counter, loading the tiktoken encoding on first use.
+    """Return a counter for measuring text exactly, loading the tiktoken encoding on first use.
+
+    For reports and benchmarks only: prompt budgets always use `BUDGET_COUNTER`, so what this returns (which
+    depends on whether the vocabulary can be loaded here) never changes a prompt.
 
     Args:
         encoding: A tiktoken encoding name such as `o200k_base`; `None` derives it from `model_name`.
@@ -206,6 +225,14 @@ def get_token_counter(
     if warn:
         _report_fallback(name, failure)
     return _ESTIMATE
+
+
+def measuring_counter(configuration: StepExecutorConfiguration) -> TokenCounter:
+    """The counter `configuration` asks exact counts to be measured with (`tokenizer_encoding`, its model,
+    `strict_tokenizer`); for reports such as benchmarks, never for a prompt."""
+    return get_token_counter(
+        configuration.tokenizer_encoding, model_name=configuration.model_name or None, strict=configuration.strict_tokenizer
+    )
 
 
 def _clear_cache() -> None:

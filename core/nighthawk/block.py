@@ -14,7 +14,16 @@ from dataclasses import dataclass
 
 from .errors import NaturalParseError
 
-__all__ = ["OUTCOME_KINDS", "SENTINEL", "Program", "escape_bindings", "parse_program", "scan_bindings", "strip_sentinel"]
+__all__ = [
+    "OUTCOME_KINDS",
+    "SENTINEL",
+    "Program",
+    "escape_bindings",
+    "parse_program",
+    "scan_bindings",
+    "strip_sentinel",
+    "unresolved_read",
+]
 
 SENTINEL = "natural\n"
 
@@ -24,6 +33,8 @@ OUTCOME_KINDS: tuple[str, ...] = ("pass", "return", "break", "continue", "raise"
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _BINDING = re.compile(rf"(\\?)<(:?)({_IDENT}(?:\.{_IDENT})*)>")
 _FRONTMATTER_KEYS = frozenset({"deny"})
+# `<: total>`: meant as a write binding, but the space makes it plain text; refused instead of ignored.
+_SPACED_WRITE = re.compile(rf"(?<!\\)<:\s+({_IDENT}(?:\.{_IDENT})*)\s*>")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +72,21 @@ def parse_program(text: str, *, filename: str | None = None, line: int | None = 
         NaturalParseError: Malformed frontmatter or an invalid binding.
     """
     body, denied = _split_frontmatter(text, filename=filename, line=line)
+    if not body.strip():
+        raise NaturalParseError(
+            "the Natural block has no program" + (" after its frontmatter" if body != text else "")
+            + "; write what the step should do after the `natural` line",
+            filename=filename,
+            line=line,
+        )
+    spaced = _SPACED_WRITE.search(body)
+    if spaced is not None:
+        raise NaturalParseError(
+            f"`{spaced.group(0)}` has a space after `<:`; write the binding as `<:{spaced.group(1)}>` "
+            f"(or `\\{spaced.group(0)}` for literal text)",
+            filename=filename,
+            line=_line_of(body, spaced.start(), line),
+        )
     reads: dict[str, None] = {}
     writes: dict[str, None] = {}
     references: dict[str, None] = {}
@@ -161,3 +187,11 @@ def _split_frontmatter(text: str, *, filename: str | None, line: int | None) -> 
             f"`deny` names unknown outcome kind(s) {unknown_kinds}; choose from {list(OUTCOME_KINDS)}", first + 1
         )
     return "\n".join(lines[closing + 1 :]), frozenset(deny)
+
+
+def unresolved_read(error: NameError) -> NameError:
+    """Python's NameError for a read binding, with a hint for text such as `<li>` that was not meant as one."""
+    name = error.name
+    hinted = type(error)(f"{error}; if `<{name}>` in the Natural block is text, not a variable, escape it as `\\<{name}>`")
+    hinted.name = name
+    return hinted

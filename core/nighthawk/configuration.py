@@ -5,15 +5,20 @@ These are plain frozen dataclasses so that `import nighthawk` stays cheap; they 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
+from .budget import UsageBudget
 from .redaction import ContextRedaction
 
 __all__ = [
+    "DEFAULT_MAX_RETRIES",
     "DEFAULT_MODEL",
+    "DEFAULT_REQUEST_TIMEOUT_S",
+    "DEFAULT_STEP_BUDGET",
     "JsonRendererStyle",
     "JsonableValue",
     "StepContextLimits",
@@ -24,10 +29,37 @@ __all__ = [
 
 DEFAULT_MODEL = "openai-responses:gpt-5.4-nano"
 
+DEFAULT_STEP_BUDGET = UsageBudget(requests=50, wall_time_s=600.0)
+"""Generous enough for any normal step; it stops a model that loops on its tools, or a step left hanging."""
+
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 2
+
 JsonRendererStyle: TypeAlias = Literal["strict", "default", "detailed"]
 JSON_RENDERER_STYLES: tuple[JsonRendererStyle, ...] = ("strict", "default", "detailed")
 
 JsonableValue: TypeAlias = "dict[str, JsonableValue] | list[JsonableValue] | str | int | float | bool | None"
+
+
+def check_model(model: object) -> None:
+    """Reject a `model` that is neither a `provider:model` string nor a pydantic-ai `Model`.
+
+    Raises:
+        ValueError: A string without a provider, or with an empty part.
+        TypeError: Anything else that is not a pydantic-ai `Model` (a number, `None`, a list, ...).
+    """
+    if isinstance(model, str):
+        provider, sep, name = model.partition(":")
+        if not (sep and provider.strip() and name.strip()):
+            raise ValueError(f"`model` must be a `provider:model` string such as {DEFAULT_MODEL!r}, got {model!r}")
+        return
+    # A `Model` instance exists only once pydantic-ai is imported, so nothing is imported to check it.
+    models = sys.modules.get("pydantic_ai.models")
+    if models is None or not isinstance(model, models.Model):
+        raise TypeError(
+            f"`model` must be a `provider:model` string such as {DEFAULT_MODEL!r} or a pydantic-ai `Model` "
+            f"instance, got {type(model).__name__} {model!r:.80}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,7 +67,7 @@ class StepPromptTemplates:
     """The two prompt templates a step is rendered with."""
 
     step_system_prompt_template: str = DEFAULT_SYSTEM_PROMPT_TEMPLATE
-    """System prompt: the step protocol (tools, outcomes). `$allowed_outcomes` and `$raise_types` are filled in."""
+    """System prompt: the step protocol (tools, outcomes). It is sent as it is, the same for every step."""
 
     step_user_prompt_template: str = DEFAULT_USER_PROMPT_TEMPLATE
     """User prompt with the three delimited sections; `$program`, `$locals` and `$globals` are filled in."""
@@ -43,7 +75,7 @@ class StepPromptTemplates:
 
 @dataclass(frozen=True, kw_only=True)
 class StepContextLimits:
-    """Bounds on the dynamic context rendered into a prompt or a tool result (tokens are estimates)."""
+    """Bounds on the dynamic context rendered into a prompt or a tool result (tokens are always estimated)."""
 
     locals_max_tokens: int = 8_000
     """Token budget of the whole locals summary."""
@@ -75,16 +107,18 @@ class StepExecutorConfiguration:
     """Everything that decides how a step executor talks to its model."""
 
     model: Any = DEFAULT_MODEL
-    """A `provider:model` string (for example `openai-responses:gpt-5.4-nano`) or a pydantic-ai `Model`."""
+    """A `provider:model` string (for example `openai-responses:gpt-5.4-nano`) or a pydantic-ai `Model`;
+    anything else is refused when the configuration is built."""
 
     model_settings: Mapping[str, Any] | None = None
     """Settings forwarded to every model request; a pydantic model is turned into a dict."""
 
     tokenizer_encoding: str | None = None
-    """tiktoken encoding used for budgets; `None` picks it from the model name, then `o200k_base`."""
+    """tiktoken encoding for exact counts in reports; `None` picks it from the model name, then `o200k_base`.
+    Prompt budgets never use it: they are always estimated, so prompts are the same on every machine."""
 
     strict_tokenizer: bool = False
-    """Raise instead of estimating when the tokenizer vocabulary cannot be loaded (offline)."""
+    """Raise instead of estimating when an exact count is asked for and the vocabulary cannot be loaded."""
 
     prompts: StepPromptTemplates = field(default_factory=StepPromptTemplates)
     """Prompt templates."""
@@ -104,11 +138,21 @@ class StepExecutorConfiguration:
     user_prompt_suffix_fragments: tuple[str, ...] = ()
     """Text appended to the user prompt."""
 
+    step_budget: UsageBudget = DEFAULT_STEP_BUDGET
+    """What one step may spend (requests, tokens, cost, wall time); `UsageBudget()` removes every bound."""
+
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    """Seconds one model request may take, its retries included; `None` leaves the provider's own timeout."""
+
+    max_retries: int | None = DEFAULT_MAX_RETRIES
+    """Retries of a request that failed with 429 or 5xx; the provider client backs off between them and
+    honours the server's `Retry-After`. `None` leaves the client's own setting."""
+
+    fallback_models: tuple[Any, ...] = ()
+    """Models tried in order when a request to `model` fails (pydantic-ai `FallbackModel`)."""
+
     def __post_init__(self) -> None:
-        if isinstance(self.model, str) and ":" not in self.model:
-            raise ValueError(
-                f"`model` must be a `provider:model` string such as {DEFAULT_MODEL!r}, got {self.model!r}"
-            )
+        check_model(self.model)
         if self.json_renderer_style not in JSON_RENDERER_STYLES:
             raise ValueError(
                 f"`json_renderer_style` must be one of {JSON_RENDERER_STYLES}, got {self.json_renderer_style!r}"
@@ -116,8 +160,29 @@ class StepExecutorConfiguration:
         settings = self.model_settings
         if settings is not None and hasattr(settings, "model_dump"):
             object.__setattr__(self, "model_settings", settings.model_dump(exclude_none=True))
+        if not isinstance(self.step_budget, UsageBudget):
+            raise ValueError(f"`step_budget` must be a `nighthawk.UsageBudget`, got {self.step_budget!r}")
+        if self.request_timeout_s is not None and not (
+            isinstance(self.request_timeout_s, (int, float)) and self.request_timeout_s > 0
+        ):
+            raise ValueError(f"`request_timeout_s` must be a positive number of seconds or None, got {self.request_timeout_s!r}")
+        if self.max_retries is not None and (
+            isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0
+        ):
+            raise ValueError(f"`max_retries` must be a non-negative int or None, got {self.max_retries!r}")
+        object.__setattr__(self, "fallback_models", tuple(self.fallback_models))
         object.__setattr__(self, "system_prompt_suffix_fragments", tuple(self.system_prompt_suffix_fragments))
         object.__setattr__(self, "user_prompt_suffix_fragments", tuple(self.user_prompt_suffix_fragments))
+
+    def request_settings(self) -> dict[str, Any]:
+        """Model settings for every request: the timeout and retries, then `model_settings` (which win)."""
+        settings: dict[str, Any] = {}
+        if self.request_timeout_s is not None:
+            settings["request_timeout"] = float(self.request_timeout_s)
+        if self.max_retries is not None:
+            settings["max_retries"] = self.max_retries
+        settings.update(self.model_settings or {})
+        return settings
 
     @property
     def model_name(self) -> str:
@@ -146,3 +211,7 @@ class StepExecutorConfigurationPatch:
     context_redaction: ContextRedaction | None = None
     system_prompt_suffix_fragments: tuple[str, ...] | None = None
     user_prompt_suffix_fragments: tuple[str, ...] | None = None
+    step_budget: UsageBudget | None = None
+    request_timeout_s: float | None = None
+    max_retries: int | None = None
+    fallback_models: tuple[Any, ...] | None = None

@@ -9,6 +9,7 @@ code object keeps the original file name and line numbers and the original closu
 from __future__ import annotations
 
 import ast
+import collections.abc
 import inspect
 import sys
 import textwrap
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel
+from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel, unresolved_read
 from .errors import NaturalParseError
 from .frame import Frame
 from .runner import BlockResult, run_block, run_block_async
@@ -29,6 +30,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _RUNTIME = "_nighthawk_rt"
 _RESULT = "_nighthawk_result"
+_READS = "_nighthawk_reads"
 _PRIVATE_PREFIX = "_nighthawk_"
 
 
@@ -51,15 +53,15 @@ def natural_function(function: F) -> F:
     Raises:
         NaturalParseError: The source is unavailable or a block is malformed.
     """
-    enclosing = sys._getframe(1)
+    frame = sys._getframe(1)
     # Only a function frame is an enclosing scope in Python; a class body or a module is not.
-    enclosing_locals = enclosing.f_locals if enclosing.f_code.co_flags & inspect.CO_OPTIMIZED else {}
+    enclosing = frame if frame.f_code.co_flags & inspect.CO_OPTIMIZED else None
     if isinstance(function, (staticmethod, classmethod)):
-        return type(function)(_decorate(function.__func__, enclosing_locals))  # type: ignore[return-value]
-    return _decorate(function, enclosing_locals)  # type: ignore[return-value]
+        return type(function)(_decorate(function.__func__, enclosing))  # type: ignore[return-value]
+    return _decorate(function, enclosing)  # type: ignore[return-value]
 
 
-def _decorate(function: object, enclosing_locals: Mapping[str, object]) -> types.FunctionType:
+def _decorate(function: object, enclosing: types.FrameType | None) -> types.FunctionType:
     if not inspect.isfunction(function):
         raise NaturalParseError(f"`@natural_function` needs a function, got {type(function).__name__}")
     if hasattr(function, "__wrapped__"):
@@ -69,10 +71,10 @@ def _decorate(function: object, enclosing_locals: Mapping[str, object]) -> types
         )
     if inspect.isasyncgenfunction(function):
         raise NaturalParseError(f"{function.__qualname__!r} is an async generator; Natural blocks cannot run in one")
-    return _compile(function, enclosing_locals)
+    return _compile(function, enclosing)
 
 
-def _compile(function: types.FunctionType, enclosing_locals: Mapping[str, object]) -> types.FunctionType:
+def _compile(function: types.FunctionType, enclosing: types.FrameType | None) -> types.FunctionType:
     code = function.__code__
     filename = code.co_filename
     try:
@@ -92,22 +94,32 @@ def _compile(function: types.FunctionType, enclosing_locals: Mapping[str, object
     is_async = isinstance(node, ast.AsyncFunctionDef)
     specs: list[_BlockSpec] = []
     annotated: dict[str, ast.expr] = {}
-    node.body = _rewrite(node.body, specs, annotated, in_loop=False, is_async=is_async, filename=filename)
-    if not specs:
+    nested: list[str] = []
+    node.body = _rewrite(node.body, specs, annotated, nested, in_loop=False, is_async=is_async, filename=filename)
+    if not specs and not nested:
         return function
 
-    runtime = _FunctionRuntime(function, specs, annotated, filename=filename)
+    enclosing_locals: Mapping[str, object] = enclosing.f_locals if enclosing is not None else {}
+    runtime = _FunctionRuntime(
+        function,
+        specs,
+        annotated,
+        filename=filename,
+        enclosing_types=_enclosing_types(function, annotated, enclosing_locals),
+        enclosing=enclosing,
+    )
     cells = {name: cell for name, cell in zip(code.co_freevars, function.__closure__ or (), strict=True)}
     cells[_RUNTIME] = types.CellType(runtime)
     read_names = {name for spec in specs for name in spec.reads}
     new_code = _build_code(node, function, filename, list(cells))
-    # A read binding of an enclosing-function variable the body never mentions has no closure cell;
-    # capture its value at decoration time instead (the closest Python allows).
-    captured = {name for name in new_code.co_names if name in read_names and name in enclosing_locals and name not in cells}
-    if captured:
-        for name in captured:
-            cells[name] = types.CellType(enclosing_locals[name])
+    # A read binding of an enclosing-function variable the body never mentions has no closure cell (Python
+    # compiled it as a global lookup); read it from the enclosing frame when the block runs instead.
+    late = {name for name in new_code.co_names if name in read_names and name not in cells and name in _variables(enclosing)}
+    if late:
+        _read_late(node, late)
         new_code = _build_code(node, function, filename, list(cells))
+    else:
+        runtime.enclosing = None  # nothing to read from it: do not keep the enclosing frame alive
     closure = tuple(cells[name] for name in new_code.co_freevars)
     compiled = types.FunctionType(new_code, function.__globals__, function.__name__, function.__defaults__, closure)
     compiled.__kwdefaults__ = function.__kwdefaults__
@@ -190,6 +202,7 @@ def _rewrite(
     body: list[ast.stmt],
     specs: list[_BlockSpec],
     annotated: dict[str, ast.expr],
+    nested: list[str],
     *,
     in_loop: bool,
     is_async: bool,
@@ -203,8 +216,17 @@ def _rewrite(
             continue
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             annotated[statement.target.id] = statement.annotation
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and _runs_blocks(statement):
+            # A nested def with Natural blocks becomes a natural function itself, compiled when the enclosing
+            # function defines it (so its closures and the enclosing variables are read at call time).
+            statement.decorator_list.append(
+                ast.copy_location(
+                    ast.Attribute(value=ast.Name(id=_RUNTIME, ctx=ast.Load()), attr="nested", ctx=ast.Load()), statement
+                )
+            )
+            nested.append(statement.name)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            rewritten.append(statement)  # nested definitions keep their own blocks (decorate them separately)
+            rewritten.append(statement)  # nested definitions keep their own blocks
             continue
         for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
             children = getattr(statement, field_name, None)
@@ -213,15 +235,70 @@ def _rewrite(
             loop_body = isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and field_name == "body"
             if field_name in ("handlers", "cases"):
                 for child in children:
-                    child.body = _rewrite(child.body, specs, annotated, in_loop=in_loop, is_async=is_async, filename=filename)
+                    child.body = _rewrite(
+                        child.body, specs, annotated, nested, in_loop=in_loop, is_async=is_async, filename=filename
+                    )
             else:
                 setattr(
                     statement,
                     field_name,
-                    _rewrite(children, specs, annotated, in_loop=in_loop or loop_body, is_async=is_async, filename=filename),
+                    _rewrite(
+                        children, specs, annotated, nested, in_loop=in_loop or loop_body, is_async=is_async, filename=filename
+                    ),
                 )
         rewritten.append(statement)
     return rewritten
+
+
+def _runs_blocks(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a nested def holds Natural blocks (at any depth) and is not made a natural function already."""
+    if any(_names_natural_function(decorator) for decorator in definition.decorator_list):
+        return False
+    if isinstance(definition, ast.AsyncFunctionDef) and any(
+        isinstance(child, (ast.Yield, ast.YieldFrom)) for child in ast.walk(definition)
+    ):
+        return False  # an async generator cannot run blocks; it stays a plain function
+    return any(
+        isinstance(child, ast.stmt) and _block_literal(child) is not None
+        for statement in definition.body
+        for child in ast.walk(statement)
+    )
+
+
+def _names_natural_function(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+    return name == "natural_function"
+
+
+def _variables(frame: types.FrameType | None) -> frozenset[str]:
+    """The local variables of an enclosing function frame (assigned or not yet)."""
+    if frame is None:
+        return frozenset()
+    code = frame.f_code
+    return frozenset((*code.co_varnames, *code.co_cellvars, *code.co_freevars))
+
+
+def _read_late(node: ast.stmt, names: set[str]) -> None:
+    """Make the read tuples of `names` ask the runtime for the enclosing frame's current value."""
+    for child in ast.walk(node):
+        if not (isinstance(child, ast.Assign) and isinstance(child.value, ast.Tuple)):
+            continue
+        if not any(isinstance(target, ast.Name) and target.id == _READS for target in child.targets):
+            continue
+        child.value.elts = [
+            ast.copy_location(
+                ast.Call(
+                    func=ast.Attribute(value=ast.Name(id=_RUNTIME, ctx=ast.Load()), attr="outer", ctx=ast.Load()),
+                    args=[ast.Constant(element.id)],
+                    keywords=[],
+                ),
+                element,
+            )
+            if isinstance(element, ast.Name) and element.id in names
+            else element
+            for element in child.value.elts
+        ]
 
 
 def _block_statements(
@@ -245,15 +322,22 @@ def _block_statements(
         rendered = _escaping_interpolations(literal)
     index = len(specs)
     specs.append(_BlockSpec(program=program, reads=reads, writes=writes, line=line, in_loop=in_loop))
-    call = f"{_RUNTIME}.{'run_async' if is_async else 'run'}({index}, locals(), ({''.join(f'{n}, ' for n in reads)}), None)"
-    lines = [f"{_RESULT} = {'await ' if is_async else ''}{call}", f"if {_RESULT}.exception is not None: raise {_RESULT}.exception"]
+    call = f"{_RUNTIME}.{'run_async' if is_async else 'run'}({index}, locals(), {_READS}, None)"
+    # Read bindings are plain Python name lookups, so scoping is Python's own; a name that resolves to
+    # nothing gets a hint, since `<li>`-style text in a program reads as a binding.
+    lines = [
+        f"try: {_READS} = ({''.join(f'{n}, ' for n in reads)})",
+        f"except NameError as {_PRIVATE_PREFIX}error: raise {_RUNTIME}.unresolved({_PRIVATE_PREFIX}error) from None",
+        f"{_RESULT} = {'await ' if is_async else ''}{call}",
+        f"if {_RESULT}.exception is not None: raise {_RESULT}.exception",
+    ]
     lines += [f"if {name!r} in {_RESULT}.values: {name} = {_RESULT}.values[{name!r}]" for name in writes]
     lines.append(f"if {_RESULT}.kind == 'return': return {_RESULT}.value")
     if in_loop:
         lines.append(f"if {_RESULT}.kind == 'break': break")
         lines.append(f"if {_RESULT}.kind == 'continue': continue")
     generated = ast.parse("\n".join(lines)).body
-    first = generated[0]
+    first = generated[1]
     assert isinstance(first, ast.Assign)
     awaited = first.value
     call_node = awaited.value if isinstance(awaited, ast.Await) else awaited
@@ -289,9 +373,18 @@ class _FunctionRuntime:
     """Turns a generated call (block index, locals, read values) into a frame and runs it."""
 
     def __init__(
-        self, function: types.FunctionType, specs: list[_BlockSpec], annotated: dict[str, ast.expr], *, filename: str
+        self,
+        function: types.FunctionType,
+        specs: list[_BlockSpec],
+        annotated: dict[str, ast.expr],
+        *,
+        filename: str,
+        enclosing_types: Mapping[str, object],
+        enclosing: types.FrameType | None,
     ) -> None:
         self.function = function
+        self.enclosing_types = enclosing_types
+        self.enclosing = enclosing
         self.specs = specs
         self.annotated = annotated
         self.filename = filename
@@ -300,15 +393,15 @@ class _FunctionRuntime:
 
     def _declared_types(self) -> tuple[dict[str, object], object]:
         if self._types is None:
-            namespace = dict(self.function.__globals__)
-            hints = _resolve_annotations(self.function)
+            namespace = {**_annotation_namespace(self.function), **self.enclosing_types}
+            hints = _resolve_annotations(self.function, namespace)
             binding_types = {name: hint for name, hint in hints.items() if name != "return"}
             for name, annotation in self.annotated.items():
                 try:
                     binding_types[name] = eval(compile(ast.Expression(annotation), self.filename, "eval"), namespace)  # noqa: S307
                 except Exception:  # an annotation naming a local class cannot be evaluated here
                     binding_types.setdefault(name, object)
-            self._types = (binding_types, hints.get("return", object))
+            self._types = (binding_types, _returned_type(self.function, hints.get("return", object)))
         return self._types
 
     def _make_frame(self, spec: _BlockSpec, python_locals: dict[str, object], read_values: tuple[object, ...]) -> Frame:
@@ -328,6 +421,23 @@ class _FunctionRuntime:
         )
 
     escape = staticmethod(escape_bindings)
+    unresolved = staticmethod(unresolved_read)
+    nested = staticmethod(natural_function)
+
+    def outer(self, name: str) -> object:
+        """The current value of an enclosing-function variable named by a read binding.
+
+        Raises:
+            NameError: The enclosing function has not assigned it (yet), as Python says for a free variable.
+        """
+        assert self.enclosing is not None  # only generated for names of an enclosing frame
+        try:
+            return self.enclosing.f_locals[name]
+        except KeyError:
+            raise NameError(
+                f"cannot access free variable {name!r} where it is not associated with a value in enclosing scope",
+                name=name,
+            ) from None
 
     def _program(self, spec: _BlockSpec, rendered: str | None) -> Program:
         if spec.program is not None:
@@ -353,19 +463,63 @@ class _FunctionRuntime:
         return await run_block_async(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
 
 
-def _resolve_annotations(function: types.FunctionType) -> dict[str, object]:
+def _returned_type(function: types.FunctionType, annotation: object) -> object:
+    """What a `return` outcome must produce: a generator's annotation (`Iterator[int]`) describes what it
+    yields, and its `return` only ends it (`Generator[Y, S, R]` names the returned type as `R`)."""
+    if not inspect.isgeneratorfunction(function):
+        return annotation
+    arguments = typing.get_args(annotation)
+    if typing.get_origin(annotation) is collections.abc.Generator and len(arguments) == 3:
+        return arguments[2]
+    return object
+
+
+def _enclosing_types(
+    function: types.FunctionType, annotated: Mapping[str, ast.expr], enclosing_locals: Mapping[str, object]
+) -> dict[str, object]:
+    """Enclosing-function variables that the function's annotations name (a class defined next to it).
+
+    Postponed annotations (`from __future__ import annotations`) are never closed over, so only the
+    names they mention are kept from the enclosing scope, not the whole scope.
+    """
+    if not enclosing_locals:
+        return {}
+    expressions: list[ast.AST] = list(annotated.values())
+    for annotation in getattr(function, "__annotations__", {}).values():
+        if isinstance(annotation, str):
+            try:
+                expressions.append(ast.parse(annotation, mode="eval"))
+            except SyntaxError:
+                continue
+    names = {node.id for expression in expressions for node in ast.walk(expression) if isinstance(node, ast.Name)}
+    return {name: enclosing_locals[name] for name in names if name in enclosing_locals}
+
+
+def _annotation_namespace(function: types.FunctionType) -> dict[str, object]:
+    """Where the function's annotations are evaluated: its module globals, then the enclosing function's
+    variables it closes over (a class defined in the enclosing function, under `from __future__ import
+    annotations`)."""
+    namespace = dict(function.__globals__)
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or (), strict=True):
+        try:
+            namespace[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the enclosing variable is not assigned yet
+            continue
+    return namespace
+
+
+def _resolve_annotations(function: types.FunctionType, namespace: dict[str, object]) -> dict[str, object]:
     """Annotations evaluated one by one, so one unresolvable name (a TYPE_CHECKING import) costs only itself."""
     try:
-        return typing.get_type_hints(function)
+        return typing.get_type_hints(function, globalns=namespace)
     except Exception:
         pass
+    from ._validation import resolve_annotation
+
     resolved: dict[str, object] = {}
     for name, annotation in getattr(function, "__annotations__", {}).items():
-        if not isinstance(annotation, str):
-            resolved[name] = annotation
-            continue
         try:
-            resolved[name] = eval(annotation, dict(function.__globals__))  # noqa: S307 - the function's own annotation
+            resolved[name] = resolve_annotation(annotation, namespace)
         except Exception:  # an unresolvable annotation leaves that binding unconstrained
             continue
     return resolved

@@ -5,30 +5,47 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     NighthawkError                  a runtime precondition failed (no executor, no active step, ...)
     ├── NaturalParseError           a Natural block, its bindings or its frontmatter could not be read
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
+    │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
     │   └── ReplayMissError         a replay store has no answer for a request
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
-    └── ToolRegistrationError       a user tool has a bad name or clashes with another one
+    ├── ToolRegistrationError       a user tool has a bad name or clashes with another one
+    └── StepAbortedError            user code run by a step raised SystemExit, GeneratorExit, CancelledError, ...
 
 A `raise` outcome is not a Nighthawk error: the exception type the model names is raised as is.
 Python's own `NameError`/`UnboundLocalError` surface unchanged when a read binding cannot be resolved.
+
+In IPython a Nighthawk error shows as a short message (`_render_traceback_`); the whole cause chain of the
+last failed block stays available through `last_error()` (and `%nighthawk traceback` in a notebook).
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceededError",
     "ExecutionError",
     "NaturalParseError",
     "NighthawkError",
     "ReplayMissError",
+    "StepAbortedError",
     "ToolEvaluationError",
     "ToolRegistrationError",
     "ToolValidationError",
+    "last_error",
+    "record_error",
 ]
+
+_last_error: BaseException | None = None
 
 
 class NighthawkError(Exception):
     """Base class of every Nighthawk exception; raised itself when a runtime precondition fails."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this error: the message and the user's own frames, not the cause chain."""
+        from ._report import short_traceback
+
+        return short_traceback(self)
 
 
 class NaturalParseError(NighthawkError):
@@ -45,6 +62,41 @@ class ExecutionError(NighthawkError):
     """A Natural block did not end in a valid outcome (the fault is the model's or the provider's)."""
 
 
+class BudgetExceededError(ExecutionError):
+    """A step or cell budget ran out; the step stopped and nothing was committed."""
+
+    def __init__(self, *, level: str, budget: str, limit: float, reached: float) -> None:
+        self.level = level
+        """`step` or `cell`: which budget was hit."""
+        self.budget = budget
+        """The bounded figure: `requests`, `total_tokens`, `cost_usd` or `wall_time_s`."""
+        self.limit = limit
+        self.reached = reached
+        """The figure when the step stopped (at least `limit`)."""
+        super().__init__(
+            f"the {level} budget `{budget}` of {_figure(budget, limit)} was reached ({_figure(budget, reached)}); "
+            f"nothing was committed. {_RAISE_IT[level].format(budget=budget)}"
+        )
+
+
+_RAISE_IT = {
+    "step": "Raise it with `StepExecutorConfiguration(step_budget=UsageBudget({budget}=...))` "
+    "(in a notebook: `%nighthawk limits step.{budget}=...`).",
+    "cell": "Raise it with `nighthawk.budget({budget}=...)` "
+    "(in a notebook: `%nighthawk limits cell.{budget}=...` or `%%natural --budget {budget}=...`).",
+}
+
+
+def _figure(budget: str, value: float) -> str:
+    match budget:
+        case "cost_usd":
+            return f"${value:.4f}"
+        case "wall_time_s":
+            return f"{value:.1f} s"
+        case _:
+            return f"{int(value):,}"
+
+
 class ReplayMissError(ExecutionError):
     """In `replay` mode, the store has no answer for a request (the prompt, data, tools or settings changed)."""
 
@@ -59,3 +111,23 @@ class ToolValidationError(NighthawkError):
 
 class ToolRegistrationError(NighthawkError):
     """A user tool could not be registered: invalid name, or a name clash without `overwrite=True`."""
+
+
+class StepAbortedError(NighthawkError):
+    """User code run by a step raised `SystemExit`, `GeneratorExit` or `CancelledError` (or `KeyboardInterrupt`
+    off the main thread): the step ends at once instead of handing the model an error to work around."""
+
+
+def record_error(error: BaseException) -> None:
+    """Remember `error` as the last failure of a Natural block (see `last_error`)."""
+    global _last_error
+    _last_error = error
+
+
+def last_error() -> BaseException | None:
+    """The exception of the last Natural block that failed in this process, with its whole cause chain.
+
+    Errors are shown short (the message, not the frames inside the runtime and the model library); format
+    this one with `traceback.print_exception(nighthawk.last_error())` to see everything.
+    """
+    return _last_error

@@ -5,7 +5,8 @@ with `listen(...)`; the OpenTelemetry emitter and the IPython widgets are ordina
 listener is registered the runner builds no events at all (`listening()` is checked first), so an
 unobserved step pays nothing for observability.
 
-Values inside events are already bounded, masked previews (strings), never the live objects.
+Values inside events are already bounded, masked previews (strings), never the live objects, and `emit`
+scrubs every event of the current step's secret values before any listener sees it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
+
+from ._secrets import current_scrubber
 
 if TYPE_CHECKING:
     import pydantic
@@ -191,6 +194,9 @@ class LocalsChange:
     after: str | None
     committed: bool
     """True when the name is a write binding and its value was committed to Python."""
+    in_place: bool = False
+    """True when the name still holds the object it started with and that object changed: the change is
+    already visible in Python (a notebook variable sorted or given a new column), committed or not."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,17 +207,23 @@ class Committed:
     names: tuple[str, ...]
     changes: tuple[LocalsChange, ...]
     """The step-locals diff, bounded and masked."""
+    unset: tuple[str, ...] = ()
+    """Write bindings the step ended without setting (unbound before the step and never assigned)."""
     event_kind: Literal["committed"] = "committed"
 
 
 @dataclass(frozen=True, kw_only=True)
 class UsageReported:
-    """Model usage of one step."""
+    """Model usage of one step (also reported when the step failed or was interrupted)."""
 
     invocation_id: str
     requests: int
     input_tokens: int
     output_tokens: int
+    model: str = ""
+    """Label of the model that answered."""
+    cost_usd: float | None = None
+    """US dollars as priced by genai-prices; `None` when the model is unpriced."""
     event_kind: Literal["usage"] = "usage"
 
 
@@ -288,8 +300,16 @@ def listening() -> bool:
 
 
 def emit(event: Event) -> None:
-    """Deliver an event to every active listener; a failing listener is logged, never raised."""
-    for listener in _active_listeners():
+    """Deliver an event to every active listener; a failing listener is logged, never raised.
+
+    Every string in the event is scrubbed of the current step's secrets first, once, so no listener (a
+    display, the OpenTelemetry spans, a user's own) can receive a secret value.
+    """
+    listeners = _active_listeners()
+    if not listeners:
+        return
+    event = current_scrubber().scrub_data(event)
+    for listener in listeners:
         try:
             listener(event)
         except Exception:  # a display bug must never break the user's program

@@ -8,11 +8,15 @@ imported on first use, so constructing an executor (or importing nighthawk) need
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import events
+from ._evaluate import clip
+from .budget import StepLimits, StepUsage, record_usage, step_limits
 from .configuration import StepExecutorConfiguration
-from .errors import ExecutionError, NighthawkError
+from .errors import BudgetExceededError, ExecutionError, NighthawkError
 from .tools import assign_value, eval_expression, invoke_tool, visible_tools
 
 if TYPE_CHECKING:
@@ -26,6 +30,8 @@ OUTCOME_RETRIES = 2
 
 TOOL_RETRIES = 2
 """Retries for tool calls whose arguments do not match the tool's schema."""
+
+_FAILURE_PREFIX = '{"value": null, "error": {'  # how every failed tool envelope starts (tools._failure)
 
 # Environment variable each provider prefix reads its key from, for a message before any request is made.
 _KEY_VARIABLES = {
@@ -92,23 +98,17 @@ class AgentStepExecutor:
     # --- model and agent, built once -------------------------------------------------------------
 
     def _resolve_model(self) -> Any:
-        if self._model is not None:
-            return self._model
-        model = self._configuration.model
-        if isinstance(model, str):
-            check_credentials(model)
-            from pydantic_ai.exceptions import UserError
-            from pydantic_ai.models import infer_model
+        if self._model is None:
+            model = _build_model(self._configuration.model)
+            if self._configuration.fallback_models:
+                from pydantic_ai.models.fallback import FallbackModel
 
-            try:
-                model = infer_model(model)
-            except (UserError, ImportError, ValueError) as exc:
-                raise NighthawkError(
-                    f"cannot use `model` {self._configuration.model!r}: {exc}. Choose another with "
-                    "`StepExecutorConfiguration(model='provider:model')` or, in a notebook, `%nighthawk model ...`"
-                ) from exc
-        self._model = model
-        return model
+                model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
+            from ._secret_model import SecretScrubbingModel
+
+            # Every request passes the step's secret scrubber before the model (or a replay store) sees it.
+            self._model = SecretScrubbingModel(model)
+        return self._model
 
     def _get_agent(self, allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> Any:
         # pydantic-ai fixes the output tools when an agent has an output validator, so there is one agent
@@ -123,15 +123,27 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
-        from pydantic_ai import capture_run_messages
-        from pydantic_ai.exceptions import AgentRunError, ModelAPIError, ModelHTTPError, UnexpectedModelBehavior
-        from pydantic_ai.toolsets import FunctionToolset
+        import asyncio
 
+        from pydantic_ai import Agent, capture_run_messages
+        from pydantic_ai.exceptions import (
+            AgentRunError,
+            ModelAPIError,
+            ModelHTTPError,
+            UnexpectedModelBehavior,
+            UsageLimitExceeded,
+        )
+        from pydantic_ai.toolsets import FunctionToolset
+        from pydantic_ai.usage import RunUsage
+
+        from ._loop import on_user_thread
+        from ._report import connection_error_message, http_error_message, trim_advice
         from .prompt import render_prompts
 
         model = self._resolve_model()
         agent = self._get_agent(step.allowed_outcomes, tuple(step.raise_types))
-        system_prompt, user_prompt = render_prompts(step, self._configuration)
+        # Rendering the locals calls their `__repr__`: user code, so on the user's thread.
+        system_prompt, user_prompt = await on_user_thread(lambda: render_prompts(step, self._configuration))
         if events.listening():
             events.emit(
                 events.PromptRendered(
@@ -140,36 +152,107 @@ class AgentStepExecutor:
             )
         user_tools = {**visible_tools(), **step.tool_scope.tools}
         toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else None
-        with capture_run_messages() as messages:
+        limits = step_limits(self._configuration.step_budget)
+        usage = RunUsage()  # pydantic-ai adds to it in place, so a failed step still reports what it spent
+        deadline = limits.budget.wall_time_s
+        # Tool calls of one response run one after the other, in the order sent: each may read what the
+        # previous one assigned, and an awaiting call must not let a later one overtake it.
+        with (
+            capture_run_messages() as messages,
+            Agent.parallel_tool_call_execution_mode("sequential"),
+            _user_thread_callables(),
+        ):
             try:
-                result = await agent.run(
-                    user_prompt,
-                    model=model,
-                    deps=step,
-                    instructions=system_prompt,
-                    model_settings=dict(self._configuration.model_settings or {}) or None,
-                    toolsets=toolsets,
-                )
+                async with asyncio.timeout(deadline) as wall_clock:
+                    result = await agent.run(
+                        user_prompt,
+                        model=model,
+                        deps=step,
+                        instructions=system_prompt,
+                        model_settings=self._configuration.request_settings() or None,
+                        toolsets=toolsets,
+                        usage_limits=limits.usage_limits(),
+                        usage=usage,
+                    )
+            except TimeoutError as exc:
+                if not wall_clock.expired():
+                    raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
+                level = limits.level.get("wall_time_s", "step")
+                raise BudgetExceededError(
+                    level=level, budget="wall_time_s", limit=deadline or 0.0, reached=deadline or 0.0
+                ) from None
+            except UsageLimitExceeded as exc:
+                raise _budget_error(exc, usage, limits) from exc
             except ModelHTTPError as exc:
-                body = str(exc.body)[:300] if exc.body is not None else ""
-                raise ExecutionError(
-                    f"the model provider answered HTTP {exc.status_code} ({exc.model_name}): {body}"
-                ) from exc
+                raise ExecutionError(http_error_message(model, exc.model_name, exc.status_code, exc.body)) from exc
             except UnexpectedModelBehavior as exc:
                 problem = step.outcome_problem or _last_retry_reason(messages)
                 reason = f"; last problem: {problem}" if problem else ""
                 raise ExecutionError(
-                    f"the model did not end the step with a valid outcome ({exc.message}){reason}"
+                    f"the model did not end the step with a valid outcome ({trim_advice(exc.message)}){reason}"
                 ) from exc
-            except (ModelAPIError, AgentRunError) as exc:
-                raise ExecutionError(f"the model request failed: {exc}") from exc
-        usage = result.usage
-        step.usage = {
-            "requests": usage.requests,
-            "input_tokens": usage.input_tokens or 0,
-            "output_tokens": usage.output_tokens or 0,
-        }
+            except ModelAPIError as exc:
+                raise ExecutionError(connection_error_message(model, exc.model_name, exc.message)) from exc
+            except AgentRunError as exc:
+                raise ExecutionError(f"the model request failed: {trim_advice(str(exc))}") from exc
+            finally:
+                spent = StepUsage(
+                    model=self.model_label,
+                    requests=usage.requests,
+                    input_tokens=usage.input_tokens or 0,
+                    output_tokens=usage.output_tokens or 0,
+                    cost_usd=None if usage.cost is None else float(usage.cost),
+                )
+                step.usage = spent
+                record_usage(spent)
         return result.output
+
+
+@contextmanager
+def _user_thread_callables() -> Iterator[None]:
+    """For a step served by a sync caller: the sync callables pydantic-ai would send to worker threads (a sync
+    scripted model) run on the caller's thread, and the tool calls of one response run one after another, in
+    the order the model wrote them, as they did when each ran to its end without yielding."""
+    from pydantic_ai import Agent
+    from pydantic_ai.tool_manager import ToolManager
+
+    from ._loop import user_thread_executor
+
+    executor = user_thread_executor()
+    if executor is None:
+        yield
+        return
+    with Agent.using_thread_executor(executor), ToolManager.parallel_execution_mode("sequential"):
+        yield
+
+
+def _build_model(model: Any) -> Any:
+    """A pydantic-ai model for a `provider:model` string (checking its key first) or a `Model` as it is."""
+    if not isinstance(model, str):
+        return model
+    check_credentials(model)
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.models import infer_model
+
+    try:
+        return infer_model(model)
+    except (UserError, ImportError, ValueError) as exc:
+        raise NighthawkError(
+            f"cannot use `model` {model!r}: {exc}. Choose another with "
+            "`StepExecutorConfiguration(model='provider:model')` or, in a notebook, `%nighthawk model ...`"
+        ) from exc
+
+
+def _budget_error(exc: Any, usage: Any, limits: StepLimits) -> BudgetExceededError:
+    """Name the budget pydantic-ai's `UsageLimitExceeded` refers to, with the figure reached."""
+    budget = limits.budget
+    if budget.cost_usd is not None and usage.cost is not None and float(usage.cost) > budget.cost_usd:
+        name, limit, reached = "cost_usd", budget.cost_usd, float(usage.cost)
+    elif budget.total_tokens is not None and usage.total_tokens > budget.total_tokens:
+        name, limit, reached = "total_tokens", budget.total_tokens, usage.total_tokens
+    else:  # the request limit is checked before a request would exceed it
+        name, limit, reached = "requests", budget.requests or 0, usage.requests
+    return BudgetExceededError(level=limits.level.get(name, "step"), budget=name, limit=limit, reached=reached)
 
 
 def _last_retry_reason(messages: list[Any]) -> str | None:
@@ -213,46 +296,43 @@ def check_credentials(model: str) -> None:
     )
 
 
-def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> list[Any]:
-    from pydantic_ai import ToolOutput
+def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> Any:
+    from pydantic_ai import StructuredDict, ToolOutput
 
-    from .outcome import outcome_models
+    from .outcome import OUTCOME_TOOL, outcome_schema
 
-    return [
-        ToolOutput(model, name=f"nh_{kind}", max_retries=OUTCOME_RETRIES)  # the model's docstring describes it
-        for kind, model in zip(allowed, outcome_models(allowed, raise_types), strict=True)
-    ]
+    return ToolOutput(
+        StructuredDict(outcome_schema(allowed, raise_types)),
+        name=OUTCOME_TOOL,
+        description="End the step with its outcome.",
+        max_retries=OUTCOME_RETRIES,
+    )
 
 
 def _build_agent(output_spec: list[Any]) -> Any:
     from pydantic_ai import Agent, ModelRetry, RunContext, Tool
 
+    from ._secrets import scrub_exception
     from .outcome import resolve_outcome
     from .step import StepContext
 
+    # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
-        """Evaluate a Python expression against the step's variables and return its value.
-
-        Args:
-            expression: One Python expression.
-        """
+        """Evaluate a Python expression; returns its value."""
         step = _enter_round(ctx)
-        return await invoke_tool(
+        envelope = await invoke_tool(
             step, "nh_eval", {"expression": expression}, lambda: eval_expression(step, expression), ctx.tool_call_id or ""
         )
+        return _hold_back_outcome(ctx, envelope)
 
     async def nh_assign(ctx: RunContext[StepContext], target_path: str, expression: str) -> str:
-        """Evaluate a Python expression and store its value in a variable or attribute.
-
-        Args:
-            target_path: `name` or `name.attr` (plain identifiers).
-            expression: One Python expression.
-        """
+        """Store an expression's value in `name` or `name.attr`."""
         step = _enter_round(ctx)
         arguments = {"target_path": target_path, "expression": expression}
-        return await invoke_tool(
+        envelope = await invoke_tool(
             step, "nh_assign", arguments, lambda: assign_value(step, target_path, expression), ctx.tool_call_id or ""
         )
+        return _hold_back_outcome(ctx, envelope)
 
     # This module uses postponed annotations; pydantic-ai reads tool signatures, so give it real types.
     for function in (nh_eval, nh_assign):
@@ -272,17 +352,84 @@ def _build_agent(output_spec: list[Any]) -> Any:
     @agent.output_validator
     async def check_outcome(ctx: RunContext[StepContext], outcome: Any) -> Any:
         step = _enter_round(ctx)
+        problem = _response_problem(ctx, step)
+        if problem is not None:
+            step.outcome_problem = problem
+            raise ModelRetry(problem)
         if step.tool_error_round == step.model_round:
             step.outcome_problem = "a tool call in the same response failed"
             raise ModelRetry("A tool call in the same response failed; read its error, fix it, then finish again.")
+        kind = outcome.get("kind") if isinstance(outcome, dict) else getattr(outcome, "kind", None)
+        unset = step.unset_writes() if kind == "pass" else ()
+        if unset and not step.reminded_unset:
+            # One reminder only: the spec lets a block leave a write binding unset, so a second pass stands.
+            step.reminded_unset = True
+            names = ", ".join(f"<:{name}>" for name in unset)
+            step.outcome_problem = f"the pass left {names} unset"
+            raise ModelRetry(
+                f"You passed without setting {names}. Set it with nh_assign and finish again; pass again only if "
+                "it must stay unset."
+            )
         try:
             step.resolution = await resolve_outcome(outcome, step)
         except ExecutionError as exc:
-            step.outcome_problem = str(exc)
-            raise ModelRetry(str(exc)) from exc
-        return outcome
+            # Scrubbed here, cause chain included, and not only on the way to the model: pydantic-ai's own
+            # tracing records the retry and the exception before the model wrapper sees anything.
+            scrub_exception(exc)
+            step.outcome_problem = clip(str(exc))
+            raise ModelRetry(step.outcome_problem) from exc
+        # The runner takes this resolution as is: the outcome it returns is the one that was evaluated,
+        # so `return_expression` runs exactly once.
+        return step.resolution.outcome
 
     return agent
+
+
+def _response_calls(ctx: Any) -> list[Any]:
+    """The tool calls of the model response being processed, in the order sent."""
+    for message in reversed(ctx.messages):
+        if getattr(message, "kind", "") == "response":
+            return [part for part in message.parts if getattr(part, "part_kind", "") == "tool-call"]
+    return []
+
+
+def _response_problem(ctx: Any, step: StepContext) -> str | None:
+    """Why an outcome cannot be honoured given the rest of its response (several outcomes, unknown tools)."""
+    from .outcome import OUTCOME_TOOL
+
+    calls = _response_calls(ctx)
+    outcomes = sum(1 for call in calls if call.tool_name == OUTCOME_TOOL)
+    if outcomes > 1:
+        return f"{outcomes} {OUTCOME_TOOL} calls in one response; none was applied. Finish with exactly one outcome."
+    known = {"nh_eval", "nh_assign", OUTCOME_TOOL, *visible_tools(), *step.tool_scope.tools}
+    unknown = sorted({call.tool_name for call in calls} - known)
+    if unknown:
+        return (
+            f"unknown tool(s) {', '.join(map(repr, unknown))} in the same response; the outcome was held back. "
+            "Use only the tools offered, then finish again."
+        )
+    return None
+
+
+def _hold_back_outcome(ctx: Any, envelope: str) -> str:
+    """Fail the round when a tool sent after the outcome in the same response failed.
+
+    pydantic-ai runs such a tool after it has accepted the outcome; raising `ModelRetry` makes it drop
+    the outcome, so the model sees the error and finishes again (as it does for a failure before it).
+    """
+    if not envelope.startswith(_FAILURE_PREFIX):
+        return envelope
+    from pydantic_ai import ModelRetry
+
+    from .outcome import OUTCOME_TOOL
+
+    for call in _response_calls(ctx):
+        if call.tool_call_id == ctx.tool_call_id:
+            return envelope
+        if call.tool_name == OUTCOME_TOOL:
+            ctx.deps.outcome_problem = "a tool call sent after the outcome failed"
+            raise ModelRetry(f"This call came after your outcome and failed, so the outcome was not applied: {envelope}")
+    return envelope
 
 
 def _enter_round(ctx: Any) -> StepContext:
@@ -298,14 +445,17 @@ def _user_tool(definition: Any) -> Any:
 
     from pydantic_ai import Tool
 
+    from ._loop import call_user
+
     function = definition.function
 
     @functools.wraps(function)
     async def call(ctx: Any, *args: Any, **kwargs: Any) -> str:
         step = _enter_round(ctx)
-        return await invoke_tool(
-            step, definition.name, kwargs, lambda: function(ctx, *args, **kwargs), ctx.tool_call_id or ""
+        envelope = await invoke_tool(
+            step, definition.name, kwargs, lambda: call_user(function, ctx, *args, **kwargs), ctx.tool_call_id or ""
         )
+        return _hold_back_outcome(ctx, envelope)
 
     call.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
     return Tool(

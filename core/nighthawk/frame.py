@@ -32,5 +32,8 @@ class Frame:
     """Whether the enclosing function is a coroutine function (returned awaitables are awaited)."""
     step_id: str
     """`module:line` identity of the block."""
+    infer_types: bool = True
+    """Whether an unannotated write binding takes the type of its initial value (functions: yes; notebook
+    cells: no, since rebinding a notebook variable to another type is ordinary notebook Python)."""
     filename: str | None = None
     line: int | None = None

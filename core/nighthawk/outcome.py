@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, assert_never
 
 import pydantic
 
-from ._evaluate import evaluate
+from ._evaluate import clip, start_evaluation
 from ._validation import validate_value
-from .errors import ExecutionError, ToolValidationError
+from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
+from .tools import ToolBoundaryError
 
 if TYPE_CHECKING:
     from .step import StepContext
 
 __all__ = [
+    "OUTCOME_TOOL",
     "BreakOutcome",
     "ContinueOutcome",
     "Outcome",
@@ -30,6 +32,7 @@ __all__ = [
     "RaiseOutcome",
     "Resolution",
     "ReturnOutcome",
+    "outcome_schema",
     "parse_outcome",
     "resolve_outcome",
 ]
@@ -85,24 +88,25 @@ OUTCOME_MODELS: dict[str, type[_Strict]] = {
 }
 
 
-@functools.lru_cache(maxsize=128)
-def outcome_models(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> tuple[type[_Strict], ...]:
-    """The outcome model of each allowed kind, with `raise_error_type` narrowed to an enum of `raise_types`."""
-    models: list[type[_Strict]] = []
-    for kind in allowed:
-        model = OUTCOME_MODELS[kind]
-        if kind == "raise":
-            model = pydantic.create_model(
-                "RaiseOutcome",
-                __base__=RaiseOutcome,
-                __doc__=RaiseOutcome.__doc__,
-                raise_error_type=(
-                    Literal[raise_types] | None,  # type: ignore[valid-type]
-                    pydantic.Field(None, description="Exception type to raise; omit for a generic failure."),
-                ),
-            )
-        models.append(model)
-    return tuple(models)
+OUTCOME_TOOL = "nh_outcome"
+"""The one output tool that ends a step; its arguments are the outcome object."""
+
+
+def outcome_schema(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> dict[str, object]:
+    """The JSON schema of the outcome object a step may end with.
+
+    One flat object keeps the tool definition short (one tool instead of one per kind, no per-kind
+    titles or descriptions: the system prompt explains the kinds once). `kind` is an enum of the allowed
+    kinds and `raise_error_type` an enum of the offered exception names; which keys go with which kind is
+    enforced by `parse_outcome`, whose refusal reaches the model as a correction.
+    """
+    properties: dict[str, object] = {"kind": {"type": "string", "enum": list(allowed)}}
+    if "return" in allowed:
+        properties["return_expression"] = {"type": "string"}
+    if "raise" in allowed:
+        properties["raise_message"] = {"type": "string"}
+        properties["raise_error_type"] = {"type": "string", "enum": list(raise_types)}
+    return {"type": "object", "properties": properties, "required": ["kind"], "additionalProperties": False}
 
 
 def parse_outcome(data: object, step: StepContext) -> Outcome:
@@ -172,30 +176,60 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     outcome = parse_outcome(outcome, step)  # the host checks again, whatever the executor enforced
     match outcome:
         case ReturnOutcome(return_expression=expression):
+            from ._loop import await_user, on_user_thread
+
+            shown = clip(repr(expression), 300)
             try:
-                value = evaluate(expression, step.step_locals, step.step_globals)
+                evaluation = await on_user_thread(
+                    lambda: start_evaluation(expression, step.step_locals, step.step_globals)
+                )
+                value = evaluation.value
+                if evaluation.awaits:  # `await` inside the expression: the step runs on a loop, so await it
+                    value = await await_user(value)  # type: ignore[arg-type]
+                if inspect.isawaitable(value):
+                    if not step.is_async:
+                        if inspect.iscoroutine(value):
+                            value.close()
+                        raise ExecutionError(
+                            f"`return_expression` {shown} produced an awaitable, but the function is not async"
+                        )
+                    value = await await_user(value)
+            except (ExecutionError, StepAbortedError):
+                raise
             except Exception as exc:
-                raise ExecutionError(
-                    f"`return_expression` {expression!r} raised {type(exc).__name__}: {exc}"
-                ) from exc
-            if inspect.isawaitable(value):
-                if not step.is_async:
-                    if inspect.iscoroutine(value):
-                        value.close()
-                    raise ExecutionError(
-                        f"`return_expression` {expression!r} produced an awaitable, but the function is not async"
-                    )
-                value = await value
+                raise ExecutionError(clip(f"`return_expression` {shown} raised {type(exc).__name__}: {exc}")) from exc
             try:
-                value = validate_value(step.return_type, value)
+                # A return annotation (and a walrus target's) may carry the user's validators: user code.
+                value, bindings = await on_user_thread(
+                    lambda: (validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings()))
+                )
             except ToolValidationError as exc:
-                raise ExecutionError(f"return value of {expression!r} does not match the return annotation: {exc}") from exc
+                raise ExecutionError(
+                    f"return value of {shown} does not match the return annotation: {exc}"
+                ) from exc
+            except ToolBoundaryError as exc:
+                if exc.kind == "internal":
+                    raise NighthawkError(exc.message) from exc
+                raise ExecutionError(f"`return_expression` {shown}: {exc.message}") from exc
+            step.step_locals.update(bindings)
             return Resolution(outcome=outcome, value=value)
         case RaiseOutcome(raise_message=message, raise_error_type=type_name):
+            message = clip(message)
             if type_name is None:
                 return Resolution(outcome=outcome, exception=ExecutionError(f"Natural block raised: {message}"))
-            return Resolution(outcome=outcome, exception=step.raise_types[type_name](message))
+            return Resolution(outcome=outcome, exception=_exception(step.raise_types[type_name], message))
         case PassOutcome() | BreakOutcome() | ContinueOutcome():
             return Resolution(outcome=outcome)
         case _:
             assert_never(outcome)
+
+
+def _exception(error_type: type[BaseException], message: str) -> BaseException:
+    """`error_type(message)`, or an ExecutionError when the type's constructor needs more than a message."""
+    try:
+        return error_type(message)
+    except Exception as exc:
+        raise ExecutionError(
+            f"cannot raise {error_type.__name__} with only a message ({type(exc).__name__}: {clip(str(exc), 300)}); "
+            "choose an exception type that takes a message, or omit `raise_error_type`"
+        ) from exc

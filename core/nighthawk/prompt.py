@@ -5,6 +5,7 @@ from __future__ import annotations
 from string import Template
 from typing import TYPE_CHECKING
 
+from ._secrets import current_scrubber
 from .configuration import StepExecutorConfiguration
 from .runtime import prompt_suffix_fragments
 
@@ -31,15 +32,15 @@ def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) 
     )
     globals_summary = render_globals_summary(step.program.references, visible_locals, step.step_globals, **options)
     scope_system, scope_user = prompt_suffix_fragments()
-    system = Template(configuration.prompts.step_system_prompt_template).safe_substitute(
-        outcome_tools=", ".join(f"nh_{kind}" for kind in step.allowed_outcomes)
-    )
+    system = configuration.prompts.step_system_prompt_template
     user = Template(configuration.prompts.step_user_prompt_template).safe_substitute(
         program=step.program.text, locals=locals_summary, globals=globals_summary
     )
+    # The program text may hold an interpolated secret (an f-string block), and suffix fragments are free text.
+    scrub = current_scrubber().scrub
     return (
-        _with_suffixes(system, (*configuration.system_prompt_suffix_fragments, *scope_system)),
-        _with_suffixes(user, (*configuration.user_prompt_suffix_fragments, *scope_user)),
+        scrub(_with_suffixes(system, (*configuration.system_prompt_suffix_fragments, *scope_system))),
+        scrub(_with_suffixes(user, (*configuration.user_prompt_suffix_fragments, *scope_user))),
     )
 
 

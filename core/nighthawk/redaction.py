@@ -8,7 +8,8 @@ Two independent rules decide what is hidden:
   key) is replaced by the placeholder wherever it appears in rendered text.
 
 Both are shallow on purpose: they apply to the text that is actually rendered, which is already bounded, so
-masking never walks a whole value.
+masking never walks a whole value. The *values* these rules mark in a step's scope are collected once per
+step by `_secrets`, which masks them in everything the step sends out, whatever expression produced them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
     r"secrets?",
     r"passw(?:or)?ds?",
     r"pwd",
+    r"pw",
+    r"passcodes?",
     r"passphrase",
     r"credentials?",
     r"creds?",
@@ -63,6 +66,13 @@ DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = (
     # A PEM private key; the block may have been cut before its END line by a caller's budget.
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)",
     r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password in a URL
+)
+
+# Literal text that every default credential pattern needs (the bearer one in any case). Text without any of
+# them cannot match, and a few `in` tests are an order of magnitude faster than running the patterns, which
+# now happens on every tool result, prompt and event.
+_DEFAULT_ANCHORS = (
+    "sk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "xox", "eyJ", "-----BEGIN", "://"
 )
 
 # The shortest credential any default pattern recognises; shorter text skips the regex scan entirely.
@@ -94,6 +104,15 @@ def _name_parts(name: str) -> tuple[str, ...]:
     parts = _WORD_PARTS.findall(name)
     pairs = [a + b for a, b in zip(parts, parts[1:])]
     return tuple(parts + pairs)
+
+
+def might_hold_credential(patterns: tuple[str, ...], text: str) -> bool:
+    """False when `text` certainly holds no match of `patterns` (decided cheaply for the default patterns)."""
+    if len(text) < _MIN_SECRET_CHARS or not patterns:
+        return False
+    if patterns != DEFAULT_MASK_VALUE_PATTERNS:
+        return True
+    return any(anchor in text for anchor in _DEFAULT_ANCHORS) or "bearer " in text.lower()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,7 +163,7 @@ class ContextRedaction:
 
         The scan is linear in `len(text)`; callers pass text they have already cut to their budget.
         """
-        if not self.enabled or len(text) < _MIN_SECRET_CHARS:
+        if not self.enabled or not might_hold_credential(self.mask_value_patterns, text):
             return text
         matcher = _value_matcher(self.mask_value_patterns)
         if matcher is None:

@@ -13,9 +13,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import events
+from ._secrets import scrub_exception, scrubbing_step
 from .block import Program
 from .configuration import StepExecutorConfiguration
-from .errors import ExecutionError, NaturalParseError, NighthawkError, ToolEvaluationError, ToolValidationError
+from .errors import (
+    ExecutionError,
+    NaturalParseError,
+    NighthawkError,
+    StepAbortedError,
+    ToolEvaluationError,
+    ToolValidationError,
+    record_error,
+)
 from .frame import Frame
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor
 from .step import StepContext, activate, build_step
@@ -44,7 +53,8 @@ class BlockResult:
 
 
 def run_block(program: Program, frame: Frame) -> BlockResult:
-    """Run a block from synchronous code (on the background loop, so it works inside a running loop)."""
+    """Run a block from synchronous code: the conversation on the background loop (so it works inside a
+    running loop), the user's code on this thread, which waits for the step and serves it."""
     from ._loop import run_sync  # asyncio is imported on the first block, not with nighthawk
 
     return run_sync(run_block_async(program, frame))
@@ -56,9 +66,22 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
     ensure_telemetry()
     configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION
     step = build_step(program, frame, execution_context=current_execution_context(), configuration=configuration)
+    # Everything the step sends out (model requests, events, logs, the exception it raises) is scrubbed of
+    # the secret values in its scope while this is current.
+    with scrubbing_step(step) as scrubber:
+        result = await _run_step(program, executor, step)
+        if result.exception is not None:
+            scrub_exception(result.exception, scrubber)
+        return result
+
+
+async def _run_step(program: Program, executor: object, step: StepContext) -> BlockResult:
+    from ._loop import on_user_thread  # asyncio is imported on the first block, not with nighthawk
+
     listening = events.listening()
     started = time.perf_counter()
-    before = _snapshot(step) if listening else None
+    # Previews call the values' `__repr__`: user code, so on the user's thread like every other.
+    before = await on_user_thread(lambda: _snapshot(step)) if listening else None
     if listening:
         events.emit(
             events.StepStarted(
@@ -77,11 +100,13 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
             resolution = await _execute(executor, step, listening)
         result = _result(step, resolution)
     except BaseException as exc:
+        if isinstance(exc, Exception):  # not an interrupt or a cancellation
+            record_error(exc)
         if listening:
             _emit_failure(step, exc, started)
         raise
     if listening:
-        _emit_success(step, resolution, result, before, started)
+        await on_user_thread(lambda: _emit_success(step, resolution, result, before, started))
     return result
 
 
@@ -98,9 +123,19 @@ async def _execute(executor: object, step: StepContext, listening: bool) -> Reso
         events.emit(events.ExecutorFinished(invocation_id=step.invocation_id, error=None))
     from .outcome import resolve_outcome
 
-    if step.resolution is not None and step.resolution.outcome is outcome:
-        return step.resolution  # the executor already checked and evaluated it (with retries)
+    if step.resolution is not None and _same_outcome(step.resolution.outcome, outcome):
+        # The executor already checked and evaluated it (with retries): evaluating the return expression
+        # again would run the user's code twice, and twice more at every level of nesting.
+        return step.resolution
     return await resolve_outcome(outcome, step)
+
+
+def _same_outcome(resolved: object, outcome: object) -> bool:
+    """Whether `outcome` is the one `resolved` was parsed from (parsing makes a new, equal model)."""
+    if resolved is outcome:
+        return True
+    dump = getattr(outcome, "model_dump", None)
+    return dump is not None and resolved.model_dump() == dump()  # type: ignore[attr-defined]
 
 
 def _result(step: StepContext, resolution: Resolution) -> BlockResult:
@@ -133,6 +168,8 @@ def _changes(step: StepContext, before: dict[str, tuple[int, str]], committed: M
                 before=None if old is None else old[1],
                 after=None if new is None else new[1],
                 committed=name in committed,
+                # Same object, new preview: the step mutated a value it shares with Python.
+                in_place=old is not None and new is not None and old[0] == new[0],
             )
         )
     return tuple(changes)
@@ -152,14 +189,14 @@ def _emit_success(
             raise_error_type=getattr(outcome, "raise_error_type", None),
         )
     )
-    if step.usage:
-        events.emit(events.UsageReported(invocation_id=step.invocation_id, **step.usage))
+    _emit_usage(step)
     if outcome.kind != "raise":
         events.emit(
             events.Committed(
                 invocation_id=step.invocation_id,
                 names=tuple(result.values),
                 changes=_changes(step, before or {}, result.values),
+                unset=step.unset_writes(),
             )
         )
     events.emit(
@@ -169,6 +206,21 @@ def _emit_success(
             duration_s=time.perf_counter() - started,
         )
     )
+
+
+def _emit_usage(step: StepContext) -> None:
+    usage = step.usage
+    if usage is not None:
+        events.emit(
+            events.UsageReported(
+                invocation_id=step.invocation_id,
+                model=usage.model,
+                requests=usage.requests,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        )
 
 
 def _scrubbed(step: StepContext, text: str | None) -> str | None:
@@ -183,6 +235,8 @@ def _error_kind(exc: BaseException) -> str:
             return "interrupted"
         case NaturalParseError():
             return "parse"
+        case StepAbortedError():
+            return "python"  # user code ended the step
         case ExecutionError():
             return "execution"
         case ToolEvaluationError() | ToolValidationError():
@@ -195,8 +249,7 @@ def _error_kind(exc: BaseException) -> str:
 
 def _emit_failure(step: StepContext, exc: BaseException, started: float) -> None:
     kind = _error_kind(exc)
-    if step.usage:
-        events.emit(events.UsageReported(invocation_id=step.invocation_id, **step.usage))
+    _emit_usage(step)
     events.emit(
         events.StepFailed(
             invocation_id=step.invocation_id,

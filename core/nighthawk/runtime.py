@@ -7,6 +7,7 @@ A notebook kernel runs each cell in a fresh context, so a kernel-wide executor i
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,9 @@ class _Scope:
 
 _current: ContextVar[_Scope] = ContextVar("nighthawk_scope", default=_Scope(None, None))
 _default_executor: StepExecutor | None = None
+_open_runs = 0
+"""`run()` blocks open in any thread: a thread that sees none of them was most likely started inside one."""
+_open_runs_lock = threading.Lock()
 
 
 _telemetry_installed = False
@@ -82,6 +86,14 @@ def get_step_executor() -> StepExecutor:
         NighthawkError: No executor is set.
     """
     executor = _current.get().executor or _default_executor
+    if executor is None and _open_runs:
+        raise NighthawkError(
+            f"no step executor is set in thread {threading.current_thread().name!r}: `nighthawk.run(...)` is "
+            "open in another thread, and a new thread does not inherit it. Start the thread's work in a copy of "
+            "the caller's context, for example `pool.submit(contextvars.copy_context().run, function, *args)` "
+            "or `threading.Thread(target=contextvars.copy_context().run, args=(function, *args))`, or open "
+            "`with nighthawk.run(executor):` inside the thread"
+        )
     if executor is None:
         raise NighthawkError(
             "no step executor is set: wrap the call in `with nighthawk.run(executor):` or call "
@@ -150,11 +162,18 @@ def run(step_executor: StepExecutor, *, run_id: str | None = None) -> Iterator[S
         step_executor: The executor for every step started inside the `with` block.
         run_id: Continue a run started elsewhere (for example in a parent process) instead of starting one.
     """
+    global _open_runs
     context = ExecutionContext(run_id=run_id or _new_id(), scope_id=_new_id())
     outer = _current.get()
     state = _Scope(step_executor, context, outer.system_suffixes, outer.user_suffixes)
-    with _enter(state, is_run=True):
-        yield step_executor
+    with _open_runs_lock:
+        _open_runs += 1
+    try:
+        with _enter(state, is_run=True):
+            yield step_executor
+    finally:
+        with _open_runs_lock:
+            _open_runs -= 1
 
 
 @contextmanager

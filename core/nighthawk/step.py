@@ -24,6 +24,7 @@ from .tools import ToolBoundaryError, ToolScope
 
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
+    from .budget import StepUsage
     from .outcome import Resolution
     from .runtime import ExecutionContext
 
@@ -56,9 +57,6 @@ class RenderingPolicy:
     limits: StepContextLimits
     style: str
     redaction: ContextRedaction
-    tokenizer_encoding: str | None
-    model_name: str | None
-    strict_tokenizer: bool
 
     @classmethod
     def from_configuration(cls, configuration: StepExecutorConfiguration) -> RenderingPolicy:
@@ -66,16 +64,15 @@ class RenderingPolicy:
             limits=configuration.context_limits,
             style=configuration.json_renderer_style,
             redaction=configuration.context_redaction,
-            tokenizer_encoding=configuration.tokenizer_encoding,
-            model_name=configuration.model_name or None,
-            strict_tokenizer=configuration.strict_tokenizer,
         )
 
     @property
     def counter(self) -> TokenCounter:
-        from ._tokens import get_token_counter
+        # Always the estimate, never the configured tokenizer: a prompt must not depend on whether a
+        # vocabulary can be loaded on this machine (see `_tokens`).
+        from ._tokens import BUDGET_COUNTER
 
-        return get_token_counter(self.tokenizer_encoding, model_name=self.model_name, strict=self.strict_tokenizer)
+        return BUDGET_COUNTER
 
     def render(self, value: object, max_tokens: int, *, name: str | None = None) -> str:
         """Bounded, masked JSON-ish text of `value`."""
@@ -120,8 +117,8 @@ class StepContext:
     """Tools registered while this step runs (the innermost scope)."""
     resolution: Resolution | None = None
     """Set when the outcome has been checked and evaluated."""
-    usage: dict[str, int] = field(default_factory=dict)
-    """`requests`, `input_tokens`, `output_tokens` once known."""
+    usage: StepUsage | None = None
+    """What the step spent, once the executor knows (set for failed and interrupted steps too)."""
     model_round: int = 0
     """Which model response is being processed (kept up to date by the executor)."""
     tool_error_round: int | None = None
@@ -131,18 +128,37 @@ class StepContext:
     not committed unless this step replaced it."""
     outcome_problem: str | None = None
     """Why the latest outcome was rejected (reported if the model runs out of retries)."""
+    reminded_unset: bool = False
+    """Whether the model was already told, once, that a `pass` left write bindings unset."""
 
     def validate_binding(self, name: str, value: object) -> object:
-        """Validate a value assigned to a bare name against its write binding's type."""
-        from ._validation import validate_value
+        """Validate a value assigned to a bare name against its write binding's type.
+
+        Raises:
+            ToolBoundaryError: `validation` when the value does not fit; `internal` when the type cannot be
+                checked at all (not something the model can fix by sending another value).
+        """
+        from ._validation import ValidationSetupError, type_label, validate_value
 
         expected = self.binding_types.get(name, object)
         try:
             return validate_value(expected, value)
         except ToolValidationError as exc:
             raise ToolBoundaryError(
-                "invalid_input", f"cannot assign {name!r}: {exc}", f"Assign a value that fits the type of {name!r}."
+                "validation",
+                f"cannot assign {name!r}: {exc}",
+                f"Assign a value of type {type_label(expected)} to {name!r}; nothing was stored.",
             ) from exc
+        except ValidationSetupError as exc:
+            raise ToolBoundaryError("internal", f"cannot assign {name!r}: {exc}", "Report this; nothing was stored.") from exc
+
+    def validate_bindings(self, bindings: Mapping[str, object]) -> dict[str, object]:
+        """Validate names bound with `:=` like assignments; all of them fit or none is stored."""
+        return {name: self.validate_binding(name, value) for name, value in bindings.items()}
+
+    def unset_writes(self) -> tuple[str, ...]:
+        """Write bindings with no value at all: unbound before the step and never assigned in it."""
+        return tuple(name for name in self.program.writes if name not in self.step_locals)
 
     def committable(self) -> dict[str, object]:
         """Write bindings to commit: set in this step, or present in the frame it started from."""
@@ -231,7 +247,7 @@ def build_step(
     binding_types: dict[str, Any] = {}
     for name in program.writes:
         declared = frame.binding_types.get(name, object)
-        binding_types[name] = infer_binding_type(declared, step_locals.get(name))
+        binding_types[name] = infer_binding_type(declared, step_locals.get(name)) if frame.infer_types else declared
     return StepContext(
         step_id=frame.step_id,
         invocation_id=uuid.uuid4().hex,

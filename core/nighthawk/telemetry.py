@@ -44,6 +44,7 @@ __all__ = [
     "SPAN_NAMES",
     "STEP_EVENT_ATTRIBUTES",
     "STEP_EVENT_NAMES",
+    "USAGE_ATTRIBUTES",
     "OpenTelemetryListener",
     "install_default_listener",
 ]
@@ -73,6 +74,13 @@ _RAISE_ERROR_TYPE: Final = "nighthawk.step.raise_error_type"
 _ERROR_KIND: Final = "nighthawk.step.error_kind"
 _ERROR_MESSAGE: Final = "nighthawk.step.error_message"
 
+# What a step spent (set on the step span, failed steps included).
+_USAGE_MODEL: Final = "nighthawk.step.usage.model"
+_USAGE_REQUESTS: Final = "nighthawk.step.usage.requests"
+_USAGE_INPUT_TOKENS: Final = "nighthawk.step.usage.input_tokens"
+_USAGE_OUTPUT_TOKENS: Final = "nighthawk.step.usage.output_tokens"
+_USAGE_COST: Final = "nighthawk.step.usage.cost_usd"
+
 # OpenTelemetry semantic-convention names for a recorded exception (the SDK's `record_exception`
 # uses the same ones, but it needs a live exception object and events only carry names).
 _EXCEPTION_EVENT: Final = "exception"
@@ -83,6 +91,14 @@ SPAN_NAMES: Final[tuple[str, ...]] = (_RUN_SPAN, _SCOPE_SPAN, _STEP_SPAN, _STEP_
 """Every span name Nighthawk emits."""
 
 IDENTITY_ATTRIBUTES: Final[tuple[str, ...]] = (_RUN_ID, _SCOPE_ID, _STEP_ID)
+USAGE_ATTRIBUTES: Final[tuple[str, ...]] = (
+    _USAGE_MODEL,
+    _USAGE_REQUESTS,
+    _USAGE_INPUT_TOKENS,
+    _USAGE_OUTPUT_TOKENS,
+    _USAGE_COST,
+)
+"""Attributes of a step span that carry what the step spent (added beside the spec's identity attributes)."""
 """The identity attributes; `step.id` (`python_module:line`) is set on step and executor spans only."""
 
 STEP_EVENT_ATTRIBUTES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
@@ -176,17 +192,17 @@ class OpenTelemetryListener:
                 self._add_failure(event)
             case events.StepFinished():
                 self._finish_step(event)
+            case events.UsageReported():
+                self._add_usage(event)
             case (
                 events.PromptRendered()
                 | events.ToolCallStarted()
                 | events.ToolCallFinished()
                 | events.Assignment()
                 | events.Committed()
-                | events.UsageReported()
             ):
                 # The contract has no place for these: pydantic-ai's own spans, children of the
-                # executor span, already carry prompts, tool calls and token usage, and copying
-                # usage here would make trace back ends count the same tokens twice.
+                # executor span, already carry prompts and tool calls.
                 pass
             case _:
                 assert_never(event)
@@ -250,6 +266,22 @@ class OpenTelemetryListener:
         if event.raise_error_type is not None:
             attributes[_RAISE_ERROR_TYPE] = event.raise_error_type
         step.span.add_event(_STEP_RAISED, attributes)
+
+    def _add_usage(self, event: events.UsageReported) -> None:
+        step = self._steps.get(event.invocation_id)
+        if step is None:
+            return
+        # Under the `nighthawk.` prefix, not `gen_ai.usage.*`: pydantic-ai's model spans already carry
+        # the gen_ai figures per request, and a back end summing those must not count a step twice.
+        attributes: dict[str, str | int | float] = {
+            _USAGE_MODEL: event.model,
+            _USAGE_REQUESTS: event.requests,
+            _USAGE_INPUT_TOKENS: event.input_tokens,
+            _USAGE_OUTPUT_TOKENS: event.output_tokens,
+        }
+        if event.cost_usd is not None:
+            attributes[_USAGE_COST] = event.cost_usd
+        step.span.set_attributes(attributes)
 
     def _add_failure(self, event: events.StepFailed) -> None:
         step = self._steps.get(event.invocation_id)

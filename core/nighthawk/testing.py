@@ -371,7 +371,7 @@ def _tool_call(item: object) -> Any:
         case ToolCallPart():
             return item
         case PassOutcome() | ReturnOutcome() | BreakOutcome() | ContinueOutcome() | RaiseOutcome():
-            return ToolCallPart(f"nh_{item.kind}", item.model_dump(exclude_none=True))
+            return ToolCallPart("nh_outcome", item.model_dump(exclude_none=True))
         case (str() as name, Mapping() as arguments):
             return ToolCallPart(name, dict(arguments))
         case _:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from . import events
-from ._evaluate import evaluate
-from .errors import ToolEvaluationError, ToolRegistrationError, ToolValidationError
+from ._evaluate import Evaluation, clip, start_evaluation
+from ._secrets import current_scrubber
+from .errors import StepAbortedError, ToolEvaluationError, ToolRegistrationError, ToolValidationError
 
 if TYPE_CHECKING:
     from .step import StepContext
@@ -37,13 +38,17 @@ __all__ = [
     "visible_tools",
 ]
 
-ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "execution", "transient", "internal"]
+ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "validation", "execution", "transient", "internal"]
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TRANSIENT = (TimeoutError, ConnectionError)
+_PLAIN = frozenset({int, float, bool, str, bytes, type(None)})
+"""Types whose rendering runs no user code: rendered where the tool call ends, saving a trip to the user's thread."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_AWAITING = object()  # the expression's value must be awaited before `then` can run
 
 
 class ToolBoundaryError(Exception):
@@ -59,26 +64,42 @@ class ToolBoundaryError(Exception):
 # --- envelopes --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Evaluated:
+    """A built-in tool's value with the warnings raised while computing it (shown to the model, not printed)."""
+
+    value: object
+    warnings: tuple[str, ...]
+
+
 def _success(step: StepContext, value: object) -> tuple[str, str]:
-    rendered = step.rendering.render(value, step.rendering.limits.tool_result_max_tokens)
-    return '{"value": ' + rendered + ', "error": null}', rendered
+    caught: tuple[str, ...] = ()
+    if isinstance(value, _Evaluated):
+        value, caught = value.value, value.warnings
+    # Masked by name and shape while rendering; the step's secret values go too (`str(conn)`, `db_password`).
+    scrub = current_scrubber().scrub
+    rendered = scrub(step.rendering.render(value, step.rendering.limits.tool_result_max_tokens))
+    envelope = '{"value": ' + rendered + ', "error": null'
+    if caught:
+        envelope += ', "warnings": ' + json.dumps([clip(scrub(text), 500) for text in caught[:5]], ensure_ascii=False)
+    return envelope + "}", rendered
 
 
 def _failure(step: StepContext, error: ToolBoundaryError) -> str:
-    scrub = step.rendering.redaction.scrub_text
-    payload = {"kind": error.kind, "message": scrub(error.message), "guidance": error.guidance}
+    scrub = current_scrubber().scrub
+    payload = {"kind": error.kind, "message": clip(scrub(error.message)), "guidance": error.guidance}
     return json.dumps({"value": None, "error": payload}, ensure_ascii=False)
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return clip(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 
 def _evaluation_error(expression: str, exc: Exception) -> ToolBoundaryError:
     if isinstance(exc, SyntaxError):
         return ToolBoundaryError(
             "invalid_input",
-            f"not a single Python expression: {expression!r} ({exc.msg})",
+            f"not a single Python expression: {clip(repr(expression), 300)} ({exc.msg})",
             "Pass one expression; statements such as `x = 1` or `import m` are not accepted.",
         )
     if isinstance(exc, NameError):
@@ -92,24 +113,58 @@ def _evaluation_error(expression: str, exc: Exception) -> ToolBoundaryError:
     )
 
 
-async def _evaluate_awaiting(step: StepContext, expression: str) -> object:
-    try:
-        value = evaluate(expression, step.step_locals, step.step_globals)
-        if inspect.isawaitable(value):
-            value = await value
-    except ToolBoundaryError:
-        raise
-    except Exception as exc:
-        raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
-    return value
+async def _evaluate_awaiting(
+    step: StepContext, expression: str, then: Callable[[object, dict[str, object]], object]
+) -> object:
+    """Evaluate `expression` on the user's thread (awaiting an awaitable result on the step's loop), validate
+    the names it bound with `:=`, and hand value and bindings to `then` (which stores what it must and
+    returns the tool's value), on the user's thread too: in the same trip when nothing needs awaiting.
+
+    The result carries the warnings the expression raised, for the model to read.
+    """
+    from ._loop import await_user, on_user_thread
+
+    evaluation: Evaluation | None = None
+
+    def finish(value: object) -> object:
+        assert evaluation is not None
+        return then(value, step.validate_bindings(evaluation.bindings()))
+
+    def start() -> object:
+        nonlocal evaluation
+        try:
+            evaluation = start_evaluation(expression, step.step_locals, step.step_globals)
+        except Exception as exc:
+            raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
+        return _AWAITING if inspect.isawaitable(evaluation.value) else finish(evaluation.value)
+
+    result = await on_user_thread(start)
+    assert evaluation is not None
+    if result is _AWAITING:
+        try:
+            value = await await_user(evaluation.value)  # type: ignore[arg-type]
+        except (ToolBoundaryError, StepAbortedError):
+            raise
+        except Exception as exc:
+            raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
+        result = await on_user_thread(lambda: finish(value))
+    return _Evaluated(value=result, warnings=tuple(evaluation.warnings)) if evaluation.warnings else result
 
 
 # --- built-in tools ---------------------------------------------------------------------------------
 
 
 async def eval_expression(step: StepContext, expression: str) -> object:
-    """`nh_eval`: evaluate an expression against the step's variables (awaiting an awaitable result)."""
-    return await _evaluate_awaiting(step, expression)
+    """`nh_eval`: evaluate an expression against the step's variables (awaiting an awaitable result).
+
+    Names bound with `:=` are validated like assignments and stored only if all of them fit.
+    """
+
+    def keep_bindings(value: object, bindings: dict[str, object]) -> object:
+        step.step_locals.update(bindings)
+        return value
+
+    return await _evaluate_awaiting(step, expression, then=keep_bindings)
 
 
 async def assign_value(step: StepContext, target_path: str, expression: str) -> object:
@@ -129,6 +184,8 @@ async def assign_value(step: StepContext, target_path: str, expression: str) -> 
         raise ToolBoundaryError(
             "invalid_input", f"target_path {target_path!r} names a dunder attribute", "Dunder targets are reserved."
         )
+    from ._loop import on_user_thread
+
     root, *attributes = segments
     owner: object = None
     if attributes:
@@ -138,40 +195,59 @@ async def assign_value(step: StepContext, target_path: str, expression: str) -> 
                 "resolution", f"{root!r} is not a step local", "Assign attributes of objects listed in LOCALS."
             )
         owner = step.step_locals[root]
-        for depth, attribute in enumerate(attributes[:-1], start=1):
-            try:
-                owner = getattr(owner, attribute)
-            except Exception as exc:
-                raise ToolBoundaryError(
-                    "resolution",
-                    f"cannot resolve {'.'.join(segments[: depth + 1])!r}: {_describe(exc)}",
-                    "Inspect the object with nh_eval to find its attributes.",
-                ) from exc
-    value = await _evaluate_awaiting(step, expression)
-    if not attributes:
+        if len(attributes) > 1:  # `getattr` may run properties: user code
+            owner = await on_user_thread(lambda: _resolve_owner(owner, segments))
+    # Validators, properties, `__setattr__` and the `__repr__` of the preview are the user's code too.
+    return await _evaluate_awaiting(
+        step, expression, then=lambda value, bindings: _store(step, target_path, owner, value, bindings)
+    )
+
+
+def _resolve_owner(owner: object, segments: list[str]) -> object:
+    """The object whose last attribute `nh_assign` sets: `segments[1:-1]` looked up from the root's value."""
+    for depth, attribute in enumerate(segments[1:-1], start=1):
+        try:
+            owner = getattr(owner, attribute)
+        except Exception as exc:
+            raise ToolBoundaryError(
+                "resolution",
+                f"cannot resolve {'.'.join(segments[: depth + 1])!r}: {_describe(exc)}",
+                "Inspect the object with nh_eval to find its attributes.",
+            ) from exc
+    return owner
+
+
+def _store(
+    step: StepContext, target_path: str, owner: object, value: object, bindings: dict[str, object]
+) -> object:
+    """Validate `value`, store it at `target_path` (a step local, or an attribute of `owner`) with the
+    expression's `:=` bindings, and report it."""
+    root, _, attribute_path = target_path.partition(".")
+    if not attribute_path:
         value = step.validate_binding(root, value)
+        step.step_locals.update(bindings)
         step.step_locals[root] = value
     else:
-        value = _validate_attribute(owner, attributes[-1], value)
+        attribute = attribute_path.rpartition(".")[2]
+        value = _validate_attribute(owner, attribute, value)
         try:
-            setattr(owner, attributes[-1], value)
+            setattr(owner, attribute, value)
         except Exception as exc:
             raise ToolBoundaryError(
                 "execution", f"cannot set {target_path!r}: {_describe(exc)}", "Check that the attribute is writable."
             ) from exc
+        step.step_locals.update(bindings)
     if events.listening():
         events.emit(
             events.Assignment(
-                invocation_id=step.invocation_id,
-                target=target_path,
-                value=step.rendering.preview(value, name=root),
+                invocation_id=step.invocation_id, target=target_path, value=step.rendering.preview(value, name=root)
             )
         )
     return value
 
 
 def _validate_attribute(owner: object, attribute: str, value: object) -> object:
-    from ._validation import declared_attribute_type, validate_value
+    from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 
     expected = declared_attribute_type(type(owner), attribute)
     if expected is None:
@@ -179,7 +255,11 @@ def _validate_attribute(owner: object, attribute: str, value: object) -> object:
     try:
         return validate_value(expected, value)
     except ToolValidationError as exc:
-        raise ToolBoundaryError("invalid_input", str(exc), "Assign a value of the declared type.") from exc
+        raise ToolBoundaryError(
+            "validation", f"cannot set {attribute!r}: {exc}", f"Assign a value of type {type_label(expected)}."
+        ) from exc
+    except ValidationSetupError as exc:
+        raise ToolBoundaryError("internal", str(exc), "Report this; nothing was stored.") from exc
 
 
 # --- the call boundary ------------------------------------------------------------------------------
@@ -189,6 +269,8 @@ async def invoke_tool(
     step: StepContext, tool_name: str, arguments: Mapping[str, object], call: Callable[[], Any], call_id: str = ""
 ) -> str:
     """Run one tool call and wrap its result (or failure) in the envelope, emitting the call's events."""
+    from ._loop import on_user_thread
+
     listening = events.listening()
     call_id = call_id or f"{tool_name}-{time.perf_counter_ns()}"
     if listening:
@@ -207,9 +289,14 @@ async def invoke_tool(
         value = call()
         if inspect.isawaitable(value):
             value = await value
-        envelope, preview = _success(step, value)
+        if type(value) in _PLAIN:
+            envelope, preview = _success(step, value)
+        else:  # rendering calls the value's own `__repr__` and friends: user code, so on the user's thread
+            envelope, preview = await on_user_thread(lambda: _success(step, value))
     except ToolBoundaryError as exc:
         error = exc
+    except StepAbortedError:
+        raise
     except Exception as exc:  # a user tool raised: the model gets to see it and adapt
         error = _evaluation_error(tool_name, exc)
     if error is not None:

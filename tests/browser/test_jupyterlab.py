@@ -1,4 +1,4 @@
-"""A real browser: the step widget in a live JupyterLab, and the fallback HTML of a static export.
+"""A real browser: step displays in a live JupyterLab (one step, a loop of 50), and static exports offline.
 
 JupyterLab runs on 127.0.0.1 with a random token and a temporary root folder; Debian's chromium is driven
 headless by Python playwright (`executable_path`, no browser download). Every request the pages make to
@@ -81,7 +81,7 @@ ROUNDS = [
         ToolCallPart("nh_assign", {"target_path": "big_orders", "expression": "[o for o in orders if o > threshold]"}),
         ToolCallPart("nh_assign", {"target_path": "threshold", "expression": "sum(orders) // len(orders)"}),
     ],
-    [ToolCallPart("nh_return", {"kind": "return", "return_expression": "len(big_orders)"})],
+    [ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "len(big_orders)"})],
 ]
 
 def script(messages, info):
@@ -106,11 +106,43 @@ LOCALS_FACTS = ["big_orders", "[120,310]", "threshold", "100", "138", "committed
 OUTCOME_FACTS = ["return len(big_orders) -> 2"]
 
 
-def _notebook() -> Any:
+LOOP_NOTEBOOK = "nighthawk-step-loop.ipynb"
+# A natural function called 50 times from one cell, each step taking a moment so the live view can be seen.
+LOOP_CELLS = [
+    '''\
+%load_ext nighthawk
+import time
+import nighthawk
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+def label(messages, info):
+    time.sleep(0.08)
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "'bug' if 'crash' in text else 'idea'"})])
+
+labeller = FunctionModel(label, model_name="labeller")
+%nighthawk model labeller
+
+@nighthawk.natural_function
+def classify(text: str) -> str:
+    """natural
+    Return the label of <text>: bug or idea.
+    """''',
+    "texts = [f'crash report {n}' if n % 3 else f'feature idea {n}' for n in range(50)]\nlabels = [classify(text) for text in texts]",
+    "labels.count('bug'), labels.count('idea')",
+]
+
+
+def _notebook(cells: list[str]) -> Any:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     return notebook
+
+
+def _alignments(page: Page, selector: str) -> set[str]:
+    """The computed `text-align` of every element matching `selector`."""
+    return set(page.locator(selector).evaluate_all("cells => cells.map(cell => getComputedStyle(cell).textAlign)"))
 
 
 def _free_port() -> int:
@@ -158,7 +190,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     home = tmp_path_factory.mktemp("lab")
     root = home / "root"
     root.mkdir()
-    nbformat.write(_notebook(), root / NOTEBOOK)
+    nbformat.write(_notebook(CELLS), root / NOTEBOOK)
+    nbformat.write(_notebook(LOOP_CELLS), root / LOOP_NOTEBOOK)
     if (NOTEBOOKS / QUICKSTART).exists():
         # The example notebooks with everything beside them (replay stores).
         shutil.copytree(NOTEBOOKS, root / "notebooks")
@@ -286,33 +319,84 @@ def _assert_facts(text: str, facts: list[str], where: str) -> None:
     assert not missing, f"{where} does not show {missing}; it shows:\n{text}"
 
 
-def test_step_widget_renders_and_expands_in_jupyterlab(lab: Lab, browser: Browser) -> None:
-    with _offline_page(browser, _loopback(lab), "jupyterlab-step-widget") as page:
+def test_finished_step_is_shown_as_static_html_in_jupyterlab(lab: Lab, browser: Browser) -> None:
+    with _offline_page(browser, _loopback(lab), "jupyterlab-step") as page:
         _open_and_run_all(page, lab, NOTEBOOK)
-        widget = ".nh-step-widget"
-        page.locator(f"{widget} .nh-status", has_text="completed").wait_for()
+        step = ".jp-RenderedHTMLCommon > .nh-step"
+        page.locator(f"{step} .nh-status", has_text="completed").wait_for()
         # The value cell after the step ran too: the whole notebook went through.
         page.get_by_text("([120, 310], 138)").wait_for()
-        assert page.locator(widget).count() == 1
+        assert page.locator(step).count() == 1
         assert page.evaluate(_ERROR_OUTPUTS) == []
         assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+        # The live widget is retired when the cell ends: nothing of it is left on screen.
+        assert not page.locator(".nh-step-widget").is_visible()
 
-        _assert_facts(_text(page, f"{widget} .nh-header") + _text(page, f"{widget} .nh-program"), HEADER_FACTS, "the header")
-        _assert_facts(_text(page, f"{widget} .nh-outcome"), OUTCOME_FACTS, "the outcome")
-        # Tool calls are open; the locals diff is a collapsed accordion section until its title is clicked.
-        tools = page.locator(f"{widget} table.nh-tools")
-        assert tools.is_visible()
-        _assert_facts(tools.inner_text(), TOOL_FACTS, "the tool calls")
-        locals_ = page.locator(f"{widget} table.nh-locals")
-        assert not locals_.is_visible()
-        page.locator(widget).get_by_text("Step locals (2 changed)").click()
-        locals_.wait_for(state="visible")
-        _assert_facts(locals_.inner_text(), LOCALS_FACTS, "the step-locals diff")
+        _assert_facts(_text(page, f"{step} .nh-header") + _text(page, f"{step} .nh-program"), HEADER_FACTS, "the header")
+        _assert_facts(_text(page, f"{step} .nh-outcome"), OUTCOME_FACTS, "the outcome")
+        _assert_facts(_text(page, f"{step} table.nh-tools"), TOOL_FACTS, "the tool calls")
+        _assert_facts(_text(page, f"{step} table.nh-locals"), LOCALS_FACTS, "the step-locals diff")
+        assert _alignments(page, f"{step} table td") == {"left"}
+        prompt = page.locator(f"{step} .nh-prompt")
+        assert not prompt.is_visible()
+        page.locator(f"{step} summary", has_text="Prompt").click()
+        prompt.wait_for(state="visible")
 
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator(widget).scroll_into_view_if_needed()
-        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-step-widget.png"))
-        page.locator(".jp-CodeCell", has=page.locator(widget)).screenshot(path=str(SCREENSHOTS / "jupyterlab-step-widget-cell.png"))
+        page.locator(step).scroll_into_view_if_needed()
+        page.locator(".jp-CodeCell", has=page.locator(step)).screenshot(path=str(SCREENSHOTS / "jupyterlab-step-cell.png"))
+
+
+def test_loop_of_fifty_steps_is_live_then_one_static_display_in_jupyterlab(lab: Lab, browser: Browser) -> None:
+    with _offline_page(browser, _loopback(lab), "jupyterlab-loop") as page:
+        _open_and_run_all(page, lab, LOOP_NOTEBOOK)
+        live = page.locator(".nh-step-widget")
+        live.locator(".nh-counts", has_text="running").wait_for()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".jp-CodeCell", has=live).screenshot(path=str(SCREENSHOTS / "jupyterlab-loop-live.png"))
+        assert re.search(r"\d+ steps · \d+ completed · 1 running", live.locator(".nh-counts").inner_text())
+
+        done = page.locator(".jp-RenderedHTMLCommon > .nh-cell")
+        done.locator(".nh-counts", has_text="50 steps · 50 completed").wait_for()
+        page.get_by_text("(33, 17)").wait_for()  # the cell after the loop ran too
+        assert page.evaluate(_ERROR_OUTPUTS) == []
+        assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+        assert not live.is_visible()
+        assert done.count() == 1
+        # Each shown step opens from its one-line summary; the others are counted.
+        assert done.locator("summary", has_text=re.compile(r"^#\d+ ")).count() == 5
+        _assert_facts(done.inner_text(), ["45 more steps not shown (45 completed)", "Return the label of <text>"], "the summary")
+        first = done.locator("details.nh-step").first
+        outcome = first.locator(".nh-outcome")
+        assert not outcome.is_visible()
+        first.locator("summary", has_text="#1 ").click()
+        outcome.wait_for(state="visible")
+        _assert_facts(outcome.inner_text(), ["return 'bug' if 'crash' in text else 'idea' -> \"idea\""], "step #1")
+        page.locator(".jp-CodeCell", has=done).screenshot(path=str(SCREENSHOTS / "jupyterlab-loop-done.png"))
+
+
+def test_saved_loop_notebook_renders_after_a_reload_in_jupyterlab(lab: Lab, browser: Browser) -> None:
+    with _offline_page(browser, _loopback(lab), "jupyterlab-loop-reload") as page:
+        _open_and_run_all(page, lab, LOOP_NOTEBOOK)
+        done = page.locator(".jp-RenderedHTMLCommon > .nh-cell")
+        done.locator(".nh-counts", has_text="50 steps · 50 completed").wait_for()
+        page.get_by_text("(33, 17)").wait_for()
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+        # Reopened in a new page, the kernel that made the widget is of no help: the saved outputs must do.
+        page.reload(wait_until="domcontentloaded")
+        page.wait_for_function(
+            "path => window.jupyterapp?.shell?.currentWidget?.context?.path === path", arg=LOOP_NOTEBOOK
+        )
+        done.locator(".nh-counts", has_text="50 steps · 50 completed").wait_for()
+        # The retired live view says "Loading widget..." until the widget manager has looked at it and hid it.
+        page.wait_for_function("() => !document.querySelector('.jp-Notebook').innerText.includes('Loading widget')")
+        notebook_text = page.locator(".jp-Notebook").inner_text()
+        assert "Error displaying widget" not in notebook_text and "Loading widget" not in notebook_text
+        assert done.count() == 1
+        assert _alignments(page, ".jp-RenderedHTMLCommon > .nh-cell table td") == {"left"}
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".jp-CodeCell", has=done).screenshot(path=str(SCREENSHOTS / "jupyterlab-loop-reloaded.png"))
 
 
 @pytest.mark.skipif(not (NOTEBOOKS / QUICKSTART).exists(), reason=f"notebooks/{QUICKSTART} is not there yet")
@@ -321,7 +405,7 @@ def test_quickstart_runs_and_shows_its_steps_in_jupyterlab(lab: Lab, browser: Br
     steps = sum(1 for cell in source.cells if cell.cell_type == "code" and cell.source.startswith("%%natural"))
     with _offline_page(browser, _loopback(lab), "jupyterlab-quickstart") as page:
         _open_and_run_all(page, lab, f"notebooks/{QUICKSTART}")
-        completed = page.locator(".nh-step-widget .nh-status", has_text="completed")
+        completed = page.locator(".jp-RenderedHTMLCommon > .nh-step .nh-status", has_text="completed")
         deadline = time.monotonic() + WAIT_MS / 1000
         while completed.count() < steps and time.monotonic() < deadline:
             errors = page.evaluate(_ERROR_OUTPUTS)
@@ -334,20 +418,19 @@ def test_quickstart_runs_and_shows_its_steps_in_jupyterlab(lab: Lab, browser: Br
         page.screenshot(path=str(SCREENSHOTS / "jupyterlab-quickstart.png"))
 
 
-def test_static_export_shows_the_same_facts_without_widget_state(lab: Lab, browser: Browser, tmp_path: Path) -> None:
-    notebook = tmp_path / NOTEBOOK
-    nbformat.write(_notebook(), notebook)
+def _export(lab: Lab, tmp_path: Path, notebook: Any, name: str) -> Path:
+    """Execute and export `notebook` with `jupyter nbconvert --to html --execute` and its default options."""
+    path = tmp_path / name
+    nbformat.write(notebook, path)
     subprocess.run(
-        [
-            sys.executable, "-m", "nbconvert", "--to", "html", "--execute",
-            "--ExecutePreprocessor.store_widget_state=False", "--ExecutePreprocessor.timeout=60",
-            f"--output-dir={tmp_path / 'html'}", str(notebook),
-        ],
-        env=lab.env, cwd=tmp_path, check=True, capture_output=True, timeout=120,
+        [sys.executable, "-m", "nbconvert", "--to", "html", "--execute", f"--output-dir={tmp_path / 'html'}", str(path)],
+        env=lab.env, cwd=tmp_path, check=True, capture_output=True, timeout=180,
     )
-    exported = tmp_path / "html" / NOTEBOOK.replace(".ipynb", ".html")
-    assert "application/vnd.jupyter.widget-state+json" not in exported.read_text()
+    return tmp_path / "html" / name.replace(".ipynb", ".html")
 
+
+def test_static_export_shows_the_step_offline(lab: Lab, browser: Browser, tmp_path: Path) -> None:
+    exported = _export(lab, tmp_path, _notebook(CELLS), NOTEBOOK)
     with _offline_page(browser, re.compile(re.escape(exported.as_uri()) + "$"), "static-export") as page:
         page.goto(exported.as_uri(), wait_until="load")
         step = page.locator(".nh-step")
@@ -357,6 +440,7 @@ def test_static_export_shows_the_same_facts_without_widget_state(lab: Lab, brows
         _assert_facts(_text(page, ".nh-step .nh-outcome"), OUTCOME_FACTS, "the outcome")
         _assert_facts(_text(page, ".nh-step table.nh-tools"), TOOL_FACTS, "the tool calls")
         _assert_facts(_text(page, ".nh-step table.nh-locals"), LOCALS_FACTS, "the step-locals diff")
+        assert _alignments(page, ".nh-step table td") == {"left"}
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         step.screenshot(path=str(SCREENSHOTS / "static-export.png"))
         # The prompt is the collapsed section of the static form; its summary opens it.
@@ -365,3 +449,19 @@ def test_static_export_shows_the_same_facts_without_widget_state(lab: Lab, brows
         page.locator(".nh-step summary", has_text="Prompt").click()
         prompt.wait_for(state="visible")
         _assert_facts(prompt.inner_text(), ["Keep the <orders> above <threshold>", "orders"], "the prompt")
+
+
+def test_static_export_of_a_fifty_step_loop_shows_one_summary_offline(lab: Lab, browser: Browser, tmp_path: Path) -> None:
+    exported = _export(lab, tmp_path, _notebook(LOOP_CELLS), LOOP_NOTEBOOK)
+    with _offline_page(browser, re.compile(re.escape(exported.as_uri()) + "$"), "static-export-loop") as page:
+        page.goto(exported.as_uri(), wait_until="load")
+        cell = page.locator(".nh-cell")
+        assert cell.count() == 1 and cell.is_visible()
+        _assert_facts(cell.locator(".nh-summary").inner_text(), ["Natural steps", "50 steps · 50 completed", "50 requests"], "the summary")
+        assert _alignments(page, ".nh-cell table td") == {"left"}
+        last = cell.locator("details.nh-step").last
+        last.locator("summary").first.click()
+        last.locator(".nh-outcome").wait_for(state="visible")
+        _assert_facts(last.locator(".nh-outcome").inner_text(), ["-> \"bug\""], "step #50")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        cell.screenshot(path=str(SCREENSHOTS / "static-export-loop.png"))

@@ -62,7 +62,7 @@ def executor(api: str, **model_settings: object) -> nh.AgentStepExecutor:
 def assign_and_pass(expression: str = "x + 1") -> Reply:
     """One response carrying the write and the outcome: the block finishes in one request."""
     return Reply(
-        calls=[tool_call("nh_assign", target_path="y", expression=expression), tool_call("nh_pass", kind="pass")]
+        calls=[tool_call("nh_assign", target_path="y", expression=expression), tool_call("nh_outcome", kind="pass")]
     )
 
 
@@ -106,7 +106,7 @@ def test_tool_call_result_and_outcome_cross_the_wire(server, api):
         assert increment(1) == 2
     first, second = server.requests
     assert {first.path, second.path} == {openai_server.CHAT_PATH if api == "chat" else openai_server.RESPONSES_PATH}
-    assert first.tool_names == ["nh_eval", "nh_assign", "nh_pass", "nh_return", "nh_raise"]
+    assert first.tool_names == ["nh_eval", "nh_assign", "nh_outcome"]
     assert second.tool_results == ['{"value": 2, "error": null}']
 
 
@@ -130,14 +130,14 @@ def test_tool_error_envelope_reaches_the_model(server, api):
 
 @pytest.mark.parametrize("api", APIS)
 def test_return_outcome_crosses_the_wire(server, api):
-    server.push(Reply(calls=[tool_call("nh_return", kind="return", return_expression="x * 10")]))
+    server.push(Reply(calls=[tool_call("nh_outcome", kind="return", return_expression="x * 10")]))
     with nh.run(executor(api)):
         assert compute(7) == 70
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_raise_outcome_crosses_the_wire(server, api):
-    outcome = tool_call("nh_raise", kind="raise", raise_message="x is too large", raise_error_type="ValueError")
+    outcome = tool_call("nh_outcome", kind="raise", raise_message="x is too large", raise_error_type="ValueError")
     server.push(Reply(calls=[outcome]))
     with nh.run(executor(api)), pytest.raises(ValueError, match="x is too large"):
         compute(7)

@@ -80,11 +80,11 @@ def _block() -> object:
     [
         ("I am done!", "last problem: Please include your response in a tool call"),
         ([call("nh_explode", kind="explode")], "last problem: `nh_explode` Unknown tool name: 'nh_explode'"),
-        ([finish("pass", note="extra")], "last problem: `nh_pass` note: Extra inputs are not permitted"),
-        ([finish("break")], "last problem: `nh_break` Unknown tool name: 'nh_break'"),
+        ([finish("pass", note="extra")], "invalid 'pass' outcome: note: Extra inputs are not permitted"),
+        ([finish("break")], "outcome 'break' is not allowed for this block (allowed: pass, return, raise)"),
         (
             [finish("raise", raise_message="m", raise_error_type="SystemExit")],
-            "last problem: `nh_raise` raise_error_type: Input should be 'ArithmeticError'",
+            "`raise_error_type` 'SystemExit' is not one of the exception types offered to the block",
         ),
     ],
     ids=["plain-text", "unknown-kind", "extra-keys", "disallowed-kind", "unlisted-exception-type"],

@@ -113,9 +113,9 @@ def test_callable_binding_is_shown_as_its_signature() -> None:
     assert "add_tax: (amount: float, rate: float = 0.2) -> float  # intent: Add sales tax to an amount." in user
 
 
-def test_system_prompt_lists_only_the_allowed_outcome_tools() -> None:
+def test_system_prompt_is_the_same_for_steps_with_different_outcomes() -> None:
     @nh.natural_function
-    def block() -> None:
+    def narrowed() -> None:
         """natural
         ---
         deny: [raise]
@@ -123,5 +123,11 @@ def test_system_prompt_lists_only_the_allowed_outcome_tools() -> None:
         Do it.
         """
 
-    system, _ = first_prompt(block)
-    assert "(nh_pass, nh_return)" in system
+    @nh.natural_function
+    def in_loop(items: list[int]) -> None:
+        for item in items:
+            """natural
+            Look at <item>.
+            """
+
+    assert first_prompt(narrowed)[0] == first_prompt(in_loop, [1])[0]

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import dataclass
+
+import pydantic
 import pytest
 
+import nighthawk as nh
+from nighthawk._secrets import LogScrubber, SecretScrubber, collect_secret_values, scrub_exception
 from nighthawk.redaction import ContextRedaction
 
 REDACTION = ContextRedaction()
+PASSWORD = "hunter2-blue-42"
+API_KEY = "sk-ant-api03-" + "Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5"
 
 
 @pytest.mark.parametrize(
     "name",
     ["openai_api_key", "OPENAI_API_KEY", "authToken", "db_password", "apiKeys", "client_secret", "sessionId",
-     "passwd", "refresh_token", "AWS_SECRET_ACCESS_KEY", "key", "credentials", "cookie"],
+     "passwd", "refresh_token", "AWS_SECRET_ACCESS_KEY", "key", "credentials", "cookie", "pw", "db_pw", "passcode", "doorPasscode", "dsn"],
 )
 def test_sensitive_looking_names_are_masked(name):
     assert REDACTION.is_sensitive_name(name)
@@ -117,3 +126,106 @@ def test_a_bare_string_for_a_pattern_tuple_is_rejected():
 
 def test_pattern_lists_are_stored_as_tuples():
     assert ContextRedaction(allow_names=["a"]).allow_names == ("a",)  # type: ignore[arg-type]
+
+
+# --- secret values (nighthawk._secrets) ------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    endpoint: str
+    api_token: str
+
+
+class Account(pydantic.BaseModel):
+    owner: str
+    secret: str
+
+
+class Vault(pydantic.BaseModel):
+    unseal: pydantic.SecretStr
+
+
+class BasicAuth:
+    """Callable, like the auth objects HTTP clients take."""
+
+    def __init__(self, username: str, password: str) -> None:
+        self.username, self.password = username, password
+
+    def __call__(self, request: object) -> object:
+        return request
+
+
+class Client:
+    def __init__(self) -> None:
+        self.client_secret = "cs-9a8b7c6d5e"
+        self.base_url = "https://api.example.test"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "secret"),
+    [
+        ("conn", {"password": "Tr0ub4dor&3x"}, "Tr0ub4dor&3x"),
+        ("conn", {"pw": "correct-horse-9"}, "correct-horse-9"),
+        ("door", {"passcode": "7391-4482"}, "7391-4482"),
+        ("cfg", {"svc": [{"credentials": {"user": "mailer-bot"}}]}, "mailer-bot"),
+        ("settings", Settings(endpoint="e", api_token="tok-live-7f3a"), "tok-live-7f3a"),
+        ("account", Account(owner="ops", secret="quartz-lantern"), "quartz-lantern"),
+        ("client", Client(), "cs-9a8b7c6d5e"),
+        ("auth", BasicAuth("svc", "basic-Auth-77"), "basic-Auth-77"),
+        ("vault", Vault(unseal=pydantic.SecretStr("vault-unseal-k3y")), "vault-unseal-k3y"),
+        ("dsn", "host=db password=Dsn-Pa55", "host=db password=Dsn-Pa55"),
+        ("database_url", "postgresql://app:S3cret-Pw@db/app", "S3cret-Pw"),
+        ("note", f"use {API_KEY} here", API_KEY),
+    ],
+)
+def test_secret_values_are_collected_at_any_depth(name: str, value: object, secret: str) -> None:
+    assert secret in collect_secret_values([(name, value)], REDACTION)
+
+
+def test_a_dict_met_first_under_an_innocent_name_is_secret_under_a_sensitive_one() -> None:
+    database = {"user": "analyst-ro", "host": "db.internal"}
+    found = collect_secret_values([("settings", {"db": database}), ("credentials", database)], REDACTION)
+    assert found == {"analyst-ro", "db.internal"}
+
+
+def test_innocent_values_next_to_secrets_are_not_collected() -> None:
+    found = collect_secret_values([("conn", {"host": "db.internal", "password": PASSWORD})], REDACTION)
+    assert found == {PASSWORD}
+
+
+def test_values_shorter_than_six_characters_are_not_collected() -> None:
+    # Masking every "abc" in all outgoing text would garble it; the prompt still masks the value by name.
+    assert collect_secret_values([("pin_password", "abc12")], REDACTION) == frozenset()
+
+
+def test_disabled_redaction_collects_nothing() -> None:
+    assert collect_secret_values([("db_password", PASSWORD)], ContextRedaction(enabled=False)) == frozenset()
+
+
+def test_scrubber_masks_the_json_escaped_form_of_a_secret() -> None:
+    scrubber = SecretScrubber(values=frozenset({'pa"ss\\word'}))
+    assert scrubber.scrub(json.dumps({"p": 'pa"ss\\word'})) == '{"p": "<masked>"}'
+
+
+def test_scrubbing_twice_changes_nothing_more_even_for_a_secret_inside_the_placeholder() -> None:
+    scrubber = SecretScrubber(values=frozenset({"masked", PASSWORD}))
+    once = scrubber.scrub(f"pw {PASSWORD}")
+    assert once == "pw <masked>" and scrubber.scrub(once) == once
+
+
+def test_scrub_exception_masks_the_cause_chain() -> None:
+    try:
+        try:
+            raise KeyError(f"no user for {PASSWORD}")
+        except KeyError as inner:
+            raise nh.ExecutionError("lookup failed") from inner
+    except nh.ExecutionError as exc:
+        scrub_exception(exc, SecretScrubber(values=frozenset({PASSWORD})))
+        assert exc.__cause__ is not None and str(exc.__cause__) == "'no user for <masked>'"
+
+
+def test_log_scrubber_outside_a_step_masks_credential_shapes() -> None:
+    record = logging.LogRecord("nighthawk", logging.INFO, __file__, 1, "using %s", (API_KEY,), None)
+    LogScrubber().filter(record)
+    assert record.getMessage() == "using <masked>"

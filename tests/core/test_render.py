@@ -318,13 +318,13 @@ class FakeSmallFrame:
     dtypes = {"a": "int64", "b": "object"}
 
     def to_dict(self, orient):
-        assert orient == "records"
-        return [{"a": 1, "b": "x"}]
+        assert orient == "split"
+        return {"index": [0], "columns": ["a", "b"], "data": [[1, "x"]]}
 
 
-def test_dataframe_like_renders_shape_dtypes_and_head_rows():
+def test_dataframe_like_renders_shape_column_dtypes_and_head_rows():
     assert render(FakeFrame(), max_tokens=100) == (
-        '{"shape":[1000000,2],"dtypes":{"a":"int64","b":"object"},"head":[{"a":1,"b":"x"}]}'
+        '{"shape":[1000000,2],"columns":{"a":"int64","b":"object"},"rows":[[1,"x"]]}'
     )
 
 
@@ -348,8 +348,8 @@ def test_strict_style_omits_item_markers():
     assert render(list(range(100)), max_tokens=5, style="strict") == "[0,1,2,3,4,5,6,7,8]"
 
 
-def test_default_style_marks_omitted_items_with_ellipsis():
-    assert render(list(range(100)), max_tokens=5, style="default") == "[0,1,2,3,4,5,…]"
+def test_default_style_marks_omitted_items_with_their_count():
+    assert render(list(range(100)), max_tokens=5, style="default") == "[0,1,2,…(+97)]"
 
 
 def test_detailed_style_counts_omitted_items():
@@ -422,3 +422,45 @@ def test_type_name_of_nested_class_is_qualified():
 def test_huge_dict_key_is_cut():
     out = render({"k" * 10**6: 1}, max_tokens=50)
     assert out.startswith('{"kkk') and out.endswith('…":1}') and len(out) <= 200
+
+
+# --- previews that keep meaning -------------------------------------------------------------------------
+
+
+def records(count: int) -> list[dict[str, object]]:
+    return [
+        {"customer_identifier": f"C{i:05}", "lifetime_score": i / 7, "region_of_sale": "north", "note": "n" * 300}
+        for i in range(count)
+    ]
+
+
+def test_first_records_of_a_long_list_show_every_key_whole():
+    out = render(records(5_000), max_tokens=200)
+    head = out[: out.index("}")]
+    for key in ("customer_identifier", "lifetime_score", "region_of_sale", "note"):
+        assert f'"{key}":' in head
+
+
+def test_long_list_of_records_says_how_many_items_are_left_out():
+    out = render(records(5_000), max_tokens=200)
+    shown = out.count('"customer_identifier":')
+    assert out.endswith(f"…(+{5_000 - shown})]")
+
+
+def test_long_string_value_is_cut_before_keys_of_the_record():
+    out = render(records(1), max_tokens=60)
+    assert '"note":"nnn' in out and "…" in out
+    assert all(f'"{key}":' in out for key in ("customer_identifier", "lifetime_score", "region_of_sale", "note"))
+
+
+def test_key_that_does_not_fit_leaves_the_entry_out_instead_of_cutting_it():
+    out = render({"short": 1, "a_rather_long_key_name_for_a_field": 2}, max_tokens=6)
+    assert "a_rather" not in out or '"a_rather_long_key_name_for_a_field":' in out
+
+
+def test_pandas_dataframe_preview_shows_shape_columns_with_dtypes_and_rows():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"city": ["Oslo", "Lima"] * 500, "temperature": [3.5, 18.25] * 500})
+    out = render(frame, max_tokens=200)
+    assert out.startswith('{"shape":[1000,2],"columns":{"city":"')  # `object` or `str`, by pandas version
+    assert '"temperature":"float64"},"rows":[["Oslo",3.5],["Lima",18.25],' in out

@@ -2,7 +2,7 @@
 
 A kernel cell already runs inside an event loop, so a sync natural function can use neither `asyncio.run`
 nor a loop of its own per call: every sync step runs on one long-lived loop in the daemon thread
-`nighthawk-loop-0`. These tests prove that design: 50 sequential calls made from inside a running loop
+`nighthawk-loop`. These tests prove that design: 50 sequential calls made from inside a running loop
 against a real keep-alive provider client (the loopback server of `tests/support/openai_server.py`), the
 contrast with a fresh loop per call, context variables crossing into the step, and KeyboardInterrupt
 cancelling the in-flight model call before it is re-raised, with nothing committed.
@@ -65,9 +65,13 @@ def read_request_id() -> str:
     return REQUEST_ID.get()
 
 
-def where_am_i() -> str:
-    """The thread and loop a step's tools run on."""
-    return f"{threading.current_thread().name}/{id(asyncio.get_running_loop())}"
+def conversation_observer() -> nh.AgentStepExecutor:
+    """An executor whose (async) model writes the thread and loop the conversation runs on into `y`."""
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return assign(repr(f"{threading.current_thread().name}/{id(asyncio.get_running_loop())}"))
+
+    return function_executor(model)
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +83,7 @@ def offline_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
 ONE_ROUND = openai_server.Reply(
     calls=[
         openai_server.tool_call("nh_assign", target_path="y", expression="x + 1"),
-        openai_server.tool_call("nh_pass", kind="pass"),
+        openai_server.tool_call("nh_outcome", kind="pass"),
     ]
 )
 """Every block of these tests writes `y` and finishes in one response."""
@@ -113,7 +117,7 @@ def function_executor(function: Callable[..., object]) -> nh.AgentStepExecutor:
 def assign(expression: str, *, then_pass: bool = True) -> ModelResponse:
     parts = [ToolCallPart("nh_assign", {"target_path": "y", "expression": expression})]
     if then_pass:
-        parts.append(ToolCallPart("nh_pass", {"kind": "pass"}))
+        parts.append(ToolCallPart("nh_outcome", {"kind": "pass"}))
     return ModelResponse(parts=parts)
 
 
@@ -135,7 +139,7 @@ class SlowModel:
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
-        return ModelResponse(parts=[ToolCallPart("nh_pass", {"kind": "pass"})])
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "pass"})])
 
 
 @nh.natural_function
@@ -200,7 +204,7 @@ def test_fifty_sync_calls_from_a_running_loop_use_one_request_each_and_one_conne
 
     assert results == [i + 1 for i in range(CALLS)]
     assert server.request_count == CALLS  # each block writes and finishes in one response
-    # One executor -> one provider -> one httpx pool, used only from `nighthawk-loop-0`: the first request
+    # One executor -> one provider -> one httpx pool, used only from `nighthawk-loop`: the first request
     # opens a connection and the other 49 reuse it.
     assert server.connection_count == 1
 
@@ -239,16 +243,32 @@ def test_fresh_event_loop_per_call_cannot_reuse_the_connection(server):
 
 
 def test_sync_steps_run_on_one_background_loop_thread():
-    executor = function_executor(lambda messages, info: assign("where_am_i()"))
+    executor = conversation_observer()
     with nh.run(executor):
         first = observe()
         second = observe()
     assert first == second
-    assert first.startswith("nighthawk-loop-0/")
+    assert first.startswith("nighthawk-loop/")
+
+
+def test_user_code_of_a_sync_step_runs_on_the_calling_thread():
+    executor = function_executor(lambda messages, info: assign("threading.current_thread().name"))
+    seen: list[str] = []
+
+    def worker() -> None:
+        with nh.run(executor):
+            seen.append(observe())
+
+    thread = threading.Thread(target=worker, name="the-caller")
+    thread.start()
+    thread.join(timeout=10)
+    with nh.run(executor):
+        seen.append(observe())
+    assert seen == ["the-caller", threading.main_thread().name]
 
 
 def test_sync_steps_called_inside_a_running_loop_use_the_same_background_loop():
-    executor = function_executor(lambda messages, info: assign("where_am_i()"))
+    executor = conversation_observer()
 
     async def cell() -> str:
         return observe()
@@ -321,7 +341,7 @@ def scenario_interrupted_block_commits_nothing() -> dict[str, object]:
 
 
 def scenario_call_after_an_interrupt() -> dict[str, object]:
-    observer = function_executor(lambda messages, info: assign("where_am_i()"))
+    observer = conversation_observer()
     with nh.run(observer):
         before = observe()
     model = SlowModel()
@@ -404,7 +424,7 @@ def test_interrupted_block_commits_no_write_binding():
 
 
 def test_call_after_an_interrupt_runs_normally_on_the_same_loop():
-    assert run_isolated(scenario_call_after_an_interrupt) == {"thread": "nighthawk-loop-0", "same_loop": True}
+    assert run_isolated(scenario_call_after_an_interrupt) == {"thread": "nighthawk-loop", "same_loop": True}
 
 
 def test_interrupt_during_an_http_request_leaves_the_provider_client_usable():

@@ -169,7 +169,7 @@ def test_emitted_names_stay_within_the_name_table(
     spans = exporter.get_finished_spans()
     assert sorted(span.name for span in spans) == sorted(telemetry.SPAN_NAMES)
     for span in spans:
-        assert set(span.attributes or {}) <= set(telemetry.IDENTITY_ATTRIBUTES)
+        assert set(span.attributes or {}) <= {*telemetry.IDENTITY_ATTRIBUTES, *telemetry.USAGE_ATTRIBUTES}
     step_events = [event for event in _span(exporter, "nighthawk.step").events if event.name != "exception"]
     assert {event.name for event in step_events} == set(telemetry.STEP_EVENT_NAMES)
     for event in step_events:
@@ -373,7 +373,7 @@ def test_step_failed_sets_error_status_with_description(
     assert status.description == "ExecutionError: model gave no outcome"
 
 
-def test_usage_adds_nothing_to_the_step_span(
+def test_usage_adds_attributes_but_no_events_and_no_gen_ai_figures_to_the_step_span(
     listener: telemetry.OpenTelemetryListener, exporter: InMemorySpanExporter
 ) -> None:
     _feed(
@@ -384,7 +384,9 @@ def test_usage_adds_nothing_to_the_step_span(
     )
 
     step = _span(exporter, "nighthawk.step")
-    assert set(step.attributes or {}) == {"run.id", "scope.id", "step.id"}
+    # pydantic-ai's model spans carry gen_ai.usage.*; repeating them on the step would count tokens twice.
+    assert not any(name.startswith("gen_ai.") for name in step.attributes or {})
+    assert "nighthawk.step.usage.cost_usd" not in (step.attributes or {})  # unpriced: no cost attribute
     assert step.events == ()
 
 
@@ -509,3 +511,26 @@ def test_install_default_listener_registers_one_listener_once(monkeypatch: pytes
 
     assert first is second
     assert events._process_listeners == [first]
+
+
+def test_step_span_carries_the_usage_the_step_reported(
+    listener: telemetry.OpenTelemetryListener, exporter: InMemorySpanExporter
+) -> None:
+    sequence = [
+        events.UsageReported(
+            invocation_id=INVOCATION_ID, model="openai:gpt-4o", requests=2, input_tokens=10, output_tokens=5, cost_usd=0.25
+        )
+        if isinstance(event, events.UsageReported)
+        else event
+        for event in _full_sequence()
+    ]
+    _feed(listener, *sequence)
+
+    attributes = dict(_span(exporter, "nighthawk.step").attributes or {})
+    assert {name: attributes[name] for name in telemetry.USAGE_ATTRIBUTES} == {
+        "nighthawk.step.usage.model": "openai:gpt-4o",
+        "nighthawk.step.usage.requests": 2,
+        "nighthawk.step.usage.input_tokens": 10,
+        "nighthawk.step.usage.output_tokens": 5,
+        "nighthawk.step.usage.cost_usd": 0.25,
+    }

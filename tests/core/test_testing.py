@@ -168,7 +168,7 @@ def test_scripted_value_of_wrong_type_fails_the_block_without_commit() -> None:
         return count
 
     with nh.run(ScriptedExecutor([StepResponse(assign={"count": "many"})])):
-        with pytest.raises(nh.ExecutionError, match=r"scripted nh_assign call for block .* failed \(invalid_input\)"):
+        with pytest.raises(nh.ExecutionError, match=r"scripted nh_assign call for block .* failed \(validation\)"):
             typed()
 
 
@@ -318,7 +318,7 @@ def test_agent_executor_wraps_a_plain_function_in_a_function_model() -> None:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     def answer(messages, info) -> ModelResponse:
-        return ModelResponse(parts=[ToolCallPart("nh_return", {"kind": "return", "return_expression": "'fn'"})])
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "'fn'"})])
 
     with nh.run(agent_executor(answer)):
         assert describe(1) == "fn"

@@ -157,7 +157,7 @@ def test_assign_dotted_path_validation_failure_leaves_object_untouched() -> None
     with nh.run(executor):
         block(box)
     assert box.size == 1
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
 
 
 def test_assign_to_unknown_root_is_a_resolution_error_and_does_not_evaluate() -> None:

@@ -47,7 +47,7 @@ from pydantic_ai.models.function import FunctionModel
 def script(messages, info):
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "total", "expression": "sum(values)"})])
-    return ModelResponse(parts=[ToolCallPart("nh_return", {"kind": "return", "return_expression": "total * 2"})])
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "total * 2"})])
 
 scripted = FunctionModel(script, model_name="scripted")
 values = [1, 2, 3]

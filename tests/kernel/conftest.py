@@ -40,7 +40,7 @@ def shell(ip: InteractiveShell) -> Iterator[InteractiveShell]:
 
     before = dict(ip.user_ns)
     settings = nighthawk_ipython.configure(shell=ip)
-    saved = (settings.model, settings.model_object, settings.display, dict(settings.limits))
+    saved = (settings.model, settings.model_object, settings.display, dict(settings.limits), dict(settings.budgets))
     settings.display = "html"
     yield ip
     for name in list(ip.user_ns):
@@ -48,7 +48,7 @@ def shell(ip: InteractiveShell) -> Iterator[InteractiveShell]:
             del ip.user_ns[name]
     ip.user_ns.update(before)
     ip.user_ns.get("__annotations__", {}).clear()
-    settings.model, settings.display, settings.limits = saved[0], saved[2], saved[3]
+    settings.model, settings.display, settings.limits, settings.budgets = saved[0], saved[2], saved[3], saved[4]
     settings.model_object = saved[1]
 
 

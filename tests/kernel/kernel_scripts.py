@@ -28,7 +28,7 @@ def assign(target: str, expression: str) -> ToolCallPart:
 
 
 def outcome(kind: str, **fields: str) -> ToolCallPart:
-    return ToolCallPart(f"nh_{kind}", {"kind": kind, **fields})
+    return ToolCallPart("nh_outcome", {"kind": kind, **fields})
 
 
 def step_events(invocation_id: str = "step-1", *, calls: int = 1, parent: str | None = None, status: str = "completed") -> list[Any]:

@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 from IPython.utils.capture import capture_output
 from kernel_scripts import assign, outcome, scripted
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+import nighthawk_ipython
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SUM_THEN_RETURN = ([assign("total", "sum(values)")], [outcome("return", return_expression="total * 2")])
@@ -42,9 +45,9 @@ def test_text_shows_the_outcome_with_its_value(summed: Any) -> None:
     assert "outcome: return total * 2 -> 12" in summed.data["text/plain"]
 
 
-def test_text_header_shows_status_model_requests_and_tokens(summed: Any) -> None:
+def test_text_header_shows_status_model_requests_tokens_and_cost(summed: Any) -> None:
     header = summed.data["text/plain"].splitlines()[0]
-    assert re.fullmatch(r"Natural step In\[\d+\]:2 · completed · model function:scripted · 2 requests · \d+ in / \d+ out tokens", header)
+    assert re.fullmatch(r"Natural step In\[\d+\]:2 · completed · model function:scripted · 2 requests · \d+ in / \d+ out tokens · unpriced", header)
 
 
 def test_text_has_no_durations(summed: Any) -> None:
@@ -53,7 +56,7 @@ def test_text_has_no_durations(summed: Any) -> None:
 
 def test_html_contains_names_values_tool_calls_and_outcome(summed: Any) -> None:
     page = summed.data["text/html"]
-    for fragment in ("<code>nh_assign</code>", "<code>total</code>", "committed", "return total * 2 -&gt; 12"):
+    for fragment in (">nh_assign</code>", ">total</code>", "committed", "return total * 2 -&gt; 12"):
         assert fragment in page
 
 
@@ -136,4 +139,122 @@ def test_repr_is_short(summed: Any, shell: Any) -> None:
 def _last_view(shell: Any) -> Any:
     from nighthawk_ipython._extension import state_for
 
-    return state_for(shell).displayer.last_view
+    (view,) = state_for(shell).displayer.last_view.steps
+    return view
+
+
+# --- many steps in one cell ---------------------------------------------------------------------------
+
+CLASSIFY = '''
+import nighthawk
+
+@nighthawk.natural_function
+def classify(text):
+    label = ""
+    """natural
+    Label <text> as bug or idea in <:label>.
+    """
+    return label
+'''
+
+
+def _labeller(messages: list[Any], info: Any) -> ModelResponse:
+    """Labels each text by a word in it; a text with "boom" makes the step raise."""
+    prompt = str(messages[0].parts[-1].content)
+    if any(part.part_kind == "tool-return" for message in messages for part in getattr(message, "parts", ())):
+        return ModelResponse(parts=[outcome("pass")])
+    if "boom" in prompt:
+        return ModelResponse(parts=[outcome("raise", raise_message="cannot label", raise_error_type="ValueError")])
+    label = "'bug'" if "crash" in prompt else "'idea'"
+    return ModelResponse(parts=[assign("label", label)])
+
+
+def run_loop(shell: Any, texts: list[str]) -> tuple[list[Any], Any]:
+    """Call the natural function once per text from one plain cell; return the cell's outputs."""
+    nighthawk_ipython.configure(model=FunctionModel(_labeller), shell=shell)
+    shell.run_cell(CLASSIFY)
+    shell.user_ns["texts"] = texts
+    with capture_output() as captured:
+        result = shell.run_cell("labels = [classify(t) for t in texts]")
+    return captured.outputs, result
+
+
+def test_loop_of_natural_function_calls_gives_one_display(shell: Any) -> None:
+    outputs, _ = run_loop(shell, [f"crash {n}" for n in range(30)])
+    assert len(outputs) == 1
+    assert shell.user_ns["labels"] == ["bug"] * 30
+
+
+def test_cell_summary_counts_steps_requests_and_tokens(shell: Any) -> None:
+    (output,), _ = run_loop(shell, ["crash", "nice idea", "crash again"])
+    first = output.data["text/plain"].splitlines()[0]
+    assert re.fullmatch(r"Natural steps · 3 steps · 3 completed · 6 requests · \d+ in / \d+ out tokens · unpriced", first)
+
+
+def test_cell_summary_names_the_block_the_steps_ran(shell: Any) -> None:
+    (output,), _ = run_loop(shell, ["crash", "idea"])
+    assert re.search(r"^  __main__:\d+ \(2 steps\): Label <text> as bug or idea in <:label>\.$", output.data["text/plain"], re.M)
+
+
+def test_raised_step_stops_the_loop_and_is_counted(shell: Any) -> None:
+    (output,), result = run_loop(shell, ["crash", "idea", "boom", "never reached"])
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "3 steps · 2 completed · 1 raised" in output.data["text/plain"]
+    assert "#3 __main__:" in output.data["text/plain"] and "raise ValueError: cannot label" in output.data["text/plain"]
+
+
+def test_display_size_does_not_grow_with_the_number_of_steps(shell: Any) -> None:
+    (few,), _ = run_loop(shell, [f"crash {n}" for n in range(20)])
+    (many,), _ = run_loop(shell, [f"crash {n}" for n in range(200)])
+    for mime in ("text/plain", "text/html"):
+        assert len(many.data[mime]) < len(few.data[mime]) * 1.1, mime
+
+
+def test_steps_left_out_of_a_long_cell_are_counted(shell: Any) -> None:
+    (output,), _ = run_loop(shell, [f"crash {n}" for n in range(50)])
+    assert "  … 45 more steps not shown (45 completed)" in output.data["text/plain"]
+    assert "… 45 more steps not shown (45 completed)" in output.data["text/html"]
+
+
+def test_step_that_did_not_complete_is_shown_in_full_and_open_among_many(shell: Any) -> None:
+    texts = [f"crash {n}" for n in range(30)]
+    texts[16] = "boom"
+    (output,), _ = run_loop(shell, texts)
+    page = output.data["text/html"]
+    assert re.search(r'<details class="nh-step nh-raised"[^>]* open><summary><b>#17</b>', page)
+    assert "#17 __main__:" in output.data["text/plain"]
+
+
+def test_each_listed_step_shows_the_value_it_wrote(shell: Any) -> None:
+    (output,), _ = run_loop(shell, ["crash", "nice idea"])
+    assert re.search(r'^  #2 __main__:\d+ · completed · pass · label = "idea" · 2 requests', output.data["text/plain"], re.M)
+
+
+# --- readable and true ----------------------------------------------------------------------------------
+
+def test_in_place_change_of_a_notebook_variable_is_marked_changed_in_place(shell: Any, use_model: Any) -> None:
+    use_model(scripted([ToolCallPart("nh_eval", {"expression": "xs.sort()"})], [outcome("pass")]))
+    shell.user_ns["xs"] = [3, 1, 2]
+    output, _ = run(shell, "Sort <xs> in place.")
+    assert shell.user_ns["xs"] == [1, 2, 3]
+    assert "~ xs = [3,1,2] -> [1,2,3] (changed in place)" in output.data["text/plain"]
+
+
+def test_new_key_added_to_a_notebook_dict_is_marked_changed_in_place(shell: Any, use_model: Any) -> None:
+    use_model(scripted([ToolCallPart("nh_eval", {"expression": "table.update(total=6)"})], [outcome("pass")]))
+    shell.user_ns["table"] = {"rows": 3}
+    output, _ = run(shell, "Add a total to <table>.")
+    assert re.search(r"<td[^>]*><span title=\"[^\"]*visible in Python\">changed in place</span></td>", output.data["text/html"])
+
+
+def test_every_table_cell_is_left_aligned_inline(summed: Any) -> None:
+    page = summed.data["text/html"]
+    cells = re.findall(r"<t[dh]\b[^>]*>", page)
+    assert cells and all("text-align:left" in cell for cell in cells)
+
+
+def test_long_value_is_folded_under_its_first_characters(shell: Any, use_model: Any) -> None:
+    use_model(scripted([assign("report", repr("word " * 60))], [outcome("pass")]))
+    output, _ = run(shell, "Write a <:report>.")
+    assert re.search(r"<details><summary><code[^>]*>&quot;word word [^<]*…</code> <i>\(\d+ characters\)</i></summary>", output.data["text/html"])
+

@@ -30,11 +30,11 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 def script(messages, info):
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart("nh_assign", {"target_path": "total", "expression": "sum(values)"})])
-    return ModelResponse(parts=[ToolCallPart("nh_return", {"kind": "return", "return_expression": "total * 2"})])
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "total * 2"})])
 
 async def sleepy(messages, info):
     await asyncio.sleep(30)
-    return ModelResponse(parts=[ToolCallPart("nh_pass", {"kind": "pass"})])
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "pass"})])
 
 scripted = FunctionModel(script, model_name="scripted")
 slow = FunctionModel(sleepy, model_name="slow")
@@ -95,20 +95,20 @@ def test_live_widget_is_shown_first_as_a_widget_only_output(kernel: tuple[Any, A
     assert first["content"]["transient"]["display_id"]
 
 
-def test_live_widget_output_is_emptied_when_the_step_finishes(kernel: tuple[Any, Any]) -> None:
+def test_live_widget_output_becomes_a_closed_view_when_the_cell_ends(kernel: tuple[Any, Any]) -> None:
     _, kc = kernel
     messages, _ = execute(kc, "%%natural\nSum <values> into <:total>, then return it doubled.")
     live = _of_type(messages, "display_data")[0]
     (update,) = _of_type(messages, "update_display_data")
     assert update["content"]["transient"]["display_id"] == live["content"]["transient"]["display_id"]
-    assert update["content"]["data"] == {}
+    assert update["content"]["data"] == {WIDGET_MIME: {"version_major": 2, "version_minor": 0, "model_id": ""}}
 
 
-def test_final_display_has_static_fallbacks_and_the_widget_view(kernel: tuple[Any, Any]) -> None:
+def test_final_display_has_only_the_static_forms(kernel: tuple[Any, Any]) -> None:
     _, kc = kernel
     messages, _ = execute(kc, "%%natural\nSum <values> into <:total>, then return it doubled.")
     final = _of_type(messages, "display_data")[-1]["content"]["data"]
-    assert set(final) == {"text/plain", "text/html", WIDGET_MIME}
+    assert set(final) == {"text/plain", "text/html"}
     assert "nh_assign" in final["text/plain"]
     assert "return total * 2 -> 12" in final["text/plain"]
 
@@ -160,3 +160,11 @@ def test_cell_error_is_reported_to_the_client(kernel: tuple[Any, Any]) -> None:
     messages, reply = execute(kc, "%%natural --display bogus\nDo nothing.")
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "UsageError"
+
+
+def test_loop_of_fifty_steps_opens_at_most_three_comms(kernel: tuple[Any, Any]) -> None:
+    _, kc = kernel
+    execute(kc, "import nighthawk\n@nighthawk.natural_function\ndef double_sum(values):\n    '''natural\n    Sum <values> into <:total>, then return it doubled.\n    '''")
+    messages, reply = execute(kc, "answers = [double_sum([n, 1]) for n in range(50)]")
+    assert reply["content"]["status"] == "ok", _errors(messages)
+    assert len(_of_type(messages, "comm_open")) <= 3

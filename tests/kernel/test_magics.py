@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from kernel_scripts import assign, outcome, scripted
+from scripting import offered_kinds
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
@@ -94,11 +95,11 @@ def test_parse_error_names_the_cell_and_line(shell: Any, use_model: Any) -> None
 
 
 def offered_outcomes(shell: Any, line: str, cell: str) -> list[str]:
-    """The output tools the model is offered when the cell runs."""
+    """The outcome kinds the model is offered when the cell runs."""
     seen: list[str] = []
 
     def script(messages: Any, info: Any) -> ModelResponse:
-        seen.extend(sorted(tool.name for tool in info.output_tools))
+        seen.extend(sorted(offered_kinds(info)))
         return ModelResponse(parts=[outcome("pass")])
 
     nighthawk_ipython.configure(model=FunctionModel(script), shell=shell)
@@ -107,15 +108,15 @@ def offered_outcomes(shell: Any, line: str, cell: str) -> list[str]:
 
 
 def test_frontmatter_deny_removes_the_outcome_from_the_model_tools(shell: Any) -> None:
-    assert offered_outcomes(shell, "", "---\ndeny: [raise]\n---\nDo nothing.") == ["nh_pass", "nh_return"]
+    assert offered_outcomes(shell, "", "---\ndeny: [raise]\n---\nDo nothing.") == ["pass", "return"]
 
 
 def test_break_and_continue_are_not_offered_in_a_cell(shell: Any) -> None:
-    assert offered_outcomes(shell, "", "Do nothing.") == ["nh_pass", "nh_raise", "nh_return"]
+    assert offered_outcomes(shell, "", "Do nothing.") == ["pass", "raise", "return"]
 
 
 def test_deny_option_accepts_repeats_and_comma_lists(shell: Any) -> None:
-    assert offered_outcomes(shell, "--deny return --deny 'raise,'", "Do nothing.") == ["nh_pass"]
+    assert offered_outcomes(shell, "--deny return --deny 'raise,'", "Do nothing.") == ["pass"]
 
 
 def test_deny_option_rejects_an_unknown_kind(shell: Any) -> None:

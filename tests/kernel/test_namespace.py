@@ -58,5 +58,6 @@ def test_read_binding_prefers_the_notebook_over_builtins(shell: Any) -> None:
 
 
 def test_unresolved_read_binding_raises_name_error_like_python() -> None:
-    with pytest.raises(NameError, match=r"^name 'ghost' is not defined$"):
+    with pytest.raises(NameError, match=r"^name 'ghost' is not defined; if `<ghost>` in the Natural block is text") as caught:
         resolve_reads({}, parse_program("<ghost>"))
+    assert caught.value.name == "ghost"

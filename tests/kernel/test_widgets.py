@@ -1,4 +1,4 @@
-"""The ipywidgets view of a step (nighthawk_ipython/_widgets.py), checked through `get_state()`."""
+"""The live view of a cell's steps (nighthawk_ipython/_widgets.py and `CellView.live_html`), via `get_state()`."""
 
 from __future__ import annotations
 
@@ -7,85 +7,70 @@ from kernel_scripts import step_events
 from traitlets import TraitError
 
 from nighthawk_ipython import StepView, StepWidget
+from nighthawk_ipython._display import CellView
 
 
-def feed(view: StepView, events: list) -> None:
-    for event in events:
-        view.apply(event)
+def cell(*streams: list) -> CellView:
+    """A cell fed with the given event streams (each one step)."""
+    view = CellView(mode="widget")
+    for stream in streams:
+        step = StepView(stream[0])
+        view.add(step)
+        for event in stream[1:]:
+            step.apply(event)
+    return view
 
 
-def parts(view: StepView) -> tuple:
-    header, outcome, sections = view.widget().children
-    return header, outcome, sections
+def test_live_widget_is_one_stock_html_widget() -> None:
+    import ipywidgets
+
+    widget = StepWidget()
+    assert type(widget).__mro__[1] is ipywidgets.HTML
+    assert widget.get_state()["_dom_classes"] == ("nh-step-widget",)
 
 
-def test_widget_is_built_from_stock_containers() -> None:
-    view = StepView(step_events()[0])
-    header, outcome, sections = parts(view)
-    assert [type(w).__name__ for w in (header, outcome, sections)] == ["HTML", "HTML", "Accordion"]
+def test_live_widget_shows_what_it_is_given() -> None:
+    widget = StepWidget()
+    widget.show("<b>3 steps</b>", "completed")
+    assert (widget.get_state()["value"], widget.status) == ("<b>3 steps</b>", "completed")
 
 
-def test_widget_opens_the_tool_calls_section_first() -> None:
-    view = StepView(step_events()[0])
-    assert parts(view)[2].get_state()["selected_index"] == 0
-
-
-def test_tool_call_appears_while_the_step_runs() -> None:
+def test_tool_call_appears_in_the_live_view_while_the_step_runs() -> None:
     events = step_events(calls=1)
-    view = StepView(events[0])
-    widget = view.widget()
-    view.apply(events[2])  # ToolCallStarted
-    tools = parts(view)[2].children[0]
-    assert "<code>nh_eval</code>" in tools.get_state()["value"]
-    assert "<i>running</i>" in tools.get_state()["value"]
-    assert widget.status == "running"
+    page = cell(events[:3]).live_html()  # StepStarted, PromptRendered, ToolCallStarted
+    assert ">nh_eval</code>" in page and "<i>running</i>" in page
 
 
-def test_finished_step_shows_status_and_usage_in_the_header() -> None:
-    events = step_events(calls=2)
-    view = StepView(events[0])
-    view.widget()
-    feed(view, events[1:])
-    header = parts(view)[0].get_state()["value"]
-    assert '<span class="nh-status">completed</span>' in header
-    assert "2 requests · 100 in / 20 out tokens" in header
+def test_live_view_of_many_steps_shows_the_running_one_and_the_counts() -> None:
+    finished = [step_events(f"done-{n}") for n in range(40)]
+    page = cell(*finished, step_events("now", calls=2)[:4]).live_html()
+    assert "41 steps · 40 completed · 1 running" in page
+    assert "<b>#41</b>" in page and "<b>#40</b>" in page and "<b>#12</b>" not in page
 
 
-def test_section_titles_count_calls_and_changes() -> None:
-    events = step_events(calls=3)
-    view = StepView(events[0])
-    view.widget()
-    feed(view, events[1:])
-    assert parts(view)[2].get_state()["titles"] == ("Tool calls (3)", "Step locals (1 changed)", "Nested steps (0)", "Prompt")
+def test_live_view_stays_small_however_many_steps_ran() -> None:
+    few = cell(*(step_events(f"s{n}") for n in range(5))).live_html()
+    many = cell(*(step_events(f"s{n}") for n in range(500))).live_html()
+    assert len(many) < len(few) + 200
 
 
-def test_prompt_section_holds_the_exact_prompt() -> None:
-    events = step_events()
-    view = StepView(events[0])
-    feed(view, events[1:])
-    prompt = parts(view)[2].children[3].get_state()["value"]
-    assert "<pre>SYSTEM</pre>" in prompt and "USER &lt;values&gt;" in prompt
-
-
-def test_nested_step_widget_sits_inside_the_parent() -> None:
-    parent = StepView(step_events("outer")[0])
-    child = StepView(step_events("inner", parent="outer")[0])
-    parent.widget()
-    parent.add_child(child)
-    nested = parts(parent)[2].children[2]
-    assert nested.children == (child.widget(),)
+def test_live_view_of_a_long_step_shows_only_its_latest_tool_calls() -> None:
+    page = cell(step_events(calls=200)).live_html()
+    assert "nh-tools" in page and ">200</td>" in page and ">180</td>" not in page
 
 
 def test_status_trait_rejects_an_unknown_status() -> None:
-    widget = StepView(step_events()[0]).widget()
     with pytest.raises(TraitError, match=r"Invalid step status 'lost': choose from \['running', 'completed'"):
-        widget.status = "lost"
+        StepWidget().status = "lost"
 
 
 def test_view_data_names_the_widget_model() -> None:
-    widget = StepView(step_events()[0]).widget()
+    widget = StepWidget()
     assert widget.view_data() == {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
 
 
-def test_widget_class_is_the_public_step_widget() -> None:
-    assert isinstance(StepView(step_events()[0]).widget(), StepWidget)
+def test_retired_widget_closes_its_layout_and_style_too() -> None:
+    widget = StepWidget()
+    parts = (widget, widget.layout, widget.style)
+    widget.retire()
+    assert [part.comm for part in parts] == [None, None, None]

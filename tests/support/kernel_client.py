@@ -31,4 +31,6 @@ def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[A
             break
         messages.append(message)
     reply = kc.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:  # a late reply to an earlier request
+        reply = kc.get_shell_msg(timeout=timeout)
     return messages, reply

@@ -19,7 +19,7 @@ ends at the latest when the server stops.
 
 Usage:
 
-    with ScriptedOpenAIServer([Reply(calls=[tool_call("nh_pass", kind="pass")])]) as server:
+    with ScriptedOpenAIServer([Reply(calls=[tool_call("nh_outcome", kind="pass")])]) as server:
         os.environ["OPENAI_BASE_URL"] = server.base_url
         ...
     assert server.request_count == 1 and server.connection_count == 1
@@ -60,7 +60,7 @@ class ToolCall:
     """One function call the scripted model makes."""
 
     name: str
-    """Tool name, for example `nh_assign` or the output tool `nh_pass`."""
+    """Tool name, for example `nh_assign` or the output tool `nh_outcome`."""
     arguments: Mapping[str, Any]
     """JSON arguments; sent as a JSON string, as the real API does."""
 

@@ -1,0 +1,113 @@
+"""Short error reports: what went wrong and what to do, without the frames of the runtime and its libraries.
+
+A failed block used to print its whole cause chain, dozens of frames through pydantic-ai and asyncio, where
+the one useful line was at the bottom. IPython asks an exception for `_render_traceback_` before formatting
+it; Nighthawk errors answer with the frames of the user's own code and the message. The chain stays on the
+exception and is kept for `nighthawk.last_error()`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MESSAGE_LIMIT", "http_error_message", "connection_error_message", "short_traceback", "trim_advice"]
+
+MESSAGE_LIMIT = 1_000
+"""Characters of an error message shown in a short report (the full text stays on the exception)."""
+
+_FRAME_LIMIT = 4
+_HINT = "(full cause chain: `%nighthawk traceback` in a notebook, or `nighthawk.last_error()`)"
+
+# Frames from these folders are the runtime's and its libraries', never the user's.
+_HIDDEN = tuple(
+    str(path)
+    for path in (
+        Path(__file__).resolve().parent,  # nighthawk
+        Path(__file__).resolve().parents[2] / "nighthawk_ipython",  # a source checkout
+        Path(traceback.__file__).resolve().parent,  # the standard library (asyncio, concurrent, ...)
+    )
+)
+
+
+def _hidden(filename: str) -> bool:
+    if "site-packages" in filename or "dist-packages" in filename:
+        return True
+    try:
+        resolved = str(Path(filename).resolve())
+    except (OSError, ValueError):
+        return False
+    return resolved.startswith(_HIDDEN)
+
+
+def short_traceback(error: BaseException) -> list[str]:
+    """The lines IPython shows for `error`: up to a few of the user's frames, the message, and where the rest is."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if not _hidden(frame.filename)]
+    lines = [line.rstrip("\n") for line in traceback.format_list(frames[-_FRAME_LIMIT:])]
+    message = str(error)
+    if len(message) > MESSAGE_LIMIT:
+        message = message[:MESSAGE_LIMIT] + f"... ({len(message) - MESSAGE_LIMIT} more characters)"
+    lines.append(f"{type(error).__name__}: {message}")
+    if error.__cause__ is not None or error.__context__ is not None:
+        lines.append(_HINT)
+    return lines
+
+
+def trim_advice(text: str) -> str:
+    """Drop pydantic-ai's advice to raise a retry or usage limit: Nighthawk's limits are not the user's knob."""
+    for marker in (". Consider raising", " Consider raising"):
+        index = text.find(marker)
+        if index >= 0:
+            return text[:index].rstrip(" .") + "."
+    return text
+
+
+def _where(model: Any) -> str:
+    """`provider at base URL` for a pydantic-ai model (unwrapping a replay model)."""
+    inner = getattr(model, "_wrapped", None) or model
+    system = getattr(inner, "system", None) or type(inner).__name__
+    try:
+        base_url = getattr(inner, "base_url", None)
+    except Exception:  # noqa: BLE001 - a property of a third-party model: only for the message
+        base_url = None
+    if not base_url and str(system).startswith("openai"):
+        base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    return f"{system} at {base_url}" if base_url else str(system)
+
+
+def connection_error_message(model: Any, model_name: str, detail: str) -> str:
+    """The message of a request that never got an answer (no connection, timeout, ...)."""
+    return (
+        f"cannot reach the model provider {_where(model)} (model {model_name!r}): {trim_advice(detail)} "
+        "Check the base URL, the network or proxy, and that the server is running; then run the block again."
+    )
+
+
+def http_error_message(model: Any, model_name: str, status: int, body: object) -> str:
+    """The message of an HTTP error answer, with the provider's own explanation when it gave one."""
+    explanation = _provider_message(body)
+    hint = {
+        401: "Check the API key.",
+        403: "Check the API key's permissions.",
+        404: "Check the model name and the base URL.",
+        429: "The provider is rate limiting or out of quota; wait, or check the account.",
+    }.get(status, "Check the request settings, or try again later." if status < 500 else "Try again later.")
+    return f"the model provider {_where(model)} answered HTTP {status} for model {model_name!r}: {explanation} {hint}"
+
+
+def _provider_message(body: object) -> str:
+    if isinstance(body, (str, bytes)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return str(body)[:300] or "(no message)"
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+        if isinstance(error, str):
+            return error[:300]
+    return str(body)[:300] if body is not None else "(no message)"

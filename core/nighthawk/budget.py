@@ -1,0 +1,256 @@
+"""Budgets on what steps may spend (requests, tokens, money, wall time), and the usage they report.
+
+A `UsageBudget` bounds one step when it is set in `StepExecutorConfiguration.step_budget`, and a group of
+steps when it is opened with `nighthawk.budget(...)` (the kernel extension opens one per cell). Inside a
+group every step is limited to what the group has left, so the group's limit holds however many steps a
+cell starts. The limits are enforced by pydantic-ai's `UsageLimits` (requests, tokens, cost priced by
+genai-prices) plus a deadline for wall time; crossing one ends the step with `BudgetExceededError` and
+nothing is committed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Literal
+
+from .errors import BudgetExceededError
+
+if TYPE_CHECKING:
+    from pydantic_ai.usage import UsageLimits
+
+__all__ = [
+    "BudgetScope",
+    "StepLimits",
+    "StepUsage",
+    "UsageBudget",
+    "UsageLedger",
+    "active_budgets",
+    "budget",
+    "record_usage",
+    "session_usage",
+    "step_limits",
+]
+
+BudgetLevel = Literal["step", "cell"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageBudget:
+    """Upper bounds on model use; `None` leaves that figure unbounded."""
+
+    requests: int | None = None
+    """Model requests (one per model response the step acted on)."""
+
+    total_tokens: int | None = None
+    """Input plus output tokens over all requests."""
+
+    cost_usd: float | None = None
+    """Money in US dollars, as priced by genai-prices (unpriced models cannot be held to it)."""
+
+    wall_time_s: float | None = None
+    """Seconds from the start of the first step to the end of the last."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"`UsageBudget.{f.name}` must be a positive number or None, got {value!r}")
+            if f.name in ("requests", "total_tokens") and not isinstance(value, int):
+                raise ValueError(f"`UsageBudget.{f.name}` must be a whole number, got {value!r}")
+
+    def describe(self) -> str:
+        """`requests=50, wall_time_s=600` style text (`unbounded` when nothing is set)."""
+        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self) if getattr(self, f.name) is not None]
+        return ", ".join(parts) or "unbounded"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepUsage:
+    """What one step spent; reported for failed and interrupted steps too."""
+
+    model: str
+    """The model that answered (its label)."""
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    """`None` when the model has no price (a scripted or unknown model)."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(kw_only=True)
+class _Totals:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_requests: int = 0
+    """Requests whose cost is unknown: `cost_usd` is then a lower bound."""
+
+    def add(self, usage: StepUsage) -> None:
+        self.requests += usage.requests
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        if usage.cost_usd is None:
+            self.unpriced_requests += usage.requests
+        else:
+            self.cost_usd += usage.cost_usd
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(kw_only=True, eq=False)
+class BudgetScope:
+    """A group of steps sharing one budget (all steps of a cell, or of a `with nighthawk.budget(...)`)."""
+
+    limit: UsageBudget
+    level: BudgetLevel = "cell"
+    spent: _Totals = field(default_factory=_Totals)
+    started: float = field(default_factory=time.monotonic)
+
+    def remaining(self) -> UsageBudget:
+        """What a new step may still spend, or raise when the group's budget is already used up."""
+        limit, spent = self.limit, self.spent
+        checks = (
+            ("requests", limit.requests, spent.requests),
+            ("total_tokens", limit.total_tokens, spent.total_tokens),
+            ("cost_usd", limit.cost_usd, spent.cost_usd),
+            ("wall_time_s", limit.wall_time_s, time.monotonic() - self.started),
+        )
+        for name, bound, figure in checks:
+            if bound is not None and figure >= bound:
+                raise BudgetExceededError(level=self.level, budget=name, limit=bound, reached=figure)
+        return UsageBudget(
+            requests=None if limit.requests is None else limit.requests - spent.requests,
+            total_tokens=None if limit.total_tokens is None else limit.total_tokens - spent.total_tokens,
+            cost_usd=None if limit.cost_usd is None else limit.cost_usd - spent.cost_usd,
+            wall_time_s=None if limit.wall_time_s is None else limit.wall_time_s - (time.monotonic() - self.started),
+        )
+
+
+_scopes: ContextVar[tuple[BudgetScope, ...]] = ContextVar("nighthawk_budgets", default=())
+
+
+@contextmanager
+def budget(
+    limit: UsageBudget | None = None,
+    *,
+    requests: int | None = None,
+    total_tokens: int | None = None,
+    cost_usd: float | None = None,
+    wall_time_s: float | None = None,
+) -> Iterator[BudgetScope]:
+    """Bound everything the steps inside the `with` block spend together.
+
+    Args:
+        limit: A ready `UsageBudget`; or give its fields as keywords.
+        requests: Model requests over all steps.
+        total_tokens: Input plus output tokens over all steps.
+        cost_usd: US dollars over all steps (priced models only).
+        wall_time_s: Seconds from entering the block.
+
+    Yields:
+        The scope; `scope.spent` holds the running totals.
+    """
+    if limit is None:
+        limit = UsageBudget(requests=requests, total_tokens=total_tokens, cost_usd=cost_usd, wall_time_s=wall_time_s)
+    scope = BudgetScope(limit=limit)
+    token = _scopes.set((*_scopes.get(), scope))
+    try:
+        yield scope
+    finally:
+        _scopes.reset(token)
+
+
+def active_budgets() -> tuple[BudgetScope, ...]:
+    """The budget scopes the current step counts against, outermost first."""
+    return _scopes.get()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepLimits:
+    """The tightest of a step's own budget and what every enclosing group has left."""
+
+    budget: UsageBudget
+    level: dict[str, BudgetLevel]
+    """Which level each bounded figure comes from, so an error names the budget that was hit."""
+
+    def usage_limits(self) -> UsageLimits:
+        from decimal import Decimal
+
+        from pydantic_ai.usage import UsageLimits
+
+        b = self.budget
+        return UsageLimits(
+            # pydantic-ai applies its own default of 50 requests when none is given; we state ours instead.
+            request_limit=b.requests,
+            total_tokens_limit=b.total_tokens,
+            cost_limit=None if b.cost_usd is None else Decimal(str(b.cost_usd)),
+        )
+
+
+def step_limits(step_budget: UsageBudget) -> StepLimits:
+    """Combine the step's own budget with the groups it runs in (the smallest bound of each figure wins).
+
+    Raises:
+        BudgetExceededError: An enclosing group has nothing left.
+    """
+    chosen: dict[str, float | int | None] = {f.name: getattr(step_budget, f.name) for f in fields(step_budget)}
+    level: dict[str, BudgetLevel] = {name: "step" for name, value in chosen.items() if value is not None}
+    for scope in active_budgets():
+        remaining = scope.remaining()
+        for name in chosen:
+            value = getattr(remaining, name)
+            if value is not None and (chosen[name] is None or value < chosen[name]):  # type: ignore[operator]
+                chosen[name] = value
+                level[name] = scope.level
+    return StepLimits(budget=UsageBudget(**chosen), level=level)  # type: ignore[arg-type]
+
+
+def record_usage(usage: StepUsage) -> None:
+    """Add a finished (or failed) step's usage to every enclosing group and to the session ledger."""
+    for scope in active_budgets():
+        scope.spent.add(usage)
+    _LEDGER.add(usage)
+
+
+class UsageLedger:
+    """Usage of every step of this process, by model (what `%nighthawk usage` shows)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_model: dict[str, _Totals] = {}
+
+    def add(self, usage: StepUsage) -> None:
+        with self._lock:
+            self._by_model.setdefault(usage.model, _Totals()).add(usage)
+
+    def by_model(self) -> dict[str, _Totals]:
+        """A copy of the totals per model."""
+        with self._lock:
+            return {model: _Totals(**vars(totals)) for model, totals in self._by_model.items()}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._by_model.clear()
+
+
+_LEDGER = UsageLedger()
+
+
+def session_usage() -> UsageLedger:
+    """The process-wide usage ledger (totals by model since start or the last `reset()`)."""
+    return _LEDGER

@@ -1,0 +1,255 @@
+"""The plain-text form of step displays (terminal IPython, `text` mode, and `text/plain` everywhere).
+
+Deterministic on purpose: no durations, ids or addresses, so nbval can compare it. The phrases built here
+(outcome, usage, what happened to a name) are shared with the HTML form in `_html`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any, assert_never
+
+from nighthawk import events
+
+from ._display import STEP_STATUSES, shown_indices
+
+if TYPE_CHECKING:
+    from ._display import StepView, ToolCallRecord
+
+__all__ = [
+    "cell_lines",
+    "change_scope",
+    "compact_text",
+    "cost_text",
+    "counts_text",
+    "gap_text",
+    "outcome_text",
+    "programs",
+    "step_lines",
+    "total_usage",
+    "step_usage",
+    "usage_text",
+]
+
+SHOW_PROGRAMS = 5
+"""Distinct blocks listed in a cell summary (a cell rarely runs more; beyond that they are counted)."""
+
+CHANGE_MARK = {"added": "+", "changed": "~", "removed": "-"}
+
+SCOPE_HELP = {
+    "committed": "a write binding, written to Python when the step succeeded",
+    "changed in place": "the same object was modified, so the change is already visible in Python",
+    "step only": "scratch that existed only inside the step",
+}
+"""What each label of the step-locals diff means (the HTML shows it as a legend)."""
+
+
+def change_scope(change: events.LocalsChange) -> str:
+    """What happened to a name for Python: `committed`, `changed in place` or `step only`."""
+    if change.committed:
+        return "committed"
+    if change.in_place:
+        return "changed in place"
+    return "step only"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def usage_text(requests: int, input_tokens: int, output_tokens: int, cost: str) -> str:
+    return f"{_plural(requests, 'request')} · {input_tokens} in / {output_tokens} out tokens · {cost}"
+
+
+def cost_text(total_usd: float, *, requests: int, unpriced_requests: int) -> str:
+    """Money of some requests: `$0.0012`, `unpriced` when no price is known, or a lower bound when some are."""
+    if not requests:
+        return "$0"
+    if unpriced_requests >= requests:
+        return "unpriced"
+    total = f"${total_usd:.4f}"
+    return f"≥ {total} ({_plural(unpriced_requests, 'unpriced request')})" if unpriced_requests else total
+
+
+def _cost(usages: list[events.UsageReported]) -> str:
+    return cost_text(
+        sum(usage.cost_usd or 0.0 for usage in usages),
+        requests=sum(usage.requests for usage in usages),
+        unpriced_requests=sum(usage.requests for usage in usages if usage.cost_usd is None),
+    )
+
+
+def step_usage(view: StepView) -> str | None:
+    """Requests, tokens and cost of one step, or `None` before it reported any."""
+    usage = view.usage
+    if usage is None:
+        return None
+    return usage_text(usage.requests, usage.input_tokens, usage.output_tokens, _cost([usage]))
+
+
+def outcome_text(view: StepView) -> str | None:
+    """The outcome or failure of a step in one line, or `None` while it has neither."""
+    if view.failure is not None:
+        if view.failure.interrupted:
+            return "interrupted (nothing was committed)"
+        return f"failed ({view.failure.error_kind}): {view.failure.error_type}: {view.failure.error_message}"
+    outcome = view.outcome
+    if outcome is None:
+        return None
+    match outcome.kind:
+        case "return":
+            return f"return {outcome.return_expression} -> {outcome.return_value}"
+        case "raise":
+            return f"raise {outcome.raise_error_type or 'Exception'}: {outcome.raise_message}"
+        case kind:
+            return kind
+
+
+def counts_text(views: list[StepView]) -> str:
+    """`300 steps · 297 completed · 3 raised`, statuses in a fixed order."""
+    counts = Counter(view.status for view in views)
+    parts = [_plural(len(views), "step")]
+    parts += [f"{counts[status]} {status}" for status in (*STEP_STATUSES[1:], STEP_STATUSES[0]) if counts[status]]
+    return " · ".join(parts)
+
+
+def total_usage(views: list[StepView]) -> str | None:
+    """Requests, tokens and cost of all `views` (their nested steps are counted by the model calls they made)."""
+    reported = [view.usage for view in views if view.usage is not None]
+    if not reported:
+        return None
+    return usage_text(
+        sum(usage.requests for usage in reported),
+        sum(usage.input_tokens for usage in reported),
+        sum(usage.output_tokens for usage in reported),
+        _cost(reported),
+    )
+
+
+def compact_text(view: StepView) -> str:
+    """One line per step: where it is, its status, its outcome and its usage."""
+    parts = [view.step_id, view.status]
+    if view.outcome is not None and view.outcome.kind == "return" and view.failure is None:
+        parts.append(f"return {_short(view.outcome.return_value, _COMPACT_OUTCOME)}")  # the expression is in the step
+    elif (outcome := outcome_text(view)) is not None:
+        parts.append(_short(outcome, _COMPACT_OUTCOME))
+    # What reached Python, so a row of steps reads as a column of results.
+    written = [f"{change.name} = {_short(change.after)}" for change in view.changes if change_scope(change) != "step only"]
+    if written:
+        parts.append(", ".join(written[:_COMPACT_CHANGES]) + (" …" if len(written) > _COMPACT_CHANGES else ""))
+    usage = step_usage(view)
+    if usage is not None:
+        parts.append(usage)
+    return " · ".join(parts)
+
+
+_COMPACT_CHANGES = 2
+_COMPACT_VALUE = 40
+_COMPACT_OUTCOME = 100
+
+
+def _short(value: str | None, limit: int = _COMPACT_VALUE) -> str:
+    """`value` on one line, cut to `limit` characters (the full value is in the step's own display)."""
+    text = "" if value is None else " ".join(value.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_text(index: int, call: ToolCallRecord) -> str:
+    head = f"{index}. {call.tool_name} {call.arguments}".rstrip()
+    if call.error_kind is not None:
+        return f"{head} -> error {call.error_kind}: {call.error_message}"
+    if call.duration_s is None:
+        return f"{head} -> (running)"
+    return f"{head} -> {call.result}"
+
+
+def _change_text(change: events.LocalsChange) -> str:
+    match change.change:
+        case "added":
+            values = f"{change.after}"
+        case "removed":
+            values = f"{change.before}"
+        case "changed":
+            values = f"{change.before} -> {change.after}"
+        case other:
+            assert_never(other)
+    return f"{CHANGE_MARK[change.change]} {change.name} = {values} ({change_scope(change)})"
+
+
+def step_lines(view: StepView, indent: str) -> list[str]:
+    """The full text of one step: header, program, tool calls, locals diff, outcome, nested steps."""
+    header = [f"Natural step {view.step_id}", view.status, f"model {view.model}"]
+    usage = step_usage(view)
+    if usage is not None:
+        header.append(usage)
+    lines = [indent + " · ".join(header)]
+    inner = indent + "  "
+    program = view.program.splitlines() or [""]
+    lines.append(f"{inner}program: {program[0]}")
+    lines.extend(f"{inner}         {line}" for line in program[1:])
+    if view.tool_calls:
+        lines.append(f"{inner}tool calls ({len(view.tool_calls)}):")
+        lines.extend(f"{inner}  {_call_text(i, call)}" for i, call in enumerate(view.tool_calls, 1))
+    if view.changes:
+        lines.append(f"{inner}locals:")
+        lines.extend(f"{inner}  {_change_text(change)}" for change in view.changes)
+    if view.unset:
+        lines.append(f"{inner}left unset: {', '.join(view.unset)}")
+    outcome = outcome_text(view)
+    if outcome is not None:
+        lines.append(f"{inner}outcome: {outcome}")
+    children = list(view.children)
+    if len(children) == 1:
+        lines.append(f"{inner}nested:")
+        lines.extend(step_lines(children[0], inner + "  "))
+    elif children:
+        lines.append(f"{inner}nested: {counts_text(children)}")
+        lines.extend(_listed(children, inner + "  "))
+    return lines
+
+
+def gap_text(views: list[StepView]) -> str:
+    """`… 290 more steps not shown (288 completed, 2 raised)` for the steps left out of a listing."""
+    counts = Counter(view.status for view in views)
+    detail = ", ".join(f"{counts[status]} {status}" for status in (*STEP_STATUSES[1:], STEP_STATUSES[0]) if counts[status])
+    return f"… {_plural(len(views), 'more step')} not shown ({detail})"
+
+
+def _listed(views: list[StepView], indent: str) -> list[str]:
+    """Compact lines for the steps `shown_indices` picks, with a count of the ones left out between."""
+    lines: list[str] = []
+    previous = -1
+    for index in shown_indices([view.status for view in views]):
+        if index > previous + 1:
+            lines.append(indent + gap_text(views[previous + 1 : index]))
+        lines.append(f"{indent}#{index + 1} {compact_text(views[index])}")
+        previous = index
+    return lines
+
+
+def programs(views: list[StepView]) -> list[tuple[str, int, str]]:
+    """Each distinct block the steps ran: step id, how many steps ran it, its program (in first-seen order)."""
+    seen: dict[str, list[Any]] = {}
+    for view in views:
+        entry = seen.setdefault(view.step_id, [0, view.program])
+        entry[0] += 1
+    return [(step_id, count, program) for step_id, (count, program) in seen.items()]
+
+
+def cell_lines(views: list[StepView]) -> list[str]:
+    """The text of a cell's steps: one step in full, or a bounded summary of many."""
+    if len(views) == 1:
+        return step_lines(views[0], indent="")
+    summary = ["Natural steps", counts_text(views)]
+    usage = total_usage(views)
+    if usage is not None:
+        summary.append(usage)
+    lines = [" · ".join(summary)]
+    listed = programs(views)
+    for step_id, count, program in listed[:SHOW_PROGRAMS]:
+        first = (program.splitlines() or [""])[0]
+        lines.append(f"  {step_id} ({_plural(count, 'step')}): {first}")
+    if len(listed) > SHOW_PROGRAMS:
+        lines.append(f"  … {_plural(len(listed) - SHOW_PROGRAMS, 'other block')}")
+    lines.extend(_listed(views, "  "))
+    return lines
