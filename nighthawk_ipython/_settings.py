@@ -95,10 +95,7 @@ class NighthawkSettings(Configurable):
 
     @validate("limits")
     def _check_limits(self, proposal: Any) -> dict[str, int]:
-        limits = dict(proposal["value"])
-        unknown = sorted(set(limits) - set(LIMIT_KEYS))
-        if unknown:
-            raise TraitError(f"unknown context limit(s) {unknown}; choose from {list(LIMIT_KEYS)}")
+        limits = _only_known(proposal["value"], LIMIT_KEYS, "context limit")
         for key, value in limits.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise TraitError(f"context limit `{key}` must be a positive int, got {value!r}")
@@ -106,10 +103,7 @@ class NighthawkSettings(Configurable):
 
     @validate("budgets")
     def _check_budgets(self, proposal: Any) -> dict[str, Any]:
-        budgets = dict(proposal["value"])
-        unknown = sorted(set(budgets) - set(BUDGET_KEYS))
-        if unknown:
-            raise TraitError(f"unknown budget key(s) {unknown}; choose from {list(BUDGET_KEYS)}")
+        budgets = _only_known(proposal["value"], BUDGET_KEYS, "budget key")
         try:  # the core's own checks, so the kernel accepts exactly what the configuration does
             self._configuration_values(budgets)
             _cell_budget(budgets)
@@ -278,6 +272,13 @@ class NighthawkSettings(Configurable):
 
 _KEPT = ("model", "model_object", "model_source", "display", "limits", "budgets")
 """Settings carried from one load of the extension to the next in the same shell."""
+
+
+def _only_known(values: dict[str, Any], keys: tuple[str, ...], what: str) -> dict[str, Any]:
+    unknown = sorted(set(values) - set(keys))
+    if unknown:
+        raise TraitError(f"unknown {what}(s) {unknown}; choose from {list(keys)}")
+    return dict(values)
 
 
 def _cell_budget(budgets: dict[str, Any]) -> Any:

@@ -133,7 +133,7 @@ def kernel_env(venv: Venv, **extra: str) -> dict[str, str]:
         for key, value in os.environ.items()
         if key not in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "VIRTUAL_ENV", "NIGHTHAWK_NO_AUTOLOAD")
     }
-    env.update(IPYTHONDIR=str(venv.ipython_dir), NIGHTHAWK_TOKENIZER="estimate", PYTHONWARNINGS="ignore")
+    env["IPYTHONDIR"] = str(venv.ipython_dir)
     env.update(extra)
     return env
 

@@ -85,8 +85,6 @@ def live_kernel(setup: str = BASE_SETUP, env: Mapping[str, str] | None = None) -
         paths.append(environment["PYTHONPATH"])
     environment.update(
         PYTHONPATH=os.pathsep.join(paths),
-        PYTHONWARNINGS="ignore",
-        NIGHTHAWK_TOKENIZER="estimate",  # offline: no tiktoken download attempt
         **(env or {}),
     )
     km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60, env=environment)

@@ -50,8 +50,6 @@ def _kernel_env() -> dict[str, str]:
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["PYTHONWARNINGS"] = "ignore"
-    env["NIGHTHAWK_TOKENIZER"] = "estimate"  # offline: no tiktoken download attempt
     return env
 
 

@@ -42,9 +42,9 @@ CELLS = [SETUP, "labels = [classify(f'crash {n}') for n in range(10)]", "labels 
 
 
 def _kernel_env() -> dict[str, str]:
-    # The checkout's packages first (as the kernel tests do), offline token counts, quiet warnings.
+    # The checkout's packages first (as the kernel tests do); nothing else is set, as on a user's machine.
     paths = [str(REPO / "core"), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "NIGHTHAWK_TOKENIZER": "estimate", "PYTHONWARNINGS": "ignore"}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 @pytest.fixture(scope="module")
