@@ -156,6 +156,7 @@ def main() -> None:
     parser.add_argument("--breakdown-only", action="store_true", help="only the in-process table (fast)")
     args = parser.parse_args()
     sys.path[:0] = [str(args.repo.resolve() / "core"), str(args.repo.resolve())]
+    # Checkouts older than issue 11 measured prompts with tiktoken; keep them from trying a download.
     os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")
     if args.breakdown_only:
         breakdown(args.repeat)

@@ -18,7 +18,6 @@ REPO = Path(__file__).resolve().parents[1]
 ENV = {
     **os.environ,
     "PYTHONPATH": os.pathsep.join([str(REPO / "core"), str(REPO), os.environ.get("PYTHONPATH", "")]),
-    "NIGHTHAWK_TOKENIZER": "estimate",
     "PYTHONWARNINGS": "ignore",
 }
 RUNS = 5

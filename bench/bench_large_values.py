@@ -7,17 +7,14 @@ Also prints first-request sizes of three reference blocks.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 
-os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from pydantic_ai.messages import ModelResponse, ToolCallPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-
-import nighthawk as nh  # noqa: E402
-from nighthawk._tokens import estimate_tokens  # noqa: E402
+import nighthawk as nh
+from nighthawk._tokens import estimate_tokens
 
 RUNS = 150
 

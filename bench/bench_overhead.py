@@ -1,6 +1,6 @@
 """Host overhead of a Natural block beside a bare pydantic-ai agent run, import cost, prompt sizes.
 
-Run: `NIGHTHAWK_TOKENIZER=estimate python bench/bench_overhead.py` (with nighthawk installed or
+Run: `python bench/bench_overhead.py` (with nighthawk installed or
 PYTHONPATH=core). Prints figures; asserts nothing. The machine is noisy: compare ratios from one run.
 """
 
@@ -13,14 +13,12 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")
+from pydantic_ai import Agent, ToolOutput
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic import BaseModel
 
-from pydantic_ai import Agent, ToolOutput  # noqa: E402
-from pydantic_ai.messages import ModelResponse, ToolCallPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
-
-import nighthawk as nh  # noqa: E402
+import nighthawk as nh
 
 RUNS = 300
 
