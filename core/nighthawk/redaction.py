@@ -99,11 +99,17 @@ def _value_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
-@lru_cache(maxsize=4096)
 def _name_parts(name: str) -> tuple[str, ...]:
     parts = _WORD_PARTS.findall(name)
     pairs = [a + b for a, b in zip(parts, parts[1:])]
     return tuple(parts + pairs)
+
+
+# Every step asks again about the same variable, field and environment names: remember the answers.
+@lru_cache(maxsize=4096)
+def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
+    matcher = _name_matcher(patterns)
+    return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name[:_MAX_NAME_CHARS]))
 
 
 def might_hold_credential(patterns: tuple[str, ...], text: str) -> bool:
@@ -155,8 +161,7 @@ class ContextRedaction:
             return False
         if name in self.extra_mask_names:
             return True
-        matcher = _name_matcher(self.mask_name_patterns)
-        return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name[:_MAX_NAME_CHARS]))
+        return _name_matches(self.mask_name_patterns, name)
 
     def scrub_text(self, text: str) -> str:
         """Replace every credential-looking substring of `text` with the placeholder.
