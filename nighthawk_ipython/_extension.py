@@ -53,6 +53,7 @@ class KernelState:
 
             self.displayer = StepDisplayer(lambda: self.settings.display)
             events.add_process_listener(self.displayer)
+        _guard_exit(self.shell)
 
     def display_mode(self, mode: str | None) -> AbstractContextManager[None]:
         """Show the steps run inside the `with` block in `mode` (`None`: the kernel setting)."""
@@ -90,7 +91,43 @@ class KernelState:
 
             events.remove_process_listener(self.displayer)
             self.displayer = None
+        _unguard_exit(self.shell)
         self.settings.uninstall()
+
+
+def _guard_exit(shell: Any) -> None:
+    """Make `exit()` and `quit()` called by code a step evaluates end that step, not the kernel.
+
+    IPython's `exit` does not raise `SystemExit`: it asks the shell to stop (`ask_exit`), and a kernel then
+    shuts down once the cell ends, losing the notebook's state. Raised inside a step instead, `SystemExit`
+    ends the step with `StepAbortedError` like `sys.exit()` does. Elsewhere `exit()` works as always.
+    """
+    # A bare `InteractiveShell` has no way out to guard; terminal and kernel shells do.
+    if not hasattr(shell, "ask_exit") or getattr(shell.ask_exit, "_nighthawk_guard", False):
+        return
+    from nighthawk._loop import running_user_code
+
+    ask_exit = shell.ask_exit
+
+    def guarded_ask_exit() -> None:
+        if running_user_code():
+            raise SystemExit("exit() called by code a step evaluated")
+        ask_exit()
+
+    guarded_ask_exit._nighthawk_guard = True  # type: ignore[attr-defined]
+    # What to put back on unload: another instance attribute, or nothing (the class's method shows again).
+    guarded_ask_exit._nighthawk_replaced = vars(shell).get("ask_exit")  # type: ignore[attr-defined]
+    shell.ask_exit = guarded_ask_exit
+
+
+def _unguard_exit(shell: Any) -> None:
+    guard = vars(shell).get("ask_exit")
+    if not getattr(guard, "_nighthawk_guard", False):
+        return
+    if guard._nighthawk_replaced is None:
+        del shell.ask_exit
+    else:
+        shell.ask_exit = guard._nighthawk_replaced
 
 
 def state_for(shell: Any) -> KernelState:

@@ -199,14 +199,29 @@ def _refuse(request: Callable[[], None]) -> None:
 # --- the step side --------------------------------------------------------------------------------------
 
 
+_in_user_code: contextvars.ContextVar[bool] = contextvars.ContextVar("nighthawk_in_user_code", default=False)
+
+
+def running_user_code() -> bool:
+    """Whether the current code was called by a step evaluating user code (an expression, a tool).
+
+    Hosts use it to turn their own ways out (IPython's `exit()` asks the kernel to shut down instead of
+    raising `SystemExit`) into an exception the step can end on.
+    """
+    return _in_user_code.get()
+
+
 def _guarded(fn: Callable[[], T]) -> T:
     """Call user code; turn the exceptions that would wreck a loop or a task into a step-ending error."""
+    token = _in_user_code.set(True)
     try:
         return fn()
     except _ESCAPES as exc:
         if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
             raise  # a real interrupt: the caller cancels the step
         raise _aborted(exc) from exc
+    finally:
+        _in_user_code.reset(token)
 
 
 def _aborted(exc: BaseException) -> StepAbortedError:
@@ -267,12 +282,15 @@ def _as_user(fn: Callable[[], T]) -> T:
 
 async def await_user(awaitable: Awaitable[T]) -> T:
     """Await an awaitable made by user code; escapes that would wreck the loop end the step instead."""
+    token = _in_user_code.set(True)
     try:
         return await awaitable
     except _ESCAPES as exc:
         if isinstance(exc, asyncio.CancelledError) and _current_task_cancelling():
             raise  # the step itself is being cancelled (an interrupt): let it end
         raise _aborted(exc) from exc
+    finally:
+        _in_user_code.reset(token)
 
 
 def _current_task_cancelling() -> bool:

@@ -132,3 +132,28 @@ def test_nested_step_appears_inside_the_cell_step(shell: Any) -> None:
     text = output.data["text/plain"]
     assert "  nested:\n    Natural step __main__:" in text
     assert "outcome: return x * 3 -> 6" in text
+
+
+# A shell that can be asked to stop, as terminal and kernel shells can (a bare InteractiveShell cannot).
+STOPPABLE = (
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "class Stoppable(InteractiveShell):\n"
+    "    def ask_exit(self):\n"
+    "        self.exit_now = True\n"
+    "shell = Stoppable.instance()\n"
+    "shell.run_line_magic('load_ext', 'nighthawk')\n"
+    "import nighthawk\n"
+    "shell.run_cell('x = 1')\n"
+)
+
+
+def test_exit_outside_a_step_still_asks_the_shell_to_stop() -> None:
+    assert python(STOPPABLE + "shell.run_cell('exit()')\nprint(shell.exit_now)") == "True"
+
+
+def test_unload_gives_the_shell_its_own_ask_exit_back() -> None:
+    out = python(
+        STOPPABLE + "guarded = 'ask_exit' in vars(shell)\n"
+        "shell.run_line_magic('unload_ext', 'nighthawk')\nprint(guarded, 'ask_exit' in vars(shell))"
+    )
+    assert out == "True False"

@@ -89,3 +89,34 @@ def test_twenty_calls_after_an_expression_called_exit_all_work(live: Live) -> No
     live.run("%%natural\nEVAL sys.exit(0)", timeout=20)
     cell = live.ok("[double(i) for i in range(20)]", timeout=60)
     assert cell.result == repr([2 * i for i in range(20)])
+
+
+EXITING = BASE_SETUP + '''
+@nighthawk.natural_function
+def leave() -> int:
+    """natural
+    RETURN quit()
+    """
+'''
+
+
+@pytest.fixture
+def exiting() -> Iterator[Live]:
+    # A kernel of its own: if the guard failed, the kernel would be gone for every later test.
+    with live_kernel(EXITING) as kernel:
+        yield kernel
+
+
+def test_ipython_exit_in_an_expression_ends_the_step_not_the_kernel(exiting: Live) -> None:
+    cell = exiting.run("%%natural\nEVAL exit(0)", timeout=20)
+    assert cell.ename == "StepAbortedError"
+    assert "raised SystemExit" in cell.error_text
+    assert exiting.ok("40 + 2", timeout=20).result == "42"
+    assert exiting.km.is_alive()
+
+
+def test_ipython_quit_in_a_natural_function_called_from_a_cell_ends_the_step_not_the_kernel(exiting: Live) -> None:
+    cell = exiting.run("leave()", timeout=20)
+    assert cell.ename == "StepAbortedError"
+    assert exiting.ok("40 + 2", timeout=20).result == "42"
+    assert exiting.km.is_alive()
