@@ -14,7 +14,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MESSAGE_LIMIT", "http_error_message", "connection_error_message", "short_traceback", "trim_advice"]
+__all__ = [
+    "MESSAGE_LIMIT",
+    "connection_error_message",
+    "http_error_message",
+    "short_traceback",
+    "shown_short",
+    "trim_advice",
+]
 
 MESSAGE_LIMIT = 1_000
 """Characters of an error message shown in a short report (the full text stays on the exception)."""
@@ -54,6 +61,17 @@ def short_traceback(error: BaseException) -> list[str]:
     if error.__cause__ is not None or error.__context__ is not None:
         lines.append(_HINT)
     return lines
+
+
+def shown_short(error: BaseException) -> BaseException:
+    """Give `error` (any type, for example one a scripted model or a `raise` outcome raised) the short report
+    Nighthawk errors have, unless it brings its own; its type, message and chain are unchanged."""
+    if not hasattr(error, "_render_traceback_"):
+        try:
+            error._render_traceback_ = lambda: short_traceback(error)  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # an exception type without an instance dictionary
+            pass
+    return error
 
 
 def trim_advice(text: str) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import events
+from ._report import shown_short
 from ._secrets import scrub_exception, scrubbing_step
 from .block import Program
 from .configuration import StepExecutorConfiguration
@@ -101,7 +102,7 @@ async def _run_step(program: Program, executor: object, step: StepContext) -> Bl
         result = _result(step, resolution)
     except BaseException as exc:
         if isinstance(exc, Exception):  # not an interrupt or a cancellation
-            record_error(exc)
+            record_error(shown_short(exc))
         if listening:
             _emit_failure(step, exc, started)
         raise
@@ -140,7 +141,7 @@ def _same_outcome(resolved: object, outcome: object) -> bool:
 
 def _result(step: StepContext, resolution: Resolution) -> BlockResult:
     if resolution.exception is not None:
-        return BlockResult(kind=resolution.kind, exception=resolution.exception)
+        return BlockResult(kind=resolution.kind, exception=shown_short(resolution.exception))
     return BlockResult(kind=resolution.kind, values=step.committable(), value=resolution.value)
 
 

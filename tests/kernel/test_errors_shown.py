@@ -32,6 +32,27 @@ def closed_port() -> int:
 unreachable = nighthawk.AgentStepExecutor.from_configuration(
     configuration=nighthawk.StepExecutorConfiguration(model="openai-chat:gpt-test")
 )
+
+from pydantic_ai.models.function import FunctionModel
+
+def _provider_down(messages, info):
+    raise RuntimeError("provider down")
+
+down = FunctionModel(_provider_down, model_name="down")
+
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+def _refuse(messages, info):
+    outcome = {"kind": "raise", "raise_message": "no such region", "raise_error_type": "ValueError"}
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", outcome)])
+
+refusing = FunctionModel(_refuse, model_name="refusing")
+
+@nighthawk.natural_function
+def on_down_model() -> None:
+    """natural
+    Do it.
+    """
 '''
 
 
@@ -107,3 +128,26 @@ def test_interpolation_error_is_one_short_line(live: Live) -> None:
     assert cell.ename == "UsageError"
     assert "a `{...}` field raised NameError: name 'missing_name' is not defined" in cell.printed
     assert len(cell.printed + cell.error_text) < SHORT
+
+
+def test_error_raised_by_the_users_own_model_keeps_its_type_and_is_shown_short(live: Live) -> None:
+    cell = live.run("%%natural -m down\nDo it.")
+    assert cell.ename == "RuntimeError"
+    assert "RuntimeError: provider down" in cell.error_text
+    assert "_loop.py" not in cell.error_text and "pydantic_ai" not in cell.error_text
+    assert len(cell.error_text) < SHORT
+
+
+def test_error_raised_by_the_model_of_a_natural_function_in_a_plain_cell_is_shown_short(live: Live) -> None:
+    cell = live.run("%nighthawk model down\ntry:\n    on_down_model()\nfinally:\n    get_ipython().run_line_magic('nighthawk', 'model directed')")
+    assert cell.ename == "RuntimeError"
+    assert "on_down_model()" in cell.error_text  # the user's own line is kept
+    assert "_loop.py" not in cell.error_text and "pydantic_ai" not in cell.error_text
+    assert len(cell.error_text) < SHORT
+
+
+def test_raise_outcome_shows_the_exception_it_names_without_nighthawk_frames(live: Live) -> None:
+    cell = live.run("%%natural -m refusing\nFind the region.")
+    assert cell.ename == "ValueError"
+    assert cell.error_text.endswith("ValueError: no such region")
+    assert "_magics.py" not in cell.error_text
