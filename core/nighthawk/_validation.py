@@ -72,16 +72,17 @@ def type_label(annotation: object) -> str:
 
 
 def resolve_annotation(annotation: object, namespace: dict[str, object]) -> object:
-    """Evaluate a string annotation (`from __future__ import annotations`) in `namespace`.
+    """Evaluate the quoted parts of an annotation in `namespace`, at any depth: `"Report"` (or all of it under
+    `from __future__ import annotations`) and `Optional["Report"]` alike. `Annotated` metadata is kept.
 
     Raises:
-        Exception: The string names something `namespace` does not define.
+        Exception: A quoted name that `namespace` does not define.
     """
-    if isinstance(annotation, str):
-        return eval(annotation, namespace)  # noqa: S307 - the user's own annotation, as typing.get_type_hints does
-    if isinstance(annotation, typing.ForwardRef):
-        return eval(annotation.__forward_arg__, namespace)  # noqa: S307
-    return annotation
+    if annotation is None or (isinstance(annotation, type) and not typing.get_args(annotation)):
+        return annotation  # nothing quoted inside (and `None` must stay `None`, not become `NoneType`)
+    # `typing.get_type_hints` is what resolves nested forward references; it reads them off an object.
+    holder = types.SimpleNamespace(__annotations__={"annotation": annotation})
+    return typing.get_type_hints(holder, globalns=namespace, include_extras=True)["annotation"]
 
 
 # --- adapters ---------------------------------------------------------------------------------------

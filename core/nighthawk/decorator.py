@@ -393,12 +393,15 @@ class _FunctionRuntime:
 
     def _declared_types(self) -> tuple[dict[str, object], object]:
         if self._types is None:
+            from ._validation import resolve_annotation
+
             namespace = {**_annotation_namespace(self.function), **self.enclosing_types}
             hints = _resolve_annotations(self.function, namespace)
             binding_types = {name: hint for name, hint in hints.items() if name != "return"}
             for name, annotation in self.annotated.items():
                 try:
-                    binding_types[name] = eval(compile(ast.Expression(annotation), self.filename, "eval"), namespace)  # noqa: S307
+                    evaluated = eval(compile(ast.Expression(annotation), self.filename, "eval"), namespace)  # noqa: S307
+                    binding_types[name] = resolve_annotation(evaluated, namespace)  # `c: "Cat"`, `Optional["Cat"]`
                 except Exception:  # an annotation naming a local class cannot be evaluated here
                     binding_types.setdefault(name, object)
             self._types = (binding_types, _returned_type(self.function, hints.get("return", object)))
@@ -511,7 +514,7 @@ def _annotation_namespace(function: types.FunctionType) -> dict[str, object]:
 def _resolve_annotations(function: types.FunctionType, namespace: dict[str, object]) -> dict[str, object]:
     """Annotations evaluated one by one, so one unresolvable name (a TYPE_CHECKING import) costs only itself."""
     try:
-        return typing.get_type_hints(function, globalns=namespace)
+        return typing.get_type_hints(function, globalns=namespace, include_extras=True)
     except Exception:
         pass
     from ._validation import resolve_annotation

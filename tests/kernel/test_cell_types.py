@@ -94,3 +94,11 @@ def test_string_annotation_in_the_namespace_types_the_binding(shell: Any, use_mo
     use_model(scripted([assign("report", "{'title': 'q3', 'score': '7'}"), outcome("pass")]))
     shell.run_cell_magic("natural", "", "Fill <:report>.")
     assert shell.user_ns["report"] == Report(title="q3", score=7)
+
+
+def test_quoted_name_inside_an_optional_annotation_types_the_binding(shell: Any, use_model: Any) -> None:
+    shell.user_ns["Report"] = Report
+    shell.run_cell("from typing import Optional\nlatest: Optional['Report'] = None")
+    use_model(scripted([assign("latest", "{'title': 'q3', 'score': '7'}"), outcome("pass")]))
+    shell.run_cell_magic("natural", "", "Fill <:latest>.")
+    assert shell.user_ns["latest"] == Report(title="q3", score=7)
