@@ -36,7 +36,7 @@ from itertools import islice
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
-from .redaction import ContextRedaction, _value_matcher, might_hold_credential
+from .redaction import SHORTEST_CREDENTIAL_CHARS, ContextRedaction, _value_matcher, might_hold_credential
 
 if TYPE_CHECKING:
     from .step import StepContext
@@ -87,6 +87,8 @@ class SecretScrubber:
     values: frozenset[str] = frozenset()
     """The exact texts masked wherever they occur."""
     _texts: tuple[str, ...] = field(init=False, repr=False, default=())
+    _shortest: int = field(init=False, repr=False, default=0)
+    """Text shorter than this can hold neither a secret value nor a credential shape."""
 
     def __post_init__(self) -> None:
         placeholder = self.redaction.placeholder
@@ -95,9 +97,13 @@ class SecretScrubber:
         # Longest first, so a secret that contains another is masked whole.
         ordered = tuple(sorted(texts, key=len, reverse=True)) if self.redaction.enabled else ()
         object.__setattr__(self, "_texts", ordered)
+        shortest = min((len(text) for text in ordered), default=SHORTEST_CREDENTIAL_CHARS)
+        object.__setattr__(self, "_shortest", min(shortest, SHORTEST_CREDENTIAL_CHARS))
 
     def scrub(self, text: str) -> str:
         """`text` with every secret value and every credential-shaped substring replaced by the placeholder."""
+        if len(text) < self._shortest:  # most strings leaving the process (names, schema words) are short
+            return text
         return self.redaction.scrub_text(self.scrub_values(text))
 
     def scrub_values(self, text: str) -> str:
@@ -134,11 +140,11 @@ class SecretScrubber:
             return dict(pairs) if changed else data
         if dataclasses.is_dataclass(data) and not isinstance(data, type):
             changes = {}
-            for item in dataclasses.fields(data):
-                value = getattr(data, item.name, None)
+            for name in _field_names(type(data)):
+                value = getattr(data, name, None)
                 scrubbed = self._scrub_data(value, depth + 1)
                 if scrubbed is not value:
-                    changes[item.name] = scrubbed
+                    changes[name] = scrubbed
             if not changes:
                 return data
             import copy
@@ -149,6 +155,11 @@ class SecretScrubber:
                 object.__setattr__(copied, name, value)
             return copied
         return data
+
+
+@lru_cache(maxsize=256)
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(item.name for item in dataclasses.fields(cls))
 
 
 @lru_cache(maxsize=256)

@@ -76,7 +76,7 @@ _DEFAULT_ANCHORS = (
 )
 
 # The shortest credential any default pattern recognises; shorter text skips the regex scan entirely.
-_MIN_SECRET_CHARS = 16
+SHORTEST_CREDENTIAL_CHARS = 16
 # Only this many leading characters of a name are split into parts; dict keys can be arbitrarily long.
 _MAX_NAME_CHARS = 128
 # `mask_value` only tests whole strings up to this size (a PEM RSA-4096 key is about 3,300 characters).
@@ -114,7 +114,7 @@ def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
 
 def might_hold_credential(patterns: tuple[str, ...], text: str) -> bool:
     """False when `text` certainly holds no match of `patterns` (decided cheaply for the default patterns)."""
-    if len(text) < _MIN_SECRET_CHARS or not patterns:
+    if len(text) < SHORTEST_CREDENTIAL_CHARS or not patterns:
         return False
     if patterns != DEFAULT_MASK_VALUE_PATTERNS:
         return True
@@ -186,7 +186,7 @@ class ContextRedaction:
             return value
         if name is not None and self.is_sensitive_name(name):
             return self.placeholder
-        if isinstance(value, str) and _MIN_SECRET_CHARS <= len(value) <= _MAX_WHOLE_VALUE_CHARS:
+        if isinstance(value, str) and SHORTEST_CREDENTIAL_CHARS <= len(value) <= _MAX_WHOLE_VALUE_CHARS:
             matcher = _value_matcher(self.mask_value_patterns)
             if matcher is not None and matcher.fullmatch(value.strip()):
                 return self.placeholder
