@@ -174,7 +174,7 @@ class NighthawkSettings(Configurable):
         """
         from dataclasses import replace
 
-        from nighthawk.configuration import DEFAULT_STEP_BUDGET
+        from nighthawk.configuration import DEFAULT_STEP_BUDGET, check_request_setting
 
         values: dict[str, Any] = {}
         step = {key.partition(".")[2]: value for key, value in budgets.items() if key.startswith("step.")}
@@ -182,10 +182,8 @@ class NighthawkSettings(Configurable):
             values["step_budget"] = replace(DEFAULT_STEP_BUDGET, **step)
         for key in ("request_timeout_s", "max_retries"):
             if key in budgets:
-                value = budgets[key]
-                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                    raise ValueError(f"`{key}` must be a non-negative number or None, got {value!r}")
-                values[key] = value
+                check_request_setting(key, budgets[key])  # the configuration's own rule, before anything is kept
+                values[key] = budgets[key]
         return values
 
     def cell_budget(self) -> Any:

@@ -102,6 +102,22 @@ class StepContextLimits:
                 raise ValueError(f"`StepContextLimits.{f.name}` must be a positive int, got {value!r}")
 
 
+def check_request_setting(name: str, value: object) -> None:
+    """Refuse a `request_timeout_s` that is not a positive number or a `max_retries` that is not a whole
+    number of at least 0 (`None` is allowed for both: the provider's own setting).
+
+    Raises:
+        ValueError: The value, with what the setting accepts.
+    """
+    if value is None:
+        return
+    if name == "request_timeout_s":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+            raise ValueError(f"`request_timeout_s` must be a positive number of seconds or None, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"`max_retries` must be a whole number of at least 0 or None, got {value!r}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepExecutorConfiguration:
     """Everything that decides how a step executor talks to its model."""
@@ -162,14 +178,8 @@ class StepExecutorConfiguration:
             object.__setattr__(self, "model_settings", settings.model_dump(exclude_none=True))
         if not isinstance(self.step_budget, UsageBudget):
             raise ValueError(f"`step_budget` must be a `nighthawk.UsageBudget`, got {self.step_budget!r}")
-        if self.request_timeout_s is not None and not (
-            isinstance(self.request_timeout_s, (int, float)) and self.request_timeout_s > 0
-        ):
-            raise ValueError(f"`request_timeout_s` must be a positive number of seconds or None, got {self.request_timeout_s!r}")
-        if self.max_retries is not None and (
-            isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0
-        ):
-            raise ValueError(f"`max_retries` must be a non-negative int or None, got {self.max_retries!r}")
+        check_request_setting("request_timeout_s", self.request_timeout_s)
+        check_request_setting("max_retries", self.max_retries)
         object.__setattr__(self, "fallback_models", tuple(self.fallback_models))
         object.__setattr__(self, "system_prompt_suffix_fragments", tuple(self.system_prompt_suffix_fragments))
         object.__setattr__(self, "user_prompt_suffix_fragments", tuple(self.user_prompt_suffix_fragments))

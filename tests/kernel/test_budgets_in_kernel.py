@@ -103,7 +103,10 @@ def test_bad_budget_option_is_a_usage_error_before_any_request(shell: Any, use_m
     assert nighthawk.session_usage().by_model() == {}
 
 
-@pytest.mark.parametrize("item", ["step.requests=0", "cell.cost_usd=-1", "max_retries=-2", "step.speed=3"])
+@pytest.mark.parametrize(
+    "item",
+    ["step.requests=0", "cell.cost_usd=-1", "max_retries=-2", "max_retries=1.5", "request_timeout_s=0", "step.speed=3"],
+)
 def test_bad_budget_in_limits_is_a_usage_error_and_keeps_the_settings(shell: Any, item: str) -> None:
     settings = nighthawk_ipython.configure(shell=shell)
     shell.run_line_magic("nighthawk", "limits step.requests=7")
@@ -185,3 +188,13 @@ def test_budgets_survive_reloading_the_extension(shell: Any) -> None:
     reloaded = nighthawk_ipython.configure(shell=shell)
     assert reloaded.budgets == {"cell.cost_usd": 0.5}
     reloaded.budgets = {}  # the fixture restores the settings object it saw before the reload
+
+
+def test_cells_after_a_refused_request_setting_run_as_before(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(passing, model_name="quiet"))
+    with pytest.raises(UsageError, match="request_timeout_s"):
+        shell.run_line_magic("nighthawk", "limits request_timeout_s=0")
+    with capture_output() as captured:
+        cell = shell.run_cell("1 + 1")
+    assert cell.error_in_exec is None and cell.result == 2
+    assert "Error in callback" not in captured.stdout + captured.stderr
