@@ -422,6 +422,15 @@ class ReplayStore:
         assert self._exchanges is not None
         return self._exchanges
 
+    def check_readable(self) -> None:
+        """Fail now, before any model is paid for, if the file exists but is not a valid store.
+
+        Raises:
+            NighthawkError: The file cannot be read or holds something other than a replay store.
+        """
+        if self.path.exists():
+            self._load()
+
     def _fail(self, problem: str, exc: BaseException | None = None) -> NighthawkError:
         error = NighthawkError(
             f"cannot read the replay store {str(self.path)!r}: {problem}. Fix the file, or delete it and record again"
@@ -1057,8 +1066,9 @@ class ReplayModel(Model):
                 and `TestModel`, false for any other model.
 
         Raises:
-            NighthawkError: Unknown `mode`, `record`/`auto` without a model to record from, or a store that
-                `record`/`auto` could not write (checked here, before any request is paid for).
+            NighthawkError: Unknown `mode`, `record`/`auto` without a model to record from, a store that
+                `record`/`auto` could not write, or an existing file that is not a valid store (both checked
+                here, before any request is paid for).
         """
         super().__init__()
         mode = _resolve_mode(mode)
@@ -1070,6 +1080,7 @@ class ReplayModel(Model):
         self.store = store if isinstance(store, ReplayStore) else ReplayStore(store)
         if mode != "replay":
             self.store.check_writable()
+        self.store.check_readable()  # a broken file fails here, not after a recorded request was paid for
         self.mode: ReplayMode = mode
         self._spec = wrapped
         self._wrapped: Model | None = wrapped if isinstance(wrapped, Model) else None

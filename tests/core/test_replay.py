@@ -365,9 +365,8 @@ def test_a_hand_edited_request_still_matches(store_path: Path) -> None:
 
 def test_unreadable_store_names_the_file(store_path: Path) -> None:
     store_path.write_text("format: 99\nexchanges: []\n")
-    with nh.run(replay_executor(store_path, "replay")):
-        with pytest.raises(nh.NighthawkError, match=r"cannot read the replay store '.*module.replay.yaml': `format` is 99"):
-            tripled(2)
+    with pytest.raises(nh.NighthawkError, match=r"cannot read the replay store '.*module.replay.yaml': `format` is 99"):
+        replay_executor(store_path, "replay")
 
 
 def test_authored_entries_can_be_written_from_python(store_path: Path) -> None:

@@ -201,6 +201,19 @@ def test_recording_to_an_unwritable_path_fails_before_any_request() -> None:
         ReplayModel(FunctionModel(unreachable), "/proc/nighthawk/x.yaml", "record")
 
 
+@pytest.mark.parametrize("mode", ["record", "auto"])
+def test_recording_into_a_broken_store_fails_before_any_request(store_path: Path, mode: str) -> None:
+    store_path.write_text(alias_bomb())
+    with pytest.raises(nh.NighthawkError, match="uses a YAML anchor or alias"):
+        ReplayModel(FunctionModel(unreachable), store_path, mode)
+
+
+def test_replaying_a_broken_store_fails_when_it_is_plugged_in(store_path: Path) -> None:
+    store_path.write_text("format: 1\nexchanges:\n- !!python/object/apply:os.system ['echo hi']\n")
+    with pytest.raises(nh.NighthawkError, match="cannot read the replay store"):
+        ReplayModel(None, store_path, "replay")
+
+
 def test_auto_mode_also_checks_the_store_can_be_written(tmp_path: Path) -> None:
     with pytest.raises(nh.NighthawkError, match=r"cannot record to the replay store '.*': it is a directory"):
         replay_executor(tmp_path, "auto", model=FunctionModel(unreachable))
