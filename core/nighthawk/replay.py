@@ -866,9 +866,10 @@ class _MappingFrame:
 
 
 def _check_document(document: Any, fail: Callable[..., NighthawkError]) -> None:
-    if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
-        found = document.get("format") if isinstance(document, dict) else type(document).__name__
-        raise fail(f"`format` is {found!r}, expected {FORMAT_VERSION}")
+    if not isinstance(document, dict):
+        raise fail(f"the file holds a {type(document).__name__}, not a mapping with `format` and `exchanges`")
+    if document.get("format") != FORMAT_VERSION:
+        raise fail(f"`format` is {document.get('format')!r}, expected {FORMAT_VERSION}")
     unknown = sorted(set(map(str, document)) - _DOCUMENT_KEYS)
     if unknown:
         raise fail(f"unexpected top-level keys {unknown}; expected `format`, `shared` and `exchanges`")

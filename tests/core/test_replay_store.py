@@ -257,3 +257,9 @@ def test_a_failed_append_leaves_the_store_as_it_was(store_path: Path, monkeypatc
         record_one(store, "second")
     monkeypatch.undo()
     assert store_path.read_bytes() == before
+
+
+def test_store_that_is_a_list_says_so(store_path: Path) -> None:
+    store_path.write_text("- format: 1\n")
+    with pytest.raises(nh.NighthawkError, match="the file holds a list, not a mapping with `format` and `exchanges`"):
+        len(ReplayStore(store_path))
