@@ -218,7 +218,7 @@ def _secret_text(value: object) -> str | None:
 
 
 def collect_secret_values(
-    roots: Iterable[tuple[str | None, object]], redaction: ContextRedaction, *, max_nodes: int = _MAX_NODES
+    roots: Iterable[tuple[str | None, object]], redaction: ContextRedaction
 ) -> frozenset[str]:
     """The secret texts reachable from `roots`, a sequence of (name, value) pairs.
 
@@ -235,7 +235,7 @@ def collect_secret_values(
     sensitive: dict[str, bool] = {}  # the same field and key names come back for every row of a table
     queue: deque[tuple[str | None, object, int, bool]] = deque((name, value, 0, False) for name, value in roots)
     visited = 0
-    while queue and visited < max_nodes:
+    while queue and visited < _MAX_NODES:
         name, value, depth, inherited = queue.popleft()
         visited += 1
         if inherited or name is None:
@@ -257,7 +257,7 @@ def collect_secret_values(
         if value is None or depth >= _MAX_DEPTH or seen.get(id(value)) in (True, secret):
             continue
         seen[id(value)] = secret
-        room = max_nodes - visited - len(queue)
+        room = _MAX_NODES - visited - len(queue)
         try:
             # Children are taken lazily and only while the budget has room: a list of a million rows costs
             # what the budget allows, not a copy of the list.

@@ -124,21 +124,20 @@ class BudgetScope:
     def remaining(self) -> UsageBudget:
         """What a new step may still spend, or raise when the group's budget is already used up."""
         limit, spent = self.limit, self.spent
-        checks = (
-            ("requests", limit.requests, spent.requests),
-            ("total_tokens", limit.total_tokens, spent.total_tokens),
-            ("cost_usd", limit.cost_usd, spent.cost_usd),
-            ("wall_time_s", limit.wall_time_s, time.monotonic() - self.started),
-        )
-        for name, bound, figure in checks:
+        spent_now = {
+            "requests": spent.requests,
+            "total_tokens": spent.total_tokens,
+            "cost_usd": spent.cost_usd,
+            "wall_time_s": time.monotonic() - self.started,
+        }
+        left: dict[str, float | None] = {}
+        for name, figure in spent_now.items():
+            bound = getattr(limit, name)
+            # Each figure is read once, so the check and what is handed on cannot disagree.
             if bound is not None and figure >= bound:
                 raise BudgetExceededError(level=self.level, budget=name, limit=bound, reached=figure)
-        return UsageBudget(
-            requests=None if limit.requests is None else limit.requests - spent.requests,
-            total_tokens=None if limit.total_tokens is None else limit.total_tokens - spent.total_tokens,
-            cost_usd=None if limit.cost_usd is None else limit.cost_usd - spent.cost_usd,
-            wall_time_s=None if limit.wall_time_s is None else limit.wall_time_s - (time.monotonic() - self.started),
-        )
+            left[name] = None if bound is None else bound - figure
+        return UsageBudget(**left)  # type: ignore[arg-type]
 
 
 _scopes: ContextVar[tuple[BudgetScope, ...]] = ContextVar("nighthawk_budgets", default=())

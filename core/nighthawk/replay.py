@@ -328,9 +328,13 @@ class Exchange:
 
     @functools.cached_property
     def _outline(self) -> tuple[frozenset[str], int]:
-        """Digests of the request's top-level fields and the size of its messages, to rank near misses cheaply."""
-        fields_ = frozenset(f"{key}:{_digest({key: value})}" for key, value in self.request.items() if key != "messages")
-        return fields_, len(json.dumps(self.request.get("messages"), ensure_ascii=False, default=str))
+        return _outline(self.request)
+
+
+def _outline(request: Mapping[str, Any]) -> tuple[frozenset[str], int]:
+    """Digests of a request's top-level fields and the size of its messages, to rank near misses cheaply."""
+    fields_ = frozenset(f"{key}:{_digest({key: value})}" for key, value in request.items() if key != "messages")
+    return fields_, len(json.dumps(request.get("messages"), ensure_ascii=False, default=str))
 
 
 def _rendering_settings(limits: Any, style: str) -> dict[str, Any]:
@@ -431,10 +435,15 @@ class ReplayStore:
         if self.path.exists():
             self._load()
 
-    def _fail(self, problem: str, exc: BaseException | None = None) -> NighthawkError:
-        error = NighthawkError(
-            f"cannot read the replay store {str(self.path)!r}: {problem}. Fix the file, or delete it and record again"
-        )
+    def _fail(
+        self,
+        problem: str,
+        exc: BaseException | None = None,
+        *,
+        action: str = "read",
+        advice: str = "Fix the file, or delete it and record again",
+    ) -> NighthawkError:
+        error = NighthawkError(f"cannot {action} the replay store {str(self.path)!r}: {problem}. {advice}")
         error.__cause__ = exc
         return error
 
@@ -474,8 +483,7 @@ class ReplayStore:
         positions: dict[str, int] = {}
         for position, entry in enumerate(entries, start=1):
             exchange = _entry_exchange(entry, shared, position, self._fail)
-            exchanges.pop(exchange.digest, None)  # a later entry for the same request wins
-            exchanges[exchange.digest] = exchange
+            exchanges[exchange.digest] = exchange  # a later entry for the same request wins
             positions[exchange.digest] = position
         self._exchanges, self._positions, self._shared, self._seen = exchanges, positions, set(shared), stamp
         self._entries = len(entries)
@@ -517,13 +525,7 @@ class ReplayStore:
         Raises:
             NighthawkError: The path is a directory, or the file or its folder cannot be written.
         """
-        def refuse(problem: str, exc: OSError | None = None) -> NighthawkError:
-            error = NighthawkError(
-                f"cannot record to the replay store {str(self.path)!r}: {problem}. Choose a file in a folder you "
-                "can write"
-            )
-            error.__cause__ = exc
-            return error
+        refuse = functools.partial(self._fail, action="record to", advice="Choose a file in a folder you can write")
 
         if self.path.is_dir():
             raise refuse("it is a directory")
@@ -555,7 +557,6 @@ class ReplayStore:
                 if self._exchanges is None or _fd_stamp(handle) != self._seen:
                     self._read_locked(handle)  # first write, or someone else wrote: learn their entries
                 assert self._exchanges is not None
-                self._exchanges.pop(exchange.digest, None)
                 self._exchanges[exchange.digest] = exchange
                 empty = _fd_stamp(handle)[2] == 0
                 superseded = self._entries + 1 - len(self._exchanges)
@@ -690,10 +691,7 @@ class ReplayStore:
         pool = [exchange for exchange in pool if exchange.round == round_] or pool
         if not pool:
             return None
-        wanted_fields = frozenset(
-            f"{key}:{_digest({key: value})}" for key, value in request.items() if key != "messages"
-        )
-        wanted_size = len(json.dumps(request.get("messages"), ensure_ascii=False, default=str))
+        wanted_fields, wanted_size = _outline(request)
 
         def outline_rank(exchange: Exchange) -> tuple[int, int]:
             fields_, size = exchange._outline

@@ -91,6 +91,8 @@ SPAN_NAMES: Final[tuple[str, ...]] = (_RUN_SPAN, _SCOPE_SPAN, _STEP_SPAN, _STEP_
 """Every span name Nighthawk emits."""
 
 IDENTITY_ATTRIBUTES: Final[tuple[str, ...]] = (_RUN_ID, _SCOPE_ID, _STEP_ID)
+"""The identity attributes; `step.id` (`python_module:line`) is set on step and executor spans only."""
+
 USAGE_ATTRIBUTES: Final[tuple[str, ...]] = (
     _USAGE_MODEL,
     _USAGE_REQUESTS,
@@ -99,7 +101,6 @@ USAGE_ATTRIBUTES: Final[tuple[str, ...]] = (
     _USAGE_COST,
 )
 """Attributes of a step span that carry what the step spent (added beside the spec's identity attributes)."""
-"""The identity attributes; `step.id` (`python_module:line`) is set on step and executor spans only."""
 
 STEP_EVENT_ATTRIBUTES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {
