@@ -15,6 +15,7 @@ import sys
 import textwrap
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -74,7 +75,60 @@ def _decorate(function: object, enclosing: types.FrameType | None) -> types.Func
     return _compile(function, enclosing)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Compiled:
+    """What compiling a function's blocks yields; it depends only on its code and the enclosing function's."""
+
+    specs: list[_BlockSpec]
+    annotated: dict[str, ast.expr]
+    code: types.CodeType
+    reads_late: bool
+    """Whether some read binding is taken from the enclosing frame when the block runs."""
+
+
+# A nested def with blocks is decorated each time its enclosing function runs: parse and compile it once.
+_COMPILED: weakref.WeakKeyDictionary[types.CodeType, dict[types.CodeType | None, _Compiled | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _compile(function: types.FunctionType, enclosing: types.FrameType | None) -> types.FunctionType:
+    code = function.__code__
+    enclosing_code = enclosing.f_code if enclosing is not None else None
+    by_enclosing = _COMPILED.setdefault(code, {})
+    if enclosing_code not in by_enclosing:
+        by_enclosing[enclosing_code] = _compile_blocks(function, enclosing)
+    compiled_blocks = by_enclosing[enclosing_code]
+    if compiled_blocks is None:
+        return function
+
+    enclosing_locals: Mapping[str, object] = enclosing.f_locals if enclosing is not None else {}
+    runtime = _FunctionRuntime(
+        function,
+        compiled_blocks.specs,
+        compiled_blocks.annotated,
+        filename=code.co_filename,
+        enclosing_types=_enclosing_types(function, compiled_blocks.annotated, enclosing_locals),
+        enclosing=enclosing if compiled_blocks.reads_late else None,  # else: do not keep the frame alive
+    )
+    cells = {name: cell for name, cell in zip(code.co_freevars, function.__closure__ or (), strict=True)}
+    cells[_RUNTIME] = types.CellType(runtime)
+    new_code = compiled_blocks.code
+    closure = tuple(cells[name] for name in new_code.co_freevars)
+    compiled = types.FunctionType(new_code, function.__globals__, function.__name__, function.__defaults__, closure)
+    compiled.__kwdefaults__ = function.__kwdefaults__
+    compiled.__annotations__ = function.__annotations__
+    compiled.__qualname__ = function.__qualname__
+    compiled.__doc__ = function.__doc__
+    compiled.__module__ = function.__module__
+    compiled.__dict__.update(function.__dict__)
+    compiled.__wrapped__ = function  # type: ignore[attr-defined]
+    runtime.function = compiled
+    return compiled
+
+
+def _compile_blocks(function: types.FunctionType, enclosing: types.FrameType | None) -> _Compiled | None:
+    """Rewrite and compile `function`'s blocks; `None` when it has none (nor nested natural functions)."""
     code = function.__code__
     filename = code.co_filename
     try:
@@ -97,40 +151,17 @@ def _compile(function: types.FunctionType, enclosing: types.FrameType | None) ->
     nested: list[str] = []
     node.body = _rewrite(node.body, specs, annotated, nested, in_loop=False, is_async=is_async, filename=filename)
     if not specs and not nested:
-        return function
-
-    enclosing_locals: Mapping[str, object] = enclosing.f_locals if enclosing is not None else {}
-    runtime = _FunctionRuntime(
-        function,
-        specs,
-        annotated,
-        filename=filename,
-        enclosing_types=_enclosing_types(function, annotated, enclosing_locals),
-        enclosing=enclosing,
-    )
-    cells = {name: cell for name, cell in zip(code.co_freevars, function.__closure__ or (), strict=True)}
-    cells[_RUNTIME] = types.CellType(runtime)
+        return None
+    free_names = [*code.co_freevars, _RUNTIME]
     read_names = {name for spec in specs for name in spec.reads}
-    new_code = _build_code(node, function, filename, list(cells))
+    new_code = _build_code(node, function, filename, free_names)
     # A read binding of an enclosing-function variable the body never mentions has no closure cell (Python
     # compiled it as a global lookup); read it from the enclosing frame when the block runs instead.
-    late = {name for name in new_code.co_names if name in read_names and name not in cells and name in _variables(enclosing)}
+    late = {name for name in new_code.co_names if name in read_names and name not in free_names and name in _variables(enclosing)}
     if late:
         _read_late(node, late)
-        new_code = _build_code(node, function, filename, list(cells))
-    else:
-        runtime.enclosing = None  # nothing to read from it: do not keep the enclosing frame alive
-    closure = tuple(cells[name] for name in new_code.co_freevars)
-    compiled = types.FunctionType(new_code, function.__globals__, function.__name__, function.__defaults__, closure)
-    compiled.__kwdefaults__ = function.__kwdefaults__
-    compiled.__annotations__ = function.__annotations__
-    compiled.__qualname__ = function.__qualname__
-    compiled.__doc__ = function.__doc__
-    compiled.__module__ = function.__module__
-    compiled.__dict__.update(function.__dict__)
-    compiled.__wrapped__ = function  # type: ignore[attr-defined]
-    runtime.function = compiled
-    return compiled
+        new_code = _build_code(node, function, filename, free_names)
+    return _Compiled(specs=specs, annotated=annotated, code=new_code, reads_late=bool(late))
 
 
 def _build_code(node: ast.stmt, function: types.FunctionType, filename: str, free_names: list[str]) -> types.CodeType:

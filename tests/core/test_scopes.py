@@ -97,3 +97,23 @@ def test_return_outcome_in_an_annotated_generator_ends_the_generator() -> None:
 
     with nh.run(executor):
         assert list(numbers()) == [0, 1]
+
+
+def test_nested_natural_function_is_compiled_once_and_keeps_each_calls_closure() -> None:
+    executor, _ = scripted_executor(
+        [finish("return", return_expression="prefix + text")], [finish("return", return_expression="prefix + text")]
+    )
+
+    @nh.natural_function
+    def labeller(prefix: str):
+        def label(text: str) -> str:
+            """natural
+            Return <text> with <prefix> in front.
+            """
+
+        return label
+
+    first, second = labeller("a:"), labeller("b:")
+    assert first.__code__ is second.__code__  # parsed and compiled when the first call defined it
+    with nh.run(executor):
+        assert (first("x"), second("y")) == ("a:x", "b:y")
