@@ -21,7 +21,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import TraitError
 
 from ._extension import state_for
-from ._settings import BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
+from ._settings import BUDGET_FIGURES, BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
 
 __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 
@@ -376,10 +376,9 @@ def _cell_budget_option(values: list[str] | None) -> Any:
         key, sep, raw = item.strip().partition("=")
         if not item.strip():
             continue
-        if not sep or key.strip() not in ("requests", "total_tokens", "cost_usd", "wall_time_s"):
+        if not sep or key.strip() not in BUDGET_FIGURES:
             raise UsageError(
-                f"%%natural --budget: {item.strip()!r} is not `key=value` with a key of requests, total_tokens, "
-                "cost_usd, wall_time_s"
+                f"%%natural --budget: {item.strip()!r} is not `key=value` with a key of {', '.join(BUDGET_FIGURES)}"
             )
         figures[key.strip()] = _number(raw.strip(), f"%%natural --budget {key.strip()}")
     try:
@@ -404,7 +403,7 @@ def _print_usage(*, reset: bool) -> None:
     rows = [["model", "requests", "input tokens", "output tokens", "cost"]]
     rows += [
         [model, str(t.requests), str(t.input_tokens), str(t.output_tokens),
-         cost_text(t.cost_usd, requests=t.requests, unpriced_requests=t.unpriced_requests)]
+         cost_text(t)]
         for model, t in sorted(totals.items())
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]

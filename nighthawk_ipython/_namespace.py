@@ -91,7 +91,8 @@ def namespace_annotations(user_ns: Mapping[str, object], program: Program) -> di
     declared = user_ns.get("__annotations__")
     if not isinstance(declared, Mapping):
         return {}
-    namespace = dict(user_ns)
+    # Evaluating reads the namespace only; the notebook's own dict (holding `__builtins__`) serves as is.
+    namespace = user_ns if isinstance(user_ns, dict) else dict(user_ns)
     found: dict[str, object] = {}
     for name in program.writes:
         if name not in declared:

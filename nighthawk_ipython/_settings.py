@@ -15,7 +15,7 @@ from traitlets import Any as AnyTrait
 from traitlets import Dict, Enum, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
-__all__ = ["BUDGET_KEYS", "DISPLAY_MODES", "LIMIT_KEYS", "NighthawkSettings", "model_problem"]
+__all__ = ["BUDGET_FIGURES", "BUDGET_KEYS", "DISPLAY_MODES", "LIMIT_KEYS", "NighthawkSettings", "model_problem"]
 
 DISPLAY_MODES: tuple[str, ...] = ("widget", "html", "text", "none")
 """How a step is shown: a live widget (with static fallbacks), static HTML, plain text, or not at all."""
@@ -30,10 +30,11 @@ LIMIT_KEYS: tuple[str, ...] = (
 )
 """Fields of `nighthawk.StepContextLimits` that `%nighthawk limits` accepts (checked by a test)."""
 
-_BUDGET_FIGURES: tuple[str, ...] = ("requests", "total_tokens", "cost_usd", "wall_time_s")
+BUDGET_FIGURES: tuple[str, ...] = ("requests", "total_tokens", "cost_usd", "wall_time_s")
+"""The fields of `nighthawk.UsageBudget`, bounded per step, per cell or by `%%natural --budget`."""
 BUDGET_KEYS: tuple[str, ...] = (
-    *(f"step.{figure}" for figure in _BUDGET_FIGURES),
-    *(f"cell.{figure}" for figure in _BUDGET_FIGURES),
+    *(f"step.{figure}" for figure in BUDGET_FIGURES),
+    *(f"cell.{figure}" for figure in BUDGET_FIGURES),
     "request_timeout_s",
     "max_retries",
 )

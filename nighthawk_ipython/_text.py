@@ -10,6 +10,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, assert_never
 
 from nighthawk import events
+from nighthawk.budget import UsageTotals
 
 from ._display import STEP_STATUSES, shown_indices
 
@@ -57,26 +58,29 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def usage_text(requests: int, input_tokens: int, output_tokens: int, cost: str) -> str:
-    return f"{_plural(requests, 'request')} · {input_tokens} in / {output_tokens} out tokens · {cost}"
-
-
-def cost_text(total_usd: float, *, requests: int, unpriced_requests: int) -> str:
-    """Money of some requests: `$0.0012`, `unpriced` when no price is known, or a lower bound when some are."""
-    if not requests:
-        return "$0"
-    if unpriced_requests >= requests:
-        return "unpriced"
-    total = f"${total_usd:.4f}"
-    return f"≥ {total} ({_plural(unpriced_requests, 'unpriced request')})" if unpriced_requests else total
-
-
-def _cost(usages: list[events.UsageReported]) -> str:
-    return cost_text(
-        sum(usage.cost_usd or 0.0 for usage in usages),
-        requests=sum(usage.requests for usage in usages),
-        unpriced_requests=sum(usage.requests for usage in usages if usage.cost_usd is None),
+def usage_text(totals: UsageTotals) -> str:
+    """`2 requests · 340 in / 25 out tokens · $0.0012`."""
+    return (
+        f"{_plural(totals.requests, 'request')} · {totals.input_tokens} in / {totals.output_tokens} out tokens · "
+        f"{cost_text(totals)}"
     )
+
+
+def cost_text(totals: UsageTotals) -> str:
+    """Money of some requests: `$0.0012`, `unpriced` when no price is known, or a lower bound when some are."""
+    if not totals.requests:
+        return "$0"
+    if totals.unpriced_requests >= totals.requests:
+        return "unpriced"
+    total = f"${totals.cost_usd:.4f}"
+    return f"≥ {total} ({_plural(totals.unpriced_requests, 'unpriced request')})" if totals.unpriced_requests else total
+
+
+def _summed(usages: list[events.UsageReported]) -> UsageTotals:
+    totals = UsageTotals()
+    for usage in usages:
+        totals.add(usage)
+    return totals
 
 
 def step_usage(view: StepView) -> str | None:
@@ -84,7 +88,7 @@ def step_usage(view: StepView) -> str | None:
     usage = view.usage
     if usage is None:
         return None
-    return usage_text(usage.requests, usage.input_tokens, usage.output_tokens, _cost([usage]))
+    return usage_text(_summed([usage]))
 
 
 def outcome_text(view: StepView) -> str | None:
@@ -118,12 +122,7 @@ def total_usage(views: list[StepView]) -> str | None:
     reported = [view.usage for view in views if view.usage is not None]
     if not reported:
         return None
-    return usage_text(
-        sum(usage.requests for usage in reported),
-        sum(usage.input_tokens for usage in reported),
-        sum(usage.output_tokens for usage in reported),
-        _cost(reported),
-    )
+    return usage_text(_summed(reported))
 
 
 def compact_text(view: StepView) -> str:

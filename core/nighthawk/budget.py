@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from .errors import BudgetExceededError
 
 if TYPE_CHECKING:
+    from .events import UsageReported
     from pydantic_ai.usage import UsageLimits
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "StepUsage",
     "UsageBudget",
     "UsageLedger",
+    "UsageTotals",
     "active_budgets",
     "budget",
     "record_usage",
@@ -90,7 +92,9 @@ class StepUsage:
 
 
 @dataclass(kw_only=True)
-class _Totals:
+class UsageTotals:
+    """Requests, tokens and cost summed over steps (a group's, a model's, a cell's)."""
+
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -98,7 +102,7 @@ class _Totals:
     unpriced_requests: int = 0
     """Requests whose cost is unknown: `cost_usd` is then a lower bound."""
 
-    def add(self, usage: StepUsage) -> None:
+    def add(self, usage: StepUsage | UsageReported) -> None:
         self.requests += usage.requests
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
@@ -118,7 +122,7 @@ class BudgetScope:
 
     limit: UsageBudget
     level: BudgetLevel = "cell"
-    spent: _Totals = field(default_factory=_Totals)
+    spent: UsageTotals = field(default_factory=UsageTotals)
     started: float = field(default_factory=time.monotonic)
 
     def remaining(self) -> UsageBudget:
@@ -231,16 +235,16 @@ class UsageLedger:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_model: dict[str, _Totals] = {}
+        self._by_model: dict[str, UsageTotals] = {}
 
-    def add(self, usage: StepUsage) -> None:
+    def add(self, usage: StepUsage | UsageReported) -> None:
         with self._lock:
-            self._by_model.setdefault(usage.model, _Totals()).add(usage)
+            self._by_model.setdefault(usage.model, UsageTotals()).add(usage)
 
-    def by_model(self) -> dict[str, _Totals]:
+    def by_model(self) -> dict[str, UsageTotals]:
         """A copy of the totals per model."""
         with self._lock:
-            return {model: _Totals(**vars(totals)) for model, totals in self._by_model.items()}
+            return {model: UsageTotals(**vars(totals)) for model, totals in self._by_model.items()}
 
     def reset(self) -> None:
         with self._lock:

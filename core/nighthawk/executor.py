@@ -211,10 +211,8 @@ class AgentStepExecutor:
 @contextmanager
 def _user_thread_callables() -> Iterator[None]:
     """For a step served by a sync caller: the sync callables pydantic-ai would send to worker threads (a sync
-    scripted model) run on the caller's thread, and the tool calls of one response run one after another, in
-    the order the model wrote them, as they did when each ran to its end without yielding."""
+    scripted model) run on the caller's thread."""
     from pydantic_ai import Agent
-    from pydantic_ai.tool_manager import ToolManager
 
     from ._loop import user_thread_executor
 
@@ -222,7 +220,7 @@ def _user_thread_callables() -> Iterator[None]:
     if executor is None:
         yield
         return
-    with Agent.using_thread_executor(executor), ToolManager.parallel_execution_mode("sequential"):
+    with Agent.using_thread_executor(executor):
         yield
 
 

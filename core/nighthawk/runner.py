@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import events
-from ._report import shown_short
 from ._secrets import scrub_exception, scrubbing_step
 from .block import Program
 from .configuration import StepExecutorConfiguration
@@ -102,6 +101,8 @@ async def _run_step(program: Program, executor: object, step: StepContext) -> Bl
         result = _result(step, resolution)
     except BaseException as exc:
         if isinstance(exc, Exception):  # not an interrupt or a cancellation
+            from ._report import shown_short  # the error path only: keeps `import nighthawk` small
+
             record_error(shown_short(exc))
         if listening:
             _emit_failure(step, exc, started)
@@ -124,23 +125,17 @@ async def _execute(executor: object, step: StepContext, listening: bool) -> Reso
         events.emit(events.ExecutorFinished(invocation_id=step.invocation_id, error=None))
     from .outcome import resolve_outcome
 
-    if step.resolution is not None and _same_outcome(step.resolution.outcome, outcome):
+    if step.resolution is not None and step.resolution.outcome is outcome:
         # The executor already checked and evaluated it (with retries): evaluating the return expression
         # again would run the user's code twice, and twice more at every level of nesting.
         return step.resolution
     return await resolve_outcome(outcome, step)
 
 
-def _same_outcome(resolved: object, outcome: object) -> bool:
-    """Whether `outcome` is the one `resolved` was parsed from (parsing makes a new, equal model)."""
-    if resolved is outcome:
-        return True
-    dump = getattr(outcome, "model_dump", None)
-    return dump is not None and resolved.model_dump() == dump()  # type: ignore[attr-defined]
-
-
 def _result(step: StepContext, resolution: Resolution) -> BlockResult:
     if resolution.exception is not None:
+        from ._report import shown_short
+
         return BlockResult(kind=resolution.kind, exception=shown_short(resolution.exception))
     return BlockResult(kind=resolution.kind, values=step.committable(), value=resolution.value)
 
