@@ -181,7 +181,7 @@ def _emit_success(
             kind=outcome.kind,
             return_expression=getattr(outcome, "return_expression", None),
             return_value=step.rendering.preview(resolution.value) if outcome.kind == "return" else None,
-            raise_message=_scrubbed(step, getattr(outcome, "raise_message", None)),
+            raise_message=getattr(outcome, "raise_message", None),
             raise_error_type=getattr(outcome, "raise_error_type", None),
         )
     )
@@ -219,10 +219,6 @@ def _emit_usage(step: StepContext) -> None:
         )
 
 
-def _scrubbed(step: StepContext, text: str | None) -> str | None:
-    return None if text is None else step.rendering.redaction.scrub_text(text)
-
-
 def _error_kind(exc: BaseException) -> str:
     import asyncio
 
@@ -251,7 +247,7 @@ def _emit_failure(step: StepContext, exc: BaseException, started: float) -> None
             invocation_id=step.invocation_id,
             error_type=type(exc).__name__,
             error_kind=kind,
-            error_message=step.rendering.redaction.scrub_text(str(exc)[:2000]),
+            error_message=str(exc)[:2000],  # `emit` scrubs every event
             interrupted=kind == "interrupted",
         )
     )

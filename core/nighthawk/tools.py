@@ -310,7 +310,7 @@ async def invoke_tool(
                 tool_name=tool_name,
                 result=preview,
                 error_kind=None if error is None else error.kind,
-                error_message=None if error is None else step.rendering.redaction.scrub_text(error.message),
+                error_message=None if error is None else error.message,  # `emit` scrubs every event
                 duration_s=time.perf_counter() - started,
             )
         )
