@@ -132,8 +132,30 @@ def import_time() -> None:
     print(f"import nighthawk (python -X importtime, cumulative, median of 5): {statistics.median(samples):.1f} ms")
 
 
+@nh.natural_function
+def with_helper(x: int) -> int:
+    def helper(y: int) -> int:
+        """natural
+        Set <:y> to <y> plus one.
+        """
+        return y
+
+    return x
+
+
+def nested_definition() -> None:
+    """A natural function that defines a nested one pays for it at every call; no block runs here."""
+    runs = 2_000
+    started = time.perf_counter()
+    for _ in range(runs):
+        with_helper(1)
+    per_call = (time.perf_counter() - started) / runs * 1e6
+    print(f"call defining a nested natural function (no block runs): {per_call:.1f} µs")
+
+
 if __name__ == "__main__":
     measure(one_round, "one round (assign + pass)")
     measure(tool_round, "one tool round, then finish")
     prompt_sizes()
     import_time()
+    nested_definition()
