@@ -173,12 +173,16 @@ def _build_code(node: ast.stmt, function: types.FunctionType, filename: str, fre
         inner = ast.ClassDef(name=owner, bases=[], keywords=[], body=[node], decorator_list=[], type_params=[])
     params = [ast.arg(arg=name) for name in free_names if name != "__class__" or owner is None]
     # The def (and the stand-in class) would otherwise be locals of the factory, and a body that names
-    # them (recursion, `isinstance(x, Owner)`) would close over the factory instead of the module.
+    # them (recursion, `isinstance(x, Owner)`) would close over the factory instead of the module. A name
+    # the function closes over (a def calling itself inside an enclosing function) is a factory parameter
+    # instead, bound to the enclosing function's cell; when no name is left, an empty `global` would not
+    # compile, so none is written.
     module_names = [name for name in (function.__name__, owner) if name and name not in free_names]
+    declarations: list[ast.stmt] = [ast.Global(names=module_names)] if module_names else []
     factory = ast.FunctionDef(
         name="_nighthawk_factory",
         args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[ast.Global(names=module_names), inner, ast.Return(value=ast.Constant(None))],
+        body=[*declarations, inner, ast.Return(value=ast.Constant(None))],
         decorator_list=[],
         returns=None,
         type_params=[],
