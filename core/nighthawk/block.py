@@ -42,7 +42,7 @@ class Program:
     """A parsed Natural program."""
 
     text: str
-    """The text the model sees: frontmatter removed, `\\<` escapes resolved, outer blank lines trimmed."""
+    """The program as written, dedented, with its final newline: frontmatter removed, `\\<` escapes resolved."""
     reads: tuple[str, ...]
     """Names of `<name>` read bindings, in order of first appearance."""
     writes: tuple[str, ...]
@@ -51,6 +51,12 @@ class Program:
     """Root names of every unescaped `<name>` and `<name.attr>`: candidates for the globals summary."""
     denied: frozenset[str]
     """Outcome kinds removed by frontmatter."""
+
+    @property
+    def prompt_text(self) -> str:
+        """The program as the model sees it: the prompt template gives it lines of its own between markers,
+        so its outer blank lines and final newline are dropped there (they would only add empty lines)."""
+        return self.text.strip("\n").rstrip()
 
 
 def strip_sentinel(literal: str) -> str | None:
@@ -115,9 +121,8 @@ def parse_program(text: str, *, filename: str | None = None, line: int | None = 
         if "." not in path:
             reads.setdefault(root, None)
     pieces.append(body[position:])
-    program_text = "".join(pieces).strip("\n").rstrip()
     return Program(
-        text=program_text,
+        text="".join(pieces),
         reads=tuple(reads),
         writes=tuple(writes),
         references=tuple(references),

@@ -34,7 +34,7 @@ def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) 
     scope_system, scope_user = prompt_suffix_fragments()
     system = configuration.prompts.step_system_prompt_template
     user = Template(configuration.prompts.step_user_prompt_template).safe_substitute(
-        program=step.program.text, locals=locals_summary, globals=globals_summary
+        program=step.program.prompt_text, locals=locals_summary, globals=globals_summary
     )
     # The program text may hold an interpolated secret (an f-string block), and suffix fragments are free text.
     scrub = current_scrubber().scrub

@@ -90,7 +90,7 @@ async def _run_step(program: Program, executor: object, step: StepContext) -> Bl
                 parent_invocation_id=step.parent.invocation_id if step.parent else None,
                 run_id=step.execution_context.run_id,
                 scope_id=step.execution_context.scope_id,
-                program=program.text,
+                program=program.prompt_text,
                 model=str(getattr(executor, "model_label", type(executor).__name__)),
                 allowed_outcomes=step.allowed_outcomes,
             )

@@ -159,7 +159,7 @@ class ScriptedCall:
     """`module:line` of the block."""
     invocation_id: str
     program: str
-    """The program text a model would have seen."""
+    """The block's program text as the executor received it (`step.program.text`), final newline included."""
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     allowed_outcomes: tuple[str, ...]

@@ -20,6 +20,12 @@ def test_literal_without_exact_sentinel_line_is_not_a_block(literal: str) -> Non
     assert strip_sentinel(literal) is None
 
 
+def test_program_text_keeps_blank_lines_and_final_newline_while_the_prompt_text_drops_the_outer_ones() -> None:
+    program = parse_program("\nFirst <x>.\n\nSecond.\n\n")
+    assert program.text == "\nFirst <x>.\n\nSecond.\n\n"
+    assert program.prompt_text == "First <x>.\n\nSecond."
+
+
 def test_read_and_write_bindings_are_collected_in_order() -> None:
     program = parse_program("Use <b> and <a>, then <b> again; set <:out> and <:total>.")
     assert program.reads == ("b", "a")

@@ -154,7 +154,7 @@ def test_scripted_executor_records_each_call() -> None:
     with nh.run(script):
         double(1)
     (call,) = script.calls
-    assert call.program == "Set <:y> to twice <x>."
+    assert call.program == "Set <:y> to twice <x>.\n"
     assert (call.reads, call.writes, call.allowed_outcomes) == (("x",), ("y",), ("pass", "return", "raise"))
 
 
@@ -263,7 +263,7 @@ def test_callback_receives_program_text_and_step_locals() -> None:
 
     with nh.run(CallbackExecutor(answer)):
         assert double(2) == 6
-    assert seen == [("Set <:y> to twice <x>.", {"x": 2})]
+    assert seen == [("Set <:y> to twice <x>.\n", {"x": 2})]
 
 
 def test_async_callback_is_awaited() -> None:
