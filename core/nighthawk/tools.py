@@ -38,7 +38,8 @@ __all__ = [
     "visible_tools",
 ]
 
-ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "validation", "execution", "transient", "internal"]
+ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "execution", "transient", "internal"]
+"""What a failed tool call reports; a value that does not fit its type is `invalid_input`."""
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -256,7 +257,7 @@ def _validate_attribute(owner: object, attribute: str, value: object) -> object:
         return validate_value(expected, value)
     except ToolValidationError as exc:
         raise ToolBoundaryError(
-            "validation", f"cannot set {attribute!r}: {exc}", f"Assign a value of type {type_label(expected)}."
+            "invalid_input", f"cannot set {attribute!r}: {exc}", f"Assign a value of type {type_label(expected)}."
         ) from exc
     except ValidationSetupError as exc:
         raise ToolBoundaryError("internal", str(exc), "Report this; nothing was stored.") from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import typing
 from dataclasses import dataclass
 
 import pytest
@@ -108,6 +109,28 @@ def test_eval_timeout_is_a_transient_error() -> None:
     assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "transient"
 
 
+def test_assigning_a_value_that_does_not_fit_the_binding_type_is_invalid_input() -> None:
+    executor, script = scripted_executor([assign("count", "'many'")], [finish()])
+
+    @nh.natural_function
+    def tally() -> int:
+        count: int = 0
+        """natural
+        Set <:count>.
+        """
+        return count
+
+    with nh.run(executor):
+        assert tally() == 0
+    error = json.loads(script.last_tool_results()[0])["error"]
+    assert (error["kind"], error["message"][:35]) == ("invalid_input", "cannot assign 'count': expected int")
+
+
+def test_tool_error_kinds_are_the_five_of_the_specification() -> None:
+    kinds = ("invalid_input", "resolution", "execution", "transient", "internal")
+    assert typing.get_args(nh.tools.ErrorKind) == kinds
+
+
 @pytest.mark.parametrize("target", ["1x", "a..b", "a.", "a-b", "a.b c"])
 def test_assign_rejects_malformed_target_paths(target: str) -> None:
     (envelope,), _ = run_block_with(assign(target, "1"))
@@ -157,7 +180,7 @@ def test_assign_dotted_path_validation_failure_leaves_object_untouched() -> None
     with nh.run(executor):
         block(box)
     assert box.size == 1
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"
 
 
 def test_assign_to_unknown_root_is_a_resolution_error_and_does_not_evaluate() -> None:
@@ -291,3 +314,4 @@ def test_user_tool_exception_becomes_an_error_envelope() -> None:
 
         block()
     assert json.loads(script.last_tool_results()[0])["error"]["message"] == "RuntimeError: kaboom"
+
