@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 from . import events
 from ._evaluate import Evaluation, clip, start_evaluation
 from ._secrets import current_scrubber
+from ._tool_signature import check_tool_signature
 from .errors import StepAbortedError, ToolEvaluationError, ToolRegistrationError, ToolValidationError
 
 if TYPE_CHECKING:
@@ -403,7 +404,8 @@ def tool(
         metadata: Free-form data attached to the tool definition.
 
     Raises:
-        ToolRegistrationError: Invalid name, a reserved `nh_` name, or a clash without `overwrite=True`.
+        ToolRegistrationError: Invalid name, a reserved `nh_` name, a clash without `overwrite=True`, a first
+            parameter that cannot receive the run context, or parameters pydantic-ai has no schema for.
     """
 
     def register(func: F) -> F:
@@ -423,6 +425,7 @@ def tool(
             description=description if description is not None else inspect.getdoc(func),
             metadata=metadata,
         )
+        check_tool_signature(definition.name, func, definition.description)
         scopes = _scopes.get()
         (scopes[-1] if scopes else _GLOBAL_SCOPE).register(definition, overwrite=overwrite)
         return func

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import typing
 from dataclasses import dataclass
 
@@ -315,3 +316,56 @@ def test_user_tool_exception_becomes_an_error_envelope() -> None:
         block()
     assert json.loads(script.last_tool_results()[0])["error"]["message"] == "RuntimeError: kaboom"
 
+
+def test_tool_whose_first_parameter_is_a_model_argument_is_refused_when_declared() -> None:
+    message = (
+        r"tool 'lookup': its first parameter `city` is annotated `str`, but the first parameter receives the run "
+        r"context, not an argument from the model\. Add a first parameter for it, as in `def lookup\(run_context, \.\.\.\)`"
+    )
+    with nh.run(scripted_executor()[0]), pytest.raises(nh.ToolRegistrationError, match=message):
+
+        @nh.tool
+        def lookup(city: str) -> str:
+            return city
+
+
+def test_tool_without_parameters_is_refused_when_declared() -> None:
+    with nh.run(scripted_executor()[0]), pytest.raises(
+        nh.ToolRegistrationError, match=r"tool 'today' takes no positional parameter to receive the run context"
+    ):
+
+        @nh.tool
+        def today() -> str:
+            return "Monday"
+
+
+def test_tool_with_a_parameter_pydantic_cannot_validate_is_refused_when_declared() -> None:
+    message = (
+        r"tool 'query': pydantic-ai cannot build a schema for its parameters \(Unable to generate pydantic-core "
+        r"schema for <class 'sqlite3.Connection'>\)\. Give each parameter after the first a type pydantic can validate"
+    )
+    with nh.run(scripted_executor()[0]), pytest.raises(nh.ToolRegistrationError, match=message):
+
+        @nh.tool
+        def query(run_context, connection: sqlite3.Connection) -> int:
+            return 0
+
+
+def test_steps_still_run_after_a_bad_tool_was_refused() -> None:
+    executor, script = scripted_executor([finish()])
+
+    @nh.natural_function
+    def block() -> None:
+        """natural
+        Anything.
+        """
+
+    with nh.run(executor):
+        with pytest.raises(nh.ToolRegistrationError):
+
+            @nh.tool
+            def lookup(city: str) -> str:
+                return city
+
+        block()
+    assert script.requests == 1
