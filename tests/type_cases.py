@@ -82,7 +82,7 @@ class TypeCase:
     id: str
     annotation: object
     label: str
-    """How the expected type is named in a `validation` error."""
+    """How the expected type is named in an `invalid_input` error."""
     committed_type: type
     expected: str
     """Expression of the value that must be committed for `valid` and `coercible`."""

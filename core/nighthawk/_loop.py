@@ -31,7 +31,15 @@ from typing import Any, TypeVar
 
 from .errors import NighthawkError, StepAbortedError
 
-__all__ = ["UserThreadExecutor", "await_user", "call_user", "on_user_thread", "run_sync", "user_thread_executor"]
+__all__ = [
+    "UserThreadExecutor",
+    "await_user",
+    "call_user",
+    "calling_thread_name",
+    "on_user_thread",
+    "run_sync",
+    "user_thread_executor",
+]
 
 T = TypeVar("T")
 
@@ -81,6 +89,7 @@ class _Caller:
 
     def __init__(self) -> None:
         self.thread_id = threading.get_ident()
+        self.thread_name = threading.current_thread().name
         self.requests: queue.SimpleQueue[Callable[[], None] | _Done] = queue.SimpleQueue()
         self._closed = False
         self._guard = threading.Lock()
@@ -159,6 +168,13 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         for request in caller.close():
             _refuse(request)
     return result.result()
+
+
+def calling_thread_name() -> str:
+    """The name of the user's thread the current step serves: the caller of `run_sync` when the step runs on
+    the background loop, else the current thread."""
+    caller = _caller.get()
+    return caller.thread_name if caller is not None else threading.current_thread().name
 
 
 def _serve(caller: _Caller) -> None:

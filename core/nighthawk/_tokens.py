@@ -147,15 +147,31 @@ def _resolve_encoding_name(encoding: str | None, model_name: str | None) -> str:
     return DEFAULT_ENCODING
 
 
+def unknown_encoding(name: str) -> str | None:
+    """Why `name` names no tiktoken encoding, or `None` when it does (or is `"estimate"`).
+
+    Only tiktoken's registry of names is read: no vocabulary is loaded and nothing touches the network.
+    """
+    if name == ESTIMATE_NAME:
+        return None
+    import tiktoken
+
+    known = tiktoken.list_encoding_names()
+    if name in known:
+        return None
+    return (
+        f"`tokenizer_encoding` {name!r} is not a tiktoken encoding; use one of {sorted(known)!r}, "
+        f"{ESTIMATE_NAME!r} or `None`"
+    )
+
+
 def _load(name: str) -> TokenCounter:
     """Load `name` with tiktoken; an unknown name is the caller's mistake and raises at once."""
     import tiktoken
 
-    known = tiktoken.list_encoding_names()
-    if name not in known:
-        raise NighthawkError(
-            f"`tokenizer_encoding` {name!r} is not a tiktoken encoding; use one of {sorted(known)!r} or `None`"
-        )
+    problem = unknown_encoding(name)
+    if problem is not None:
+        raise NighthawkError(problem)
     return _TiktokenCounter(name=name, encoding=tiktoken.get_encoding(name))
 
 

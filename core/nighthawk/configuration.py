@@ -1,14 +1,16 @@
 """Executor configuration: model choice, prompt templates, context limits and rendering style.
 
-These are plain frozen dataclasses so that `import nighthawk` stays cheap; they are validated when built.
+These are plain frozen dataclasses so that `import nighthawk` stays cheap. They are checked when built (a patch
+too), so a wrong value fails where it is written rather than in the middle of a step; a dict given for a
+settings class is turned into that class, or refused when it has a key the class does not.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
 from .budget import UsageBudget
@@ -41,8 +43,12 @@ JSON_RENDERER_STYLES: tuple[JsonRendererStyle, ...] = ("strict", "default", "det
 JsonableValue: TypeAlias = "dict[str, JsonableValue] | list[JsonableValue] | str | int | float | bool | None"
 
 
-def check_model(model: object) -> None:
+def check_model(model: object, parameter: str = "model") -> None:
     """Reject a `model` that is neither a `provider:model` string nor a pydantic-ai `Model`.
+
+    Args:
+        model: The value to check.
+        parameter: How the value is named in the message (`fallback_models[0]`, ...).
 
     Raises:
         ValueError: A string without a provider, or with an empty part.
@@ -51,13 +57,15 @@ def check_model(model: object) -> None:
     if isinstance(model, str):
         provider, sep, name = model.partition(":")
         if not (sep and provider.strip() and name.strip()):
-            raise ValueError(f"`model` must be a `provider:model` string such as {DEFAULT_MODEL!r}, got {model!r}")
+            raise ValueError(
+                f"`{parameter}` must be a `provider:model` string such as {DEFAULT_MODEL!r}, got {model!r}"
+            )
         return
     # A `Model` instance exists only once pydantic-ai is imported, so nothing is imported to check it.
     models = sys.modules.get("pydantic_ai.models")
     if models is None or not isinstance(model, models.Model):
         raise TypeError(
-            f"`model` must be a `provider:model` string such as {DEFAULT_MODEL!r} or a pydantic-ai `Model` "
+            f"`{parameter}` must be a `provider:model` string such as {DEFAULT_MODEL!r} or a pydantic-ai `Model` "
             f"instance, got {type(model).__name__} {model!r:.80}"
         )
 
@@ -71,6 +79,12 @@ class StepPromptTemplates:
 
     step_user_prompt_template: str = DEFAULT_USER_PROMPT_TEMPLATE
     """User prompt with the three delimited sections; `$program`, `$locals` and `$globals` are filled in."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, str):
+                raise TypeError(f"`StepPromptTemplates.{f.name}` must be a string, got {value!r:.80}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,35 +141,38 @@ class StepExecutorConfiguration:
     anything else is refused when the configuration is built."""
 
     model_settings: Mapping[str, Any] | None = None
-    """Settings forwarded to every model request; a pydantic model is turned into a dict."""
+    """Settings forwarded to every model request (a dict; a pydantic model is turned into one)."""
 
     tokenizer_encoding: str | None = None
-    """tiktoken encoding for exact counts in reports; `None` picks it from the model name, then `o200k_base`.
-    Prompt budgets never use it: they are always estimated, so prompts are the same on every machine."""
+    """tiktoken encoding for exact counts in reports; `None` picks it from the model name, then `o200k_base`,
+    and `"estimate"` skips tiktoken. An unknown name is refused when the configuration is built. Prompt budgets
+    never use it: they are always estimated, so prompts are the same on every machine."""
 
     strict_tokenizer: bool = False
     """Raise instead of estimating when an exact count is asked for and the vocabulary cannot be loaded."""
 
     prompts: StepPromptTemplates = field(default_factory=StepPromptTemplates)
-    """Prompt templates."""
+    """Prompt templates (a dict of `StepPromptTemplates` fields is turned into one)."""
 
     context_limits: StepContextLimits = field(default_factory=StepContextLimits)
-    """Bounds on rendered context."""
+    """Bounds on rendered context (a dict of `StepContextLimits` fields is turned into one)."""
 
     json_renderer_style: JsonRendererStyle = "default"
     """How values are rendered in prompts and tool results: `strict`, `default` or `detailed`."""
 
     context_redaction: ContextRedaction = field(default_factory=ContextRedaction)
-    """Which names and values are masked before anything reaches the model, a log or a display."""
+    """Which names and values are masked before anything reaches the model, a log or a display (a dict of
+    `ContextRedaction` fields is turned into one)."""
 
     system_prompt_suffix_fragments: tuple[str, ...] = ()
-    """Text appended to the system prompt."""
+    """Texts appended to the system prompt (a tuple of strings: a lone string is refused)."""
 
     user_prompt_suffix_fragments: tuple[str, ...] = ()
-    """Text appended to the user prompt."""
+    """Texts appended to the user prompt (a tuple of strings: a lone string is refused)."""
 
     step_budget: UsageBudget = DEFAULT_STEP_BUDGET
-    """What one step may spend (requests, tokens, cost, wall time); `UsageBudget()` removes every bound."""
+    """What one step may spend (requests, tokens, cost, wall time); `UsageBudget()` removes every bound (a dict
+    of `UsageBudget` fields is turned into one)."""
 
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
     """Seconds one model request may take, its retries included; `None` leaves the provider's own timeout."""
@@ -165,24 +182,13 @@ class StepExecutorConfiguration:
     honours the server's `Retry-After`. `None` leaves the client's own setting."""
 
     fallback_models: tuple[Any, ...] = ()
-    """Models tried in order when a request to `model` fails (pydantic-ai `FallbackModel`)."""
+    """Models tried in order when a request to `model` fails (pydantic-ai `FallbackModel`), each checked like
+    `model`. A lone string is refused, not read as one model: `"a,b"` would then pass as one odd model name and
+    fail only at the first request."""
 
     def __post_init__(self) -> None:
-        check_model(self.model)
-        if self.json_renderer_style not in JSON_RENDERER_STYLES:
-            raise ValueError(
-                f"`json_renderer_style` must be one of {JSON_RENDERER_STYLES}, got {self.json_renderer_style!r}"
-            )
-        settings = self.model_settings
-        if settings is not None and hasattr(settings, "model_dump"):
-            object.__setattr__(self, "model_settings", settings.model_dump(exclude_none=True))
-        if not isinstance(self.step_budget, UsageBudget):
-            raise ValueError(f"`step_budget` must be a `nighthawk.UsageBudget`, got {self.step_budget!r}")
-        check_request_setting("request_timeout_s", self.request_timeout_s)
-        check_request_setting("max_retries", self.max_retries)
-        object.__setattr__(self, "fallback_models", tuple(self.fallback_models))
-        object.__setattr__(self, "system_prompt_suffix_fragments", tuple(self.system_prompt_suffix_fragments))
-        object.__setattr__(self, "user_prompt_suffix_fragments", tuple(self.user_prompt_suffix_fragments))
+        for f in fields(self):
+            object.__setattr__(self, f.name, _FIELD_CHECKS[f.name](f.name, getattr(self, f.name)))
 
     def request_settings(self) -> dict[str, Any]:
         """Model settings for every request: the timeout and retries, then `model_settings` (which win)."""
@@ -209,7 +215,10 @@ class StepExecutorConfiguration:
 
 @dataclass(frozen=True, kw_only=True)
 class StepExecutorConfigurationPatch:
-    """A partial configuration: fields left at `None` keep the value they patch."""
+    """A partial configuration: fields left at `None` keep the value they patch.
+
+    Every field set is checked (and a dict converted) as in `StepExecutorConfiguration`, when the patch is built.
+    """
 
     model: Any = None
     model_settings: Mapping[str, Any] | None = None
@@ -225,3 +234,129 @@ class StepExecutorConfigurationPatch:
     request_timeout_s: float | None = None
     max_retries: int | None = None
     fallback_models: tuple[Any, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                object.__setattr__(self, f.name, _FIELD_CHECKS[f.name](f.name, value))
+
+
+# --- checks run when a configuration or a patch is built ------------------------------------------------
+
+S = TypeVar("S")
+
+
+def _settings_object(cls: type[S]) -> Callable[[str, object], S]:
+    """A check that takes a `cls` as it is, or builds one from a dict of its fields."""
+
+    def check(parameter: str, value: object) -> S:
+        if isinstance(value, cls):
+            return value
+        known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"`{parameter}` must be a `nighthawk.{cls.__name__}` or a dict of its fields ({', '.join(known)}), "
+                f"got {value!r:.80}"
+            )
+        unknown = [key for key in value if key not in known]
+        if unknown:
+            raise ValueError(
+                f"`{parameter}` has no setting {unknown[0]!r}; the settings of `{cls.__name__}` are {', '.join(known)}"
+            )
+        return cls(**value)
+
+    return check
+
+
+def _model_settings(parameter: str, value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if hasattr(value, "model_dump"):  # a pydantic model of settings
+        value = value.model_dump(exclude_none=True)
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise TypeError(
+            f"`{parameter}` must be a dict of model settings such as {{'temperature': 0}}, got {value!r:.80}"
+        )
+    return dict(value)
+
+
+def _tokenizer_encoding(parameter: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"`{parameter}` must be a tiktoken encoding name such as 'o200k_base' or None, got {value!r}")
+    from ._tokens import unknown_encoding  # reads tiktoken's names only: no vocabulary, no network
+
+    problem = unknown_encoding(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _flag(parameter: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"`{parameter}` must be True or False, got {value!r:.80}")
+    return value
+
+
+def _renderer_style(parameter: str, value: object) -> JsonRendererStyle:
+    if value not in JSON_RENDERER_STYLES:
+        raise ValueError(f"`{parameter}` must be one of {JSON_RENDERER_STYLES}, got {value!r:.80}")
+    return value  # type: ignore[return-value]
+
+
+def _sequence(parameter: str, value: object, example: str) -> tuple[Any, ...]:
+    """`value` as a tuple; a lone string is refused rather than read as a sequence of its characters."""
+    if isinstance(value, str):
+        raise TypeError(
+            f"`{parameter}` must be a tuple, got the single string {value!r:.80}; write `{parameter}=({value!r:.80},)`"
+        )
+    try:
+        return tuple(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"`{parameter}` must be a tuple such as {example}, got {value!r:.80}") from None
+
+
+def _fragments(parameter: str, value: object) -> tuple[str, ...]:
+    fragments = _sequence(parameter, value, "('Answer in French.',)")
+    for index, fragment in enumerate(fragments):
+        if not isinstance(fragment, str):
+            raise TypeError(f"`{parameter}[{index}]` must be a string, got {fragment!r:.80}")
+    return fragments
+
+
+def _fallback_models(parameter: str, value: object) -> tuple[Any, ...]:
+    models = _sequence(parameter, value, f"({DEFAULT_MODEL!r},)")
+    for index, model in enumerate(models):
+        check_model(model, f"{parameter}[{index}]")
+    return models
+
+
+def _model(parameter: str, value: object) -> object:
+    check_model(value, parameter)
+    return value
+
+
+def _request_setting(parameter: str, value: object) -> object:
+    check_request_setting(parameter, value)
+    return value
+
+
+_FIELD_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "model": _model,
+    "model_settings": _model_settings,
+    "tokenizer_encoding": _tokenizer_encoding,
+    "strict_tokenizer": _flag,
+    "prompts": _settings_object(StepPromptTemplates),
+    "context_limits": _settings_object(StepContextLimits),
+    "json_renderer_style": _renderer_style,
+    "context_redaction": _settings_object(ContextRedaction),
+    "system_prompt_suffix_fragments": _fragments,
+    "user_prompt_suffix_fragments": _fragments,
+    "step_budget": _settings_object(UsageBudget),
+    "request_timeout_s": _request_setting,
+    "max_retries": _request_setting,
+    "fallback_models": _fallback_models,
+}
+"""How each field of a configuration (or a patch) is checked and, where a dict is given, converted."""

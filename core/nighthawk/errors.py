@@ -9,7 +9,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     │   └── ReplayMissError         a replay store has no answer for a request
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
-    ├── ToolRegistrationError       a user tool has a bad name or clashes with another one
+    ├── ToolRegistrationError       a user tool has a bad name, clashes with another one, or has no usable schema
     └── StepAbortedError            user code run by a step raised SystemExit, GeneratorExit, CancelledError, ...
 
 A `raise` outcome is not a Nighthawk error: the exception type the model names is raised as is.
@@ -110,7 +110,8 @@ class ToolValidationError(NighthawkError):
 
 
 class ToolRegistrationError(NighthawkError):
-    """A user tool could not be registered: invalid name, or a name clash without `overwrite=True`."""
+    """A user tool could not be registered: invalid name, a name clash without `overwrite=True`, a first
+    parameter that cannot receive the run context, or parameters pydantic-ai cannot build a schema for."""
 
 
 class StepAbortedError(NighthawkError):

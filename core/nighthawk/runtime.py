@@ -87,8 +87,10 @@ def get_step_executor() -> StepExecutor:
     """
     executor = _current.get().executor or _default_executor
     if executor is None and _open_runs:
+        from ._loop import calling_thread_name  # the error path only: asyncio is not imported for it otherwise
+
         raise NighthawkError(
-            f"no step executor is set in thread {threading.current_thread().name!r}: `nighthawk.run(...)` is "
+            f"no step executor is set in thread {calling_thread_name()!r}: `nighthawk.run(...)` is "
             "open in another thread, and a new thread does not inherit it. Start the thread's work in a copy of "
             "the caller's context, for example `pool.submit(contextvars.copy_context().run, function, *args)` "
             "or `threading.Thread(target=contextvars.copy_context().run, args=(function, *args))`, or open "

@@ -135,7 +135,7 @@ class StepContext:
         """Validate a value assigned to a bare name against its write binding's type.
 
         Raises:
-            ToolBoundaryError: `validation` when the value does not fit; `internal` when the type cannot be
+            ToolBoundaryError: `invalid_input` when the value does not fit; `internal` when the type cannot be
                 checked at all (not something the model can fix by sending another value).
         """
         from ._validation import ValidationSetupError, type_label, validate_value
@@ -145,7 +145,7 @@ class StepContext:
             return validate_value(expected, value)
         except ToolValidationError as exc:
             raise ToolBoundaryError(
-                "validation",
+                "invalid_input",
                 f"cannot assign {name!r}: {exc}",
                 f"Assign a value of type {type_label(expected)} to {name!r}; nothing was stored.",
             ) from exc

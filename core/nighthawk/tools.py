@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 from . import events
 from ._evaluate import Evaluation, clip, start_evaluation
 from ._secrets import current_scrubber
+from ._tool_signature import check_tool_signature
 from .errors import StepAbortedError, ToolEvaluationError, ToolRegistrationError, ToolValidationError
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ __all__ = [
     "visible_tools",
 ]
 
-ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "validation", "execution", "transient", "internal"]
+ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "execution", "transient", "internal"]
+"""What a failed tool call reports; a value that does not fit its type is `invalid_input`."""
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -256,7 +258,7 @@ def _validate_attribute(owner: object, attribute: str, value: object) -> object:
         return validate_value(expected, value)
     except ToolValidationError as exc:
         raise ToolBoundaryError(
-            "validation", f"cannot set {attribute!r}: {exc}", f"Assign a value of type {type_label(expected)}."
+            "invalid_input", f"cannot set {attribute!r}: {exc}", f"Assign a value of type {type_label(expected)}."
         ) from exc
     except ValidationSetupError as exc:
         raise ToolBoundaryError("internal", str(exc), "Report this; nothing was stored.") from exc
@@ -402,7 +404,8 @@ def tool(
         metadata: Free-form data attached to the tool definition.
 
     Raises:
-        ToolRegistrationError: Invalid name, a reserved `nh_` name, or a clash without `overwrite=True`.
+        ToolRegistrationError: Invalid name, a reserved `nh_` name, a clash without `overwrite=True`, a first
+            parameter that cannot receive the run context, or parameters pydantic-ai has no schema for.
     """
 
     def register(func: F) -> F:
@@ -422,6 +425,7 @@ def tool(
             description=description if description is not None else inspect.getdoc(func),
             metadata=metadata,
         )
+        check_tool_signature(definition.name, func, definition.description)
         scopes = _scopes.get()
         (scopes[-1] if scopes else _GLOBAL_SCOPE).register(definition, overwrite=overwrite)
         return func

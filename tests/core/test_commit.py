@@ -141,7 +141,7 @@ def test_unannotated_write_binding_takes_the_type_of_its_initial_value() -> None
 
     with nh.run(executor):
         assert work() == "ok"
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"
 
 
 def test_annotated_write_binding_coerces_the_assigned_value() -> None:
@@ -186,4 +186,4 @@ def test_parameter_annotation_types_a_write_binding() -> None:
 
     with nh.run(executor):
         assert work(3) == 3
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"

@@ -112,7 +112,7 @@ def test_walrus_in_eval_is_validated_against_the_write_binding_type() -> None:
     with nh.run(executor):
         assert tally_count() == 0
     error = json.loads(script.last_tool_results()[0])["error"]
-    assert error["kind"] == "validation"
+    assert error["kind"] == "invalid_input"
     assert error["message"].startswith("cannot assign 'count': expected int")
 
 
@@ -128,7 +128,7 @@ def test_walrus_inside_a_refused_assign_is_not_kept() -> None:
 
     with nh.run(executor):
         assert tally_both() == (0, "before")
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"
 
 
 def test_refused_walrus_keeps_the_assignment_beside_it_from_being_stored() -> None:

@@ -81,7 +81,7 @@ def test_annotated_local_naming_a_class_of_the_enclosing_function_types_the_bind
     with nh.run(executor):
         note = write()
     assert note == Note(text="hi")
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"
 
 
 def test_model_whose_forward_reference_never_resolves_is_an_internal_error() -> None:

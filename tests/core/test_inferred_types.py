@@ -45,7 +45,7 @@ def test_dataframe_is_not_committed_into_a_list_binding_as_its_column_names() ->
     with nh.run(executor):
         assert tabulate() == [{"a": 1, "b": 2}]
     error = refused(script)
-    assert error["kind"] == "validation"
+    assert error["kind"] == "invalid_input"
     assert "expected list (inferred from the initial value), got DataFrame" in error["message"]
 
 

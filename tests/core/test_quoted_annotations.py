@@ -75,4 +75,4 @@ def test_constraints_of_an_annotated_parameter_are_enforced() -> None:
 
     with nh.run(executor):
         assert count_up(1) == 3
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import nighthawk as nh
@@ -48,6 +50,24 @@ def test_scope_keeps_run_id_and_changes_scope_id() -> None:
             inner = nh.get_execution_context()
     assert inner.run_id == outer.run_id
     assert inner.scope_id != outer.scope_id
+
+
+def test_missing_executor_error_names_the_callers_thread() -> None:
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            noop()
+        except nh.NighthawkError as exc:
+            errors.append(exc)
+
+    with nh.run(scripted_executor()[0]):
+        worker = threading.Thread(target=work, name="report-worker")
+        worker.start()
+        worker.join()
+    assert "no step executor is set in thread 'report-worker': `nighthawk.run(...)` is open in another thread" in str(
+        errors[0]
+    )
 
 
 def test_scope_without_executor_raises() -> None:

@@ -168,7 +168,7 @@ def test_scripted_value_of_wrong_type_fails_the_block_without_commit() -> None:
         return count
 
     with nh.run(ScriptedExecutor([StepResponse(assign={"count": "many"})])):
-        with pytest.raises(nh.ExecutionError, match=r"scripted nh_assign call for block .* failed \(validation\)"):
+        with pytest.raises(nh.ExecutionError, match=r"scripted nh_assign call for block .* failed \(invalid_input\)"):
             typed()
 
 

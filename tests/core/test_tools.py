@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import typing
 from dataclasses import dataclass
 
 import pytest
@@ -108,6 +110,28 @@ def test_eval_timeout_is_a_transient_error() -> None:
     assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "transient"
 
 
+def test_assigning_a_value_that_does_not_fit_the_binding_type_is_invalid_input() -> None:
+    executor, script = scripted_executor([assign("count", "'many'")], [finish()])
+
+    @nh.natural_function
+    def tally() -> int:
+        count: int = 0
+        """natural
+        Set <:count>.
+        """
+        return count
+
+    with nh.run(executor):
+        assert tally() == 0
+    error = json.loads(script.last_tool_results()[0])["error"]
+    assert (error["kind"], error["message"][:35]) == ("invalid_input", "cannot assign 'count': expected int")
+
+
+def test_tool_error_kinds_are_the_five_of_the_specification() -> None:
+    kinds = ("invalid_input", "resolution", "execution", "transient", "internal")
+    assert typing.get_args(nh.tools.ErrorKind) == kinds
+
+
 @pytest.mark.parametrize("target", ["1x", "a..b", "a.", "a-b", "a.b c"])
 def test_assign_rejects_malformed_target_paths(target: str) -> None:
     (envelope,), _ = run_block_with(assign(target, "1"))
@@ -157,7 +181,7 @@ def test_assign_dotted_path_validation_failure_leaves_object_untouched() -> None
     with nh.run(executor):
         block(box)
     assert box.size == 1
-    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "validation"
+    assert json.loads(script.last_tool_results()[0])["error"]["kind"] == "invalid_input"
 
 
 def test_assign_to_unknown_root_is_a_resolution_error_and_does_not_evaluate() -> None:
@@ -291,3 +315,57 @@ def test_user_tool_exception_becomes_an_error_envelope() -> None:
 
         block()
     assert json.loads(script.last_tool_results()[0])["error"]["message"] == "RuntimeError: kaboom"
+
+
+def test_tool_whose_first_parameter_is_a_model_argument_is_refused_when_declared() -> None:
+    message = (
+        r"tool 'lookup': its first parameter `city` is annotated `str`, but the first parameter receives the run "
+        r"context, not an argument from the model\. Add a first parameter for it, as in `def lookup\(run_context, \.\.\.\)`"
+    )
+    with nh.run(scripted_executor()[0]), pytest.raises(nh.ToolRegistrationError, match=message):
+
+        @nh.tool
+        def lookup(city: str) -> str:
+            return city
+
+
+def test_tool_without_parameters_is_refused_when_declared() -> None:
+    with nh.run(scripted_executor()[0]), pytest.raises(
+        nh.ToolRegistrationError, match=r"tool 'today' takes no positional parameter to receive the run context"
+    ):
+
+        @nh.tool
+        def today() -> str:
+            return "Monday"
+
+
+def test_tool_with_a_parameter_pydantic_cannot_validate_is_refused_when_declared() -> None:
+    message = (
+        r"tool 'query': pydantic-ai cannot build a schema for its parameters \(Unable to generate pydantic-core "
+        r"schema for <class 'sqlite3.Connection'>\)\. Give each parameter after the first a type pydantic can validate"
+    )
+    with nh.run(scripted_executor()[0]), pytest.raises(nh.ToolRegistrationError, match=message):
+
+        @nh.tool
+        def query(run_context, connection: sqlite3.Connection) -> int:
+            return 0
+
+
+def test_steps_still_run_after_a_bad_tool_was_refused() -> None:
+    executor, script = scripted_executor([finish()])
+
+    @nh.natural_function
+    def block() -> None:
+        """natural
+        Anything.
+        """
+
+    with nh.run(executor):
+        with pytest.raises(nh.ToolRegistrationError):
+
+            @nh.tool
+            def lookup(city: str) -> str:
+                return city
+
+        block()
+    assert script.requests == 1

@@ -80,7 +80,7 @@ def test_wrong_value_gets_a_validation_error_and_the_retry_is_committed(case: Ty
     with nh.run(executor):
         committed = writer(case.annotation)(None)
     error = json.loads(script.last_tool_results()[0])["error"]
-    assert error["kind"] == "validation"
+    assert error["kind"] == "invalid_input"
     assert error["message"].startswith("cannot assign 'result': expected ")
     assert case.label in error["message"]
     assert same(committed, expected(case))
@@ -137,6 +137,6 @@ def test_wrong_value_for_an_attribute_target_is_refused_naming_the_type(case: Ty
     with nh.run(executor):
         fill_attribute(box)
     error = json.loads(script.last_tool_results()[0])["error"]
-    assert error["kind"] == "validation"
+    assert error["kind"] == "invalid_input"
     assert case.label in error["message"]
     assert same(box.value, expected(case))

@@ -65,7 +65,7 @@ def test_wrong_value_is_refused_then_the_retry_is_committed(shell: Any, use_mode
     use_model(FunctionModel(recorder, model_name="recorder"))
     shell.run_cell_magic("natural", "", "Set <:result>.")
     error = json.loads(recorder.results[0])["error"]
-    assert error["kind"] == "validation"
+    assert error["kind"] == "invalid_input"
     assert case.label in error["message"]
     assert same(shell.user_ns["result"], expected(case))
 
