@@ -21,7 +21,7 @@ dataclasses and pydantic models are followed, never an arbitrary object's attrib
 when it sits under a credential name and is not ordinary text (`looks_ordinary`), or has a credential shape.
 
 Besides the exact value, a few forms derived from it are masked: its JSON and `repr` escapes, upper and
-lower case, reversed, base64 and hex, and any piece of it at least half its length (a secret split in two).
+lower case, reversed, base64, and any piece of it at least half its length (a secret split in two).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from contextlib import contextmanager
 from functools import lru_cache
+from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
 from .redaction import (
@@ -72,8 +73,8 @@ they are shown under their name."""
 # bounded time; a secret near the top (a key of a config dict, a field of a settings model) is found first.
 _MAX_NODES = 1_000
 _MAX_DEPTH = 8
-# Strings longer than this are not searched for credential shapes while collecting (they are still scrubbed
-# by shape wherever they are sent).
+# Strings longer than this are neither collected nor searched for credential shapes while collecting (they
+# are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
 _MAX_SCANNED_CHARS = 8_192
 # Derived pieces (prefixes, suffixes) are masked for secrets up to this size; a PEM key is matched by shape.
 _MAX_SPLIT_CHARS = 64
@@ -91,27 +92,38 @@ def _escapes(value: str) -> Iterator[str]:
     yield repr(value)[1:-1]
 
 
-def _derived(value: str) -> Iterator[str]:
-    """The forms of `value` a program produces in one call: case changes, reversal, encodings, split pieces."""
-    yield from (value, value.upper(), value.lower(), value[::-1])
+def _derived(value: str) -> Iterator[tuple[str, bool]]:
+    """The forms of `value` a program produces in one call (case changes, reversal, encodings, split
+    pieces), each with whether it ends like `value` rather than starting like it (a trailing piece)."""
+    for form in (value, value.upper(), value.lower(), value[::-1]):
+        yield form, False
     raw = value.encode("utf-8", "replace")
     for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
-        yield encoded
-        yield encoded.rstrip("=")
-    yield raw.hex()
+        yield encoded, False
+        yield encoded.rstrip("="), False
     if len(value) <= _MAX_SPLIT_CHARS:
         # A split anywhere leaves a piece of at least half the secret at one end: mask every such piece
         # that is not ordinary text on its own.
         shortest = max(SHORTEST_SECRET_CHARS, len(value) // 2)
         for size in range(shortest, len(value)):
-            for piece in (value[:size], value[-size:]):
-                if not looks_ordinary(piece):
-                    yield piece
+            if not looks_ordinary(head := value[:size]):
+                yield head, False
+            if not looks_ordinary(tail := value[-size:]):
+                yield tail, True
 
 
-def _masked_texts(value: str) -> Iterator[str]:
-    for form in dict.fromkeys(_derived(value)):
-        yield from _escapes(form)
+def _masked_texts(value: str) -> Iterator[tuple[str, str]]:
+    """(text, gate) pairs: each text to mask, and a short lower-case piece every occurrence of it holds.
+
+    All the forms of a secret that start alike (the value in any case, its leading pieces) share one gate,
+    so scrubbing tests a few gates per secret, not every form. A gate is as long as the shortest piece:
+    a long needle is found (or ruled out) faster.
+    """
+    size = max(SHORTEST_SECRET_CHARS, len(value) // 2)
+    for form, trailing in dict.fromkeys(_derived(value)):
+        for text in dict.fromkeys(_escapes(form)):
+            lowered = text.lower()
+            yield text, lowered[-size:] if trailing else lowered[:size]
 
 
 class SecretScrubber:
@@ -120,7 +132,8 @@ class SecretScrubber:
     def __init__(self, *, redaction: ContextRedaction | None = None, values: Iterable[str] = ()) -> None:
         self.redaction = redaction or ContextRedaction()
         self._values: frozenset[str] = frozenset()
-        self._texts: tuple[str, ...] = ()
+        self._gates: dict[str, tuple[str, ...]] = {}
+        """Gate -> the texts to mask that hold it (see `_masked_texts`)."""
         self._shortest = SHORTEST_CREDENTIAL_CHARS
         """Text shorter than this can hold neither a secret value nor a credential shape."""
         self._looked_at: set[int] = set()
@@ -141,14 +154,16 @@ class SecretScrubber:
         if not new or not self.redaction.enabled:
             return
         placeholder = self.redaction.placeholder
-        # A text inside the placeholder would make scrubbing twice mask the placeholder itself.
-        texts = set(self._texts)
-        texts.update(text for value in new for text in _masked_texts(value) if text and text not in placeholder)
-        # Longest first, so a secret that contains another is masked whole. Assigned last, each in one step,
-        # so a reader on another thread sees the old or the new state, never a mix that misses a value.
-        ordered = tuple(sorted(texts, key=len, reverse=True))
-        self._texts = ordered
-        self._shortest = min(SHORTEST_CREDENTIAL_CHARS, len(ordered[-1])) if ordered else SHORTEST_CREDENTIAL_CHARS
+        gates = {gate: list(texts) for gate, texts in self._gates.items()}
+        for value in new:
+            for text, gate in _masked_texts(value):
+                # A text inside the placeholder would make scrubbing twice mask the placeholder itself.
+                if text and text not in placeholder and text not in gates.setdefault(gate, []):
+                    gates[gate].append(text)
+        shortest = min((len(text) for texts in gates.values() for text in texts), default=SHORTEST_CREDENTIAL_CHARS)
+        # Each attribute is replaced whole, values last: a reader on another thread sees a consistent state.
+        self._gates = {gate: tuple(texts) for gate, texts in gates.items() if texts}
+        self._shortest = min(SHORTEST_CREDENTIAL_CHARS, shortest)
         self._values = self._values | new
 
     def scrub(self, text: str) -> str:
@@ -159,12 +174,16 @@ class SecretScrubber:
 
     def scrub_values(self, text: str) -> str:
         """`text` with the secret values masked (credential shapes left to the caller's own rules)."""
-        # Substring tests find the few values present (usually none) far faster than one regex of them all.
-        present = tuple(value for value in self._texts if value in text)
+        if not self._gates:
+            return text
+        lowered = text.lower()
+        present = [value for gate, texts in self._gates.items() if gate in lowered for value in texts if value in text]
         if not present:
             return text
         placeholder = self.redaction.placeholder
-        return _literal_matcher(present).sub(lambda _match: placeholder, text)
+        # Longest first, so a secret that contains another (a piece of it) is masked whole.
+        ordered = tuple(sorted(set(present), key=lambda value: (-len(value), value)))
+        return _literal_matcher(ordered).sub(lambda _match: placeholder, text)
 
     def scrub_data(self, data: T) -> T:
         """`data` with every string in it scrubbed: strings, lists, tuples, dicts and dataclass instances.
@@ -295,10 +314,13 @@ def _collect(
         visited += 1
         sensitive = inherited or (name is not None and redaction.is_sensitive_name(name))
         if isinstance(value, (str, bytes)):
+            if not SHORTEST_SECRET_CHARS <= len(value) <= _MAX_SCANNED_CHARS:
+                continue  # too short to mask everywhere; a long text is data (its credential shapes still go)
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
             if sensitive and not looks_ordinary(text):
                 found.add(text)
-            elif SHORTEST_SECRET_CHARS <= len(text) <= _MAX_SCANNED_CHARS:
+            elif (key := id(value) * 2) not in looked_at:
+                looked_at.add(key)  # the same text repeated down a column is searched once
                 found.update(_shaped_parts(text, redaction))
             continue
         special = _secret_text(value)
@@ -412,7 +434,7 @@ def _step_into(value: object, kind: str, key: object) -> object:
         if isinstance(value, (list, tuple)) and isinstance(key, int) and -len(value) <= key < len(value):
             return value[key]
         return _MISSING
-    if isinstance(value, type) or callable(value) or not isinstance(key, str):
+    if isinstance(value, (type, ModuleType)) or not isinstance(key, str):
         return _MISSING
     try:
         attributes = object.__getattribute__(value, "__dict__")
@@ -450,7 +472,7 @@ def note_expression(expression: str, step_locals: Mapping[str, object], step_glo
         value = step_locals.get(name, _MISSING)
         if value is _MISSING:
             value = step_globals.get(name, _MISSING)
-        if value is _MISSING or isinstance(value, type(os)):
+        if value is _MISSING or isinstance(value, ModuleType):
             continue
         sensitive = redaction.is_sensitive_name(name)
         for kind, key in steps:

@@ -156,7 +156,16 @@ def is_random_token(token: str) -> bool:
     return _entropy(token) >= (_RANDOM_BITS_WITH_SLASH if "/" in token else _RANDOM_BITS)
 
 
+# Token characters become `a`, everything else (non-ASCII bytes included) a space: one `in` test on the
+# translated bytes then tells whether any run is long enough, several times faster than the regex scan.
+_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_TOKEN_TABLE = bytes(ord("a") if byte in _TOKEN_BYTES else ord(" ") for byte in range(256))
+_LONG_RUN = b"a" * _SHORTEST_RANDOM_TOKEN
+
+
 def _random_tokens(text: str) -> list[tuple[int, int]]:
+    if len(text) < _SHORTEST_RANDOM_TOKEN or _LONG_RUN not in text.encode("utf-8", "surrogatepass").translate(_TOKEN_TABLE):
+        return []
     return [match.span() for match in _TOKEN_RUN.finditer(text) if is_random_token(match.group(0))]
 
 
@@ -236,7 +245,7 @@ class ContextRedaction:
         if matcher is not None and might_hold_credential(self.mask_value_patterns, text):
             # A function replacement keeps backslashes in the placeholder literal.
             text = matcher.sub(lambda _match: placeholder, text)
-        if self.mask_random_tokens and len(text) >= _SHORTEST_RANDOM_TOKEN:
+        if self.mask_random_tokens:
             for start, end in reversed(_random_tokens(text)):
                 text = text[:start] + placeholder + text[end:]
         return text
@@ -249,7 +258,7 @@ class ContextRedaction:
         matcher = _value_matcher(self.mask_value_patterns)
         if matcher is not None and might_hold_credential(self.mask_value_patterns, text):
             found += [match.group(0) for match in matcher.finditer(text)]
-        if self.mask_random_tokens and len(text) >= _SHORTEST_RANDOM_TOKEN:
+        if self.mask_random_tokens:
             found += [text[start:end] for start, end in _random_tokens(text)]
         return found
 
