@@ -246,3 +246,14 @@ def test_a_store_recorded_with_return_under_sort_key_replays(tmp_path: Path) -> 
         pick(["a", "b"], sort_key="return")
     with nh.run(replay_executor(store, "replay")):
         assert pick(["a", "b"], sort_key="return") == "a"
+
+
+# Module data no block of this file reads; before, every step walked the module and masked this text.
+UNRELATED_SETTINGS = {"shell": {"pwd": "reports-2024-q3"}}
+
+
+def test_text_that_module_data_the_block_never_reads_holds_under_a_credential_name_is_not_masked() -> None:
+    executor, script = scripted_executor([evaluate("scope['folder']")], [finish()])
+    with nh.run(executor):
+        inspect_scope({"folder": "reports-2024-q3"})
+    assert script.last_tool_results() == ['{"value": "reports-2024-q3", "error": null}']
