@@ -57,34 +57,30 @@ DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
     r"salt",
 )
 
-# Credential shapes issued by common providers. Lookbehinds keep the scheme visible where that helps the
-# reader (`Bearer <masked>`, `postgres://<masked>@host`).
-DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = (
-    r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",  # OpenAI and Anthropic
-    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",  # GitHub
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
-    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
-    r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
-    r"\bnpm_[A-Za-z0-9]{36}",  # npm
-    r"\bpypi-AgE[A-Za-z0-9_\-]{50,}",  # PyPI
-    r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",  # SendGrid
-    r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
-    r"(?i:(?<=bearer ))[A-Za-z0-9._~+/\-]{16,}=*",  # HTTP bearer credentials
-    r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
+# Credential shapes issued by common providers, each with the literal texts one of which any match holds
+# (`None`: the bearer pattern, found by a case-insensitive test). Only the patterns whose literal is in a
+# text are run on it: running them all at every position of every tool result, prompt and event costs
+# several times more. Lookbehinds keep the scheme visible where that helps the reader (`Bearer <masked>`,
+# `postgres://<masked>@host`).
+_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    (r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),  # OpenAI and Anthropic
+    (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),  # Google API keys
+    (r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),  # AWS access key ids
+    (r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("_live_", "_test_")),  # Stripe
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),  # GitLab
+    (r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),  # Hugging Face
+    (r"\bnpm_[A-Za-z0-9]{36}", ("npm_",)),  # npm
+    (r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-",)),  # PyPI
+    (r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", ("SG.",)),  # SendGrid
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),  # Slack
+    (r"(?i:(?<=bearer ))[A-Za-z0-9._~+/\-]{16,}=*", None),  # HTTP bearer credentials
+    (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyJ",)),  # JWT
     # A PEM private key; the block may have been cut before its END line by a caller's budget.
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)",
-    r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password in a URL
+    (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)", ("-----BEGIN",)),
+    (r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),  # user:password in a URL
 )
-
-# Literal text that every default credential pattern needs (the bearer one in any case). Text without any of
-# them cannot match, and a few `in` tests are an order of magnitude faster than running the patterns, which
-# now happens on every tool result, prompt and event.
-_DEFAULT_ANCHORS = (
-    "sk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "xox", "eyJ", "-----BEGIN", "://",
-    "_live_", "_test_", "glpat-", "hf_", "npm_", "pypi-", "SG.",
-)
+DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = tuple(pattern for pattern, _ in _PROVIDER_PATTERNS)
 
 # The shortest credential any default pattern recognises; shorter text skips the regex scan entirely.
 SHORTEST_CREDENTIAL_CHARS = 16
@@ -103,7 +99,7 @@ def _name_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)  # keyed by the subsets of patterns `_patterns_in` picks, a few dozen in practice
 def _value_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     if not patterns:
         return None
@@ -123,13 +119,23 @@ def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
     return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name[:_MAX_NAME_CHARS]))
 
 
-def might_hold_credential(patterns: tuple[str, ...], text: str) -> bool:
-    """False when `text` certainly holds no match of `patterns` (decided cheaply for the default patterns)."""
+def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The patterns of `patterns` that may match in `text` (decided cheaply for the default patterns)."""
     if len(text) < SHORTEST_CREDENTIAL_CHARS or not patterns:
-        return False
+        return ()
     if patterns != DEFAULT_MASK_VALUE_PATTERNS:
-        return True
-    return any(anchor in text for anchor in _DEFAULT_ANCHORS) or "bearer " in text.lower()
+        return patterns
+    bearer: bool | None = None
+    chosen = []
+    for pattern, anchors in _PROVIDER_PATTERNS:
+        if anchors is None:
+            if bearer is None:
+                bearer = "bearer " in text.lower()
+            if bearer:
+                chosen.append(pattern)
+        elif any(anchor in text for anchor in anchors):
+            chosen.append(pattern)
+    return tuple(chosen)
 
 
 # A long run of token characters is a candidate random token (API secrets with no known prefix, the
@@ -241,8 +247,8 @@ class ContextRedaction:
         if not self.enabled:
             return text
         placeholder = self.placeholder
-        matcher = _value_matcher(self.mask_value_patterns)
-        if matcher is not None and might_hold_credential(self.mask_value_patterns, text):
+        matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
+        if matcher is not None:
             # A function replacement keeps backslashes in the placeholder literal.
             text = matcher.sub(lambda _match: placeholder, text)
         if self.mask_random_tokens:
@@ -255,8 +261,8 @@ class ContextRedaction:
         if not self.enabled:
             return []
         found: list[str] = []
-        matcher = _value_matcher(self.mask_value_patterns)
-        if matcher is not None and might_hold_credential(self.mask_value_patterns, text):
+        matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
+        if matcher is not None:
             found += [match.group(0) for match in matcher.finditer(text)]
         if self.mask_random_tokens:
             found += [text[start:end] for start, end in _random_tokens(text)]
