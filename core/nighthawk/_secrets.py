@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from contextlib import contextmanager
 from functools import lru_cache
+from itertools import islice
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -76,6 +77,9 @@ _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
 # are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
 _MAX_SCANNED_CHARS = 8_192
+# Each secret value adds a few substring tests to every text sent: a table of passwords under one name
+# (`passwords = [...]`) contributes its first values only. The rest stay masked where shown under the name.
+_MAX_VALUES = 256
 # Derived pieces (prefixes, suffixes) are masked for secrets up to this size; a PEM key is matched by shape.
 _MAX_SPLIT_CHARS = 64
 # The password of `scheme://user:password@host`, so that `urlparse(dsn).password` is masked on its own too.
@@ -150,7 +154,8 @@ class SecretScrubber:
 
     def add(self, values: Iterable[str]) -> None:
         """Mask `values` too from now on (the step met them)."""
-        new = {value for value in values if value and value not in self._values}
+        room = _MAX_VALUES - len(self._values)
+        new = set(islice((value for value in values if value and value not in self._values), max(room, 0)))
         if not new or not self.redaction.enabled:
             return
         placeholder = self.redaction.placeholder

@@ -225,3 +225,8 @@ def test_log_scrubber_outside_a_step_masks_credential_shapes() -> None:
     record = logging.LogRecord("nighthawk", logging.INFO, __file__, 1, "using %s", (API_KEY,), None)
     LogScrubber().filter(record)
     assert record.getMessage() == "using <masked>"
+
+
+def test_a_scrubber_keeps_at_most_256_secret_values() -> None:
+    scrubber = SecretScrubber(values=[f"pass-{i:04d}-x" for i in range(300)])
+    assert len(scrubber.values) == 256
