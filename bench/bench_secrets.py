@@ -1,9 +1,11 @@
-"""Time what secret scrubbing adds to a step: collecting the scope's secret values, and scrubbing text.
+"""Time what secret scrubbing adds to a step: looking into values for secrets, and scrubbing text.
 
-Run with `PYTHONPATH=core python bench/bench_secrets.py`. Prints the median over several runs of collecting
-the secret values of scopes of growing size (the walk is bounded, so the large ones should cost about the
-same as a moderate one), and of scrubbing tool-result-sized and prompt-sized text with few and many secret
-values in scope.
+Run with `PYTHONPATH=core python bench/bench_secrets.py`. Prints the median over several runs of looking
+into values of growing size for secret values (what a step does with the values an expression names; the
+look is bounded, so the large ones should cost about the same as a moderate one), and of scrubbing
+tool-result-sized and prompt-sized text with few and many secret values met (each value is masked with its
+derived forms, so many values cost more than before). `bench_unrelated_data.py` shows that data a block
+never reads costs nothing.
 """
 
 from __future__ import annotations

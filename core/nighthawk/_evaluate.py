@@ -88,7 +88,11 @@ def start_evaluation(
         SyntaxError: Not a single expression.
         Exception: Whatever the expression raises.
     """
+    from ._secrets import note_expression, note_value
+
     code, walrus = compile_expression(expression)
+    # Before it runs, so that an error message quoting a secret the expression names is scrubbed too.
+    derived = note_expression(expression, step_locals, step_globals)
     namespace = dict(step_globals)
     namespace.setdefault("__builtins__", builtins)
     namespace.update(step_locals)
@@ -97,6 +101,7 @@ def start_evaluation(
     # been printed is recorded instead, for the model to read.
     with warnings.catch_warnings(record=True) as caught:
         value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
+    note_value(value, derived=derived)
     return Evaluation(
         value=value,
         awaits=bool(code.co_flags & inspect.CO_COROUTINE),

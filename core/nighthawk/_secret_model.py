@@ -1,35 +1,66 @@
 """The model-bound choke point: a pydantic-ai wrapper that scrubs every request before the real model sees it.
 
 The executor wraps whatever model it resolves (a provider model, a `FunctionModel`, a `ReplayModel`), so the
-instructions, the user prompt, every tool return, every retry and correction prompt, and the history of
-earlier responses are scrubbed by the step's `SecretScrubber` on the way out, whichever part of Nighthawk or
-pydantic-ai wrote them. A replay store behind it therefore never receives a secret value either.
+user data of a request (the user prompt, every tool return, every retry and correction prompt, and the text
+and tool arguments of earlier responses) is scrubbed by the step's `SecretScrubber` on the way out,
+whichever part of Nighthawk or pydantic-ai wrote it. A replay store behind it therefore never receives a
+secret value either. The protocol is never rewritten: instructions, system prompt parts, tool names and
+the tool and outcome schemas go out as they are.
 
 Responses come back untouched: the model only ever saw scrubbed text, and tools must run what it wrote.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse, SystemPromptPart
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-from ._secrets import current_scrubber
+from ._secrets import SecretScrubber, current_scrubber
 
 __all__ = ["SecretScrubbingModel"]
+
+# The fields of a message part that carry user data; everything else of a part is protocol.
+_USER_DATA_FIELDS = ("content", "args")
+
+
+def _scrubbed_part(part: Any, scrubber: SecretScrubber) -> Any:
+    if isinstance(part, SystemPromptPart):
+        return part
+    changes = {}
+    for name in _USER_DATA_FIELDS:
+        value = getattr(part, name, None)
+        if value is not None and (scrubbed := scrubber.scrub_data(value)) is not value:
+            changes[name] = scrubbed
+    if not changes:
+        return part
+    copied = copy.copy(part)  # keeps fields `dataclasses.replace` could not pass (`init=False`)
+    for name, value in changes.items():
+        object.__setattr__(copied, name, value)
+    return copied
+
+
+def _scrubbed_message(message: ModelMessage, scrubber: SecretScrubber) -> ModelMessage:
+    parts = [_scrubbed_part(part, scrubber) for part in message.parts]
+    if all(a is b for a, b in zip(parts, message.parts, strict=True)):
+        return message
+    copied = copy.copy(message)
+    object.__setattr__(copied, "parts", parts)
+    return copied
 
 
 def _scrubbed(
     messages: list[ModelMessage], parameters: ModelRequestParameters
 ) -> tuple[list[ModelMessage], ModelRequestParameters]:
     scrubber = current_scrubber()
-    return scrubber.scrub_data(messages), scrubber.scrub_data(parameters)
+    return [_scrubbed_message(message, scrubber) for message in messages], parameters
 
 
 class SecretScrubbingModel(WrapperModel):

@@ -2,41 +2,52 @@
 
 `ContextRedaction` decides by *name* and by *shape* while a value is being rendered. That is not enough once
 text leaves by another road: `nh_eval("db_password")` renders a bare string with no name attached, `str(conn)`
-prints a password inside ordinary text, an exception message quotes it. So when a step starts, the runner
-collects the *values* bound to sensitive names anywhere in the step's scope (at any depth of dicts, lists,
-dataclasses, pydantic models and object attributes), plus credential-shaped strings and URL passwords, and
-makes a `SecretScrubber` of them current for the whole step. Every way out then calls `current_scrubber()`:
+prints a password inside ordinary text, an exception message quotes it. So each step keeps a
+`SecretScrubber` of the secret *values* it has met, and every way out calls `current_scrubber()`:
 
-* the model: `SecretScrubbingModel` (in `_secret_model.py`) scrubs every request before the real model, or a
-  replay store, sees it;
+* the model: `SecretScrubbingModel` (in `_secret_model.py`) scrubs the user data of every request (prompt,
+  tool results and arguments, retries) before the real model, or a replay store, sees it;
 * events: `events.emit` scrubs each event once, so displays, OpenTelemetry spans and any other listener only
   ever receive scrubbed text;
 * exceptions: the runner scrubs the messages of an exception (and its cause chain) before it reaches the
   caller, and of the exception a `raise` outcome asks for;
 * logs: `LogScrubber` is a filter on the `nighthawk` logger.
 
-Only exact occurrences are masked: a reversed, re-cased, sliced or encoded form of a secret is different text,
-and recognising those would mean guessing at every transformation a program can apply.
+The values are found where the step looks, never by walking its scope (a module, the IPython shell, a big
+table the block never reads): the step's credential-named variables and the credential-named environment
+variables when it starts, what its read bindings hold under credential names, and, for every expression it
+runs, the values its names lead to and the value it returns. Inside those, only dicts, sequences,
+dataclasses and pydantic models are followed, never an arbitrary object's attributes. A value is kept
+when it sits under a credential name and is not ordinary text (`looks_ordinary`), or has a credential shape.
+
+Besides the exact value, a few forms derived from it are masked: its JSON and `repr` escapes, upper and
+lower case, reversed, base64, and any piece of it at least half its length (a secret split in two).
 """
 
 from __future__ import annotations
 
+import ast
+import base64
 import dataclasses
 import json
 import logging
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import islice
-from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
+from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
-from .redaction import SHORTEST_CREDENTIAL_CHARS, ContextRedaction, _value_matcher, might_hold_credential
+from .redaction import (
+    SHORTEST_CREDENTIAL_CHARS,
+    SHORTEST_SECRET_CHARS,
+    ContextRedaction,
+    looks_ordinary,
+)
 
 if TYPE_CHECKING:
     from .step import StepContext
@@ -47,31 +58,37 @@ __all__ = [
     "SecretScrubber",
     "collect_secret_values",
     "current_scrubber",
+    "note_expression",
+    "note_value",
     "scrub_exception",
     "scrubbing_step",
 ]
 
 T = TypeVar("T")
 
-MIN_SECRET_VALUE_CHARS = 6
-"""Shorter values bound to sensitive names are not collected: masking every `abc` or `name` in all outgoing
-text would garble it. Such a value is still masked where it is shown under its name."""
+MIN_SECRET_VALUE_CHARS = SHORTEST_SECRET_CHARS
+"""Shorter values are not masked in all outgoing text (see `looks_ordinary`); they are still masked where
+they are shown under their name."""
 
-# The walk of a step's scope is breadth first and bounded, so a huge namespace costs a bounded time per step;
-# secrets near the top (a variable, a key of a config dict, an attribute of a client) are found first.
-_MAX_NODES = 5_000
+# Each look into a value is breadth first and bounded, so a huge table named by an expression costs a
+# bounded time; a secret near the top (a key of a config dict, a field of a settings model) is found first.
+_MAX_NODES = 1_000
 _MAX_DEPTH = 8
-# Strings longer than this are not searched for credential shapes while collecting (they are still scrubbed
-# by pattern wherever they are sent).
+# Strings longer than this are neither collected nor searched for credential shapes while collecting (they
+# are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
 _MAX_SCANNED_CHARS = 8_192
+# Each secret value adds a few substring tests to every text sent: a table of passwords under one name
+# (`passwords = [...]`) contributes its first values only. The rest stay masked where shown under the name.
+_MAX_VALUES = 256
+# Derived pieces (prefixes, suffixes) are masked for secrets up to this size; a PEM key is matched by shape.
+_MAX_SPLIT_CHARS = 64
 # The password of `scheme://user:password@host`, so that `urlparse(dsn).password` is masked on its own too.
 _URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
 # Environment variables the `pwd` name pattern matches by accident: they hold directories, not passwords.
 _NOT_SECRET_ENVIRONMENT = frozenset({"PWD", "OLDPWD"})
-_OPAQUE_TYPES = (type, ModuleType, FunctionType, BuiltinFunctionType, MethodType, int, float, complex, bool)
 
 
-def _variants(value: str) -> Iterator[str]:
+def _escapes(value: str) -> Iterator[str]:
     """`value` and the escaped forms JSON and `repr` give it, each of which would disclose it."""
     yield value
     yield json.dumps(value)[1:-1]
@@ -79,26 +96,80 @@ def _variants(value: str) -> Iterator[str]:
     yield repr(value)[1:-1]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+def _derived(value: str) -> Iterator[tuple[str, bool]]:
+    """The forms of `value` a program produces in one call (case changes, reversal, encodings, split
+    pieces), each with whether it ends like `value` rather than starting like it (a trailing piece)."""
+    for form in (value, value.upper(), value.lower(), value[::-1]):
+        yield form, False
+    raw = value.encode("utf-8", "replace")
+    for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+        yield encoded, False
+        yield encoded.rstrip("="), False
+    if len(value) <= _MAX_SPLIT_CHARS:
+        # A split anywhere leaves a piece of at least half the secret at one end: mask every such piece
+        # that is not ordinary text on its own.
+        shortest = max(SHORTEST_SECRET_CHARS, len(value) // 2)
+        for size in range(shortest, len(value)):
+            if not looks_ordinary(head := value[:size]):
+                yield head, False
+            if not looks_ordinary(tail := value[-size:]):
+                yield tail, True
+
+
+def _masked_texts(value: str) -> Iterator[tuple[str, str]]:
+    """(text, gate) pairs: each text to mask, and a short lower-case piece every occurrence of it holds.
+
+    All the forms of a secret that start alike (the value in any case, its leading pieces) share one gate,
+    so scrubbing tests a few gates per secret, not every form. A gate is as long as the shortest piece:
+    a long needle is found (or ruled out) faster.
+    """
+    size = max(SHORTEST_SECRET_CHARS, len(value) // 2)
+    for form, trailing in dict.fromkeys(_derived(value)):
+        for text in dict.fromkeys(_escapes(form)):
+            lowered = text.lower()
+            yield text, lowered[-size:] if trailing else lowered[:size]
+
+
 class SecretScrubber:
-    """Masks the collected secret values, then credential-shaped text, in anything about to leave."""
+    """Masks the secret values met so far, their derived forms, then credential-shaped text."""
 
-    redaction: ContextRedaction = field(default_factory=ContextRedaction)
-    values: frozenset[str] = frozenset()
-    """The exact texts masked wherever they occur."""
-    _texts: tuple[str, ...] = field(init=False, repr=False, default=())
-    _shortest: int = field(init=False, repr=False, default=0)
-    """Text shorter than this can hold neither a secret value nor a credential shape."""
+    def __init__(self, *, redaction: ContextRedaction | None = None, values: Iterable[str] = ()) -> None:
+        self.redaction = redaction or ContextRedaction()
+        self._values: frozenset[str] = frozenset()
+        self._gates: dict[str, tuple[str, ...]] = {}
+        """Gate -> the texts to mask that hold it (see `_masked_texts`)."""
+        self._shortest = SHORTEST_CREDENTIAL_CHARS
+        """Text shorter than this can hold neither a secret value nor a credential shape."""
+        self._looked_at: set[int] = set()
+        """Ids of values already searched in this step (each is searched once)."""
+        self.add(values)
 
-    def __post_init__(self) -> None:
+    def __repr__(self) -> str:
+        return f"SecretScrubber({len(self._values)} values)"
+
+    @property
+    def values(self) -> frozenset[str]:
+        """The secret values masked, with their derived forms, wherever they occur."""
+        return self._values
+
+    def add(self, values: Iterable[str]) -> None:
+        """Mask `values` too from now on (the step met them)."""
+        room = _MAX_VALUES - len(self._values)
+        new = set(islice((value for value in values if value and value not in self._values), max(room, 0)))
+        if not new or not self.redaction.enabled:
+            return
         placeholder = self.redaction.placeholder
-        # A value inside the placeholder would make scrubbing twice mask the placeholder itself.
-        texts = {variant for value in self.values for variant in _variants(value) if variant and variant not in placeholder}
-        # Longest first, so a secret that contains another is masked whole.
-        ordered = tuple(sorted(texts, key=len, reverse=True)) if self.redaction.enabled else ()
-        object.__setattr__(self, "_texts", ordered)
-        shortest = min((len(text) for text in ordered), default=SHORTEST_CREDENTIAL_CHARS)
-        object.__setattr__(self, "_shortest", min(shortest, SHORTEST_CREDENTIAL_CHARS))
+        gates = {gate: list(texts) for gate, texts in self._gates.items()}
+        for value in new:
+            for text, gate in _masked_texts(value):
+                # A text inside the placeholder would make scrubbing twice mask the placeholder itself.
+                if text and text not in placeholder and text not in gates.setdefault(gate, []):
+                    gates[gate].append(text)
+        shortest = min((len(text) for texts in gates.values() for text in texts), default=SHORTEST_CREDENTIAL_CHARS)
+        # Each attribute is replaced whole, values last: a reader on another thread sees a consistent state.
+        self._gates = {gate: tuple(texts) for gate, texts in gates.items() if texts}
+        self._shortest = min(SHORTEST_CREDENTIAL_CHARS, shortest)
+        self._values = self._values | new
 
     def scrub(self, text: str) -> str:
         """`text` with every secret value and every credential-shaped substring replaced by the placeholder."""
@@ -108,12 +179,16 @@ class SecretScrubber:
 
     def scrub_values(self, text: str) -> str:
         """`text` with the secret values masked (credential shapes left to the caller's own rules)."""
-        # Substring tests find the few values present (usually none) far faster than one regex of them all.
-        present = tuple(value for value in self._texts if value in text)
+        if not self._gates:
+            return text
+        lowered = text.lower()
+        present = [value for gate, texts in self._gates.items() if gate in lowered for value in texts if value in text]
         if not present:
             return text
         placeholder = self.redaction.placeholder
-        return _literal_matcher(present).sub(lambda _match: placeholder, text)
+        # Longest first, so a secret that contains another (a piece of it) is masked whole.
+        ordered = tuple(sorted(set(present), key=lambda value: (-len(value), value)))
+        return _literal_matcher(ordered).sub(lambda _match: placeholder, text)
 
     def scrub_data(self, data: T) -> T:
         """`data` with every string in it scrubbed: strings, lists, tuples, dicts and dataclass instances.
@@ -179,34 +254,29 @@ def current_scrubber() -> SecretScrubber:
 # --- collecting -------------------------------------------------------------------------------------
 
 
+def _is_pydantic_model(value: object) -> bool:
+    return hasattr(type(value), "model_fields") and hasattr(value, "__dict__")
+
+
 def _children(value: object) -> Iterator[tuple[str | None, object]]:
-    """(name, child) pairs of a container or object, without running any user code but `__iter__` of builtins."""
+    """(name, child) pairs of a data value: dict items, sequence items, dataclass and pydantic fields.
+
+    Nothing else is entered (modules, classes, functions, arbitrary objects), and no user code runs but the
+    `__iter__` of builtin containers.
+    """
     if isinstance(value, dict):
         for key, item in value.items():
             yield (key if isinstance(key, str) else None), item
     elif isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
             yield None, item
-    elif isinstance(value, _OPAQUE_TYPES):
-        return
-    elif dataclasses.is_dataclass(value):
-        for item in dataclasses.fields(value):
-            yield item.name, getattr(value, item.name, None)
-    else:
-        # `vars` reads the instance dictionary only: properties and `__getattr__` never run. Pydantic models
-        # keep their fields there too.
-        try:
-            attributes = vars(value)
-        except TypeError:
-            attributes = {}
-        if isinstance(attributes, dict):
-            yield from ((name, item) for name, item in attributes.items() if isinstance(name, str))
-        for name in getattr(type(value), "__slots__", ()):
-            if isinstance(name, str) and not name.startswith("__"):
-                try:
-                    yield name, object.__getattribute__(value, name)
-                except AttributeError:
-                    continue
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for name in _field_names(type(value)):
+            yield name, getattr(value, name, None)
+    elif _is_pydantic_model(value):
+        # Pydantic keeps a model's field values in its instance dictionary: no property runs.
+        fields = type(value).model_fields  # type: ignore[attr-defined]
+        yield from ((name, item) for name, item in vars(value).items() if name in fields)
 
 
 def _secret_text(value: object) -> str | None:
@@ -218,97 +288,234 @@ def _secret_text(value: object) -> str | None:
 
 
 def collect_secret_values(
-    roots: Iterable[tuple[str | None, object]], redaction: ContextRedaction
+    roots: Iterable[tuple[str | None, object]], redaction: ContextRedaction, *, secret: bool = False
 ) -> frozenset[str]:
-    """The secret texts reachable from `roots`, a sequence of (name, value) pairs.
+    """The secret texts inside `roots`, a sequence of (name, value) pairs.
 
-    A string is secret when any name on its path is sensitive (`config["db"]["password"]`,
-    `settings.api_token`, every string under `credentials = {...}`), when it is a `SecretStr`, or, for a
-    part of it, when it has a credential shape or is the password of a URL.
+    A string is secret when a credential name is on its path (`config["db"]["password"]`, every string under
+    `credentials = {...}`) and it is not ordinary text, when it is a `SecretStr`, or, for a part of it, when
+    it has a credential shape or is the password of a URL. With `secret`, the roots themselves are under a
+    credential name.
     """
-    if not redaction.enabled:
-        return frozenset()
     found: set[str] = set()
-    # id -> whether it was reached under a sensitive name; an object first met under an innocent name is
-    # walked again when a sensitive one leads to it (`creds = settings["db"]`).
-    seen: dict[int, bool] = {}
-    sensitive: dict[str, bool] = {}  # the same field and key names come back for every row of a table
-    queue: deque[tuple[str | None, object, int, bool]] = deque((name, value, 0, False) for name, value in roots)
+    _collect(roots, redaction, found, set(), secret=secret)
+    return frozenset(found)
+
+
+def _collect(
+    roots: Iterable[tuple[str | None, object]],
+    redaction: ContextRedaction,
+    found: set[str],
+    looked_at: set[int],
+    *,
+    secret: bool = False,
+) -> None:
+    if not redaction.enabled:
+        return
+    queue: deque[tuple[str | None, object, int, bool]] = deque((name, value, 0, secret) for name, value in roots)
     visited = 0
     while queue and visited < _MAX_NODES:
         name, value, depth, inherited = queue.popleft()
         visited += 1
-        if inherited or name is None:
-            secret = inherited
-        elif (secret := sensitive.get(name)) is None:
-            secret = sensitive[name] = redaction.is_sensitive_name(name)
+        sensitive = inherited or (name is not None and redaction.is_sensitive_name(name))
         if isinstance(value, (str, bytes)):
+            if not SHORTEST_SECRET_CHARS <= len(value) <= _MAX_SCANNED_CHARS:
+                continue  # too short to mask everywhere; a long text is data (its credential shapes still go)
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-            if secret and len(text) >= MIN_SECRET_VALUE_CHARS:
+            if sensitive and not looks_ordinary(text):
                 found.add(text)
-            elif MIN_SECRET_VALUE_CHARS <= len(text) <= _MAX_SCANNED_CHARS:
+            elif (key := id(value) * 2) not in looked_at:
+                looked_at.add(key)  # the same text repeated down a column is searched once
                 found.update(_shaped_parts(text, redaction))
             continue
         special = _secret_text(value)
         if special is not None:
-            if len(special) >= MIN_SECRET_VALUE_CHARS:
+            if len(special) >= SHORTEST_SECRET_CHARS:
                 found.add(special)
             continue
-        if value is None or depth >= _MAX_DEPTH or seen.get(id(value)) in (True, secret):
+        # A container met under a credential name is looked at again even if it was seen innocently.
+        key = id(value) * 2 + sensitive
+        if value is None or depth >= _MAX_DEPTH or key in looked_at:
             continue
-        seen[id(value)] = secret
+        looked_at.add(key)
         room = _MAX_NODES - visited - len(queue)
+        if room <= 0:
+            continue
         try:
-            # Children are taken lazily and only while the budget has room: a list of a million rows costs
-            # what the budget allows, not a copy of the list.
-            queue.extend(
-                (child_name, child, depth + 1, secret) for child_name, child in islice(_children(value), max(room, 0))
-            )
+            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in _first(_children(value), room))
         except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
             continue
-    return frozenset(found)
+
+
+def _first(items: Iterator[T], count: int) -> Iterator[T]:
+    # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy of it.
+    for index, item in enumerate(items):
+        if index >= count:
+            return
+        yield item
 
 
 def _shaped_parts(text: str, redaction: ContextRedaction) -> Iterator[str]:
     """The credential-shaped substrings of `text`, and URL passwords on their own."""
-    if not might_hold_credential(redaction.mask_value_patterns, text):
-        return
-    matcher = _value_matcher(redaction.mask_value_patterns)
-    if matcher is not None:
-        yield from (match.group(0) for match in matcher.finditer(text) if len(match.group(0)) >= MIN_SECRET_VALUE_CHARS)
-    yield from (match.group(1) for match in _URL_PASSWORD.finditer(text) if len(match.group(1)) >= MIN_SECRET_VALUE_CHARS)
+    yield from (part for part in redaction.credential_parts(text) if len(part) >= SHORTEST_SECRET_CHARS)
+    if "://" in text:
+        yield from (match.group(1) for match in _URL_PASSWORD.finditer(text) if len(match.group(1)) >= SHORTEST_SECRET_CHARS)
 
 
-def _environment_secrets(redaction: ContextRedaction) -> Iterator[tuple[str, str]]:
+def _environment_secrets(redaction: ContextRedaction) -> list[str]:
     # `nh_eval("os.environ['DB_PASSWORD']")` reaches the environment without any variable in scope.
-    for name, value in list(os.environ.items()):
-        if name not in _NOT_SECRET_ENVIRONMENT and redaction.is_sensitive_name(name):
-            yield name, value
+    return [
+        value
+        for name, value in os.environ.items()
+        if name not in _NOT_SECRET_ENVIRONMENT and redaction.is_sensitive_name(name) and not looks_ordinary(value)
+    ]
 
 
 def step_scrubber(step: StepContext) -> SecretScrubber:
-    """The scrubber for `step`: the secrets of its locals, globals and the environment, plus its parent's."""
+    """The scrubber for `step` as it starts: its parent's values, the credential-named environment variables,
+    its own credential-named variables, and what its read bindings hold under credential names."""
     redaction = step.rendering.redaction
-    roots: list[tuple[str | None, object]] = [
-        (name, value) for name, value in step.step_locals.items() if not name.startswith("__")
-    ]
-    roots += [
-        (name, value)
-        for name, value in step.step_globals.items()
-        if not name.startswith("__") and name not in step.step_locals
-    ]
-    roots += _environment_secrets(redaction)
-    values = collect_secret_values(roots, redaction)
     parent = _active.get()
-    if parent is not None:
-        values |= parent.values
-    return SecretScrubber(redaction=redaction, values=values)
+    scrubber = SecretScrubber(redaction=redaction, values=parent.values if parent is not None else ())
+    if not redaction.enabled:
+        return scrubber
+    found = set(_environment_secrets(redaction))
+    # Names only: a variable's value is looked into when its name is a credential name.
+    named = [(name, value) for name, value in step.step_locals.items() if redaction.is_sensitive_name(name)]
+    _collect(named, redaction, found, scrubber._looked_at, secret=True)
+    reads = [(name, step.step_locals[name]) for name in step.program.reads if name in step.step_locals]
+    _collect(reads, redaction, found, scrubber._looked_at)
+    scrubber.add(found)
+    return scrubber
+
+
+# --- expressions ------------------------------------------------------------------------------------
+
+# One step of a path from a name: an attribute (`.api_token`) or a constant subscript (`["password"]`).
+_Path = tuple[str, tuple[tuple[str, object], ...]]
+
+
+@lru_cache(maxsize=512)
+def _paths(expression: str) -> tuple[tuple[_Path, ...], tuple[str, ...]]:
+    """The names `expression` reads, each with the longest attribute and constant-key path taken from it;
+    and every name, attribute and constant key it mentions (`vars(client)["client_secret"]` has no path)."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return (), ()
+    paths: dict[_Path, None] = {}
+    words: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words[node.id] = None
+        elif isinstance(node, ast.Attribute):
+            words[node.attr] = None
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            words[node.slice.value] = None
+        steps: list[tuple[str, object]] = []
+        current: ast.expr = node  # type: ignore[assignment]
+        while True:
+            if isinstance(current, ast.Attribute):
+                steps.append(("attr", current.attr))
+                current = current.value
+            elif isinstance(current, ast.Subscript) and isinstance(current.slice, ast.Constant):
+                steps.append(("item", current.slice.value))
+                current = current.value
+            else:
+                break
+        if isinstance(current, ast.Name) and (steps or isinstance(node, ast.Name)):
+            paths[(current.id, tuple(reversed(steps)))] = None
+    return tuple(paths), tuple(words)
+
+
+_MISSING = object()
+
+
+def _step_into(value: object, kind: str, key: object) -> object:
+    """`value.key` or `value[key]` read without running user code (instance data only), else `_MISSING`."""
+    if kind == "item":
+        if isinstance(value, dict):
+            return dict.get(value, key, _MISSING)
+        if isinstance(value, (list, tuple)) and isinstance(key, int) and -len(value) <= key < len(value):
+            return value[key]
+        return _MISSING
+    if isinstance(value, (type, ModuleType)) or not isinstance(key, str):
+        return _MISSING
+    try:
+        attributes = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        attributes = None
+    if isinstance(attributes, dict) and key in attributes:
+        return attributes[key]
+    if key in getattr(type(value), "__slots__", ()):
+        try:
+            return object.__getattribute__(value, key)
+        except AttributeError:
+            return _MISSING
+    return _MISSING
+
+
+def note_expression(expression: str, step_locals: Mapping[str, object], step_globals: Mapping[str, object]) -> bool:
+    """Before `expression` runs in the current step: add the secrets its names lead to.
+
+    A name, attribute or constant key that is a credential name makes the value there secret
+    (`password.upper()`, `settings.api_token`, `conn["password"]`); any other value it reads is looked into
+    for values under credential names (`str(conn)`). Modules and classes are never looked into.
+
+    Returns whether the expression mentions a credential name at all: its value is then derived from a
+    secret, and `note_value` is told so.
+    """
+    scrubber = _active.get()
+    if scrubber is None or not scrubber.redaction.enabled:
+        return False
+    redaction = scrubber.redaction
+    paths, words = _paths(expression)
+    derived = any(redaction.is_sensitive_name(word) for word in words)
+    roots: list[tuple[str | None, object]] = []
+    secrets: list[tuple[str | None, object]] = []
+    for name, steps in paths:
+        value = step_locals.get(name, _MISSING)
+        if value is _MISSING:
+            value = step_globals.get(name, _MISSING)
+        if value is _MISSING or isinstance(value, ModuleType):
+            continue
+        sensitive = redaction.is_sensitive_name(name)
+        for kind, key in steps:
+            child = _step_into(value, kind, key)
+            if child is _MISSING:  # a method, a property, a module attribute: the path stops here
+                break
+            value = child
+            sensitive = sensitive or (isinstance(key, str) and redaction.is_sensitive_name(key))
+        (secrets if sensitive else roots).append((name, value))
+    found: set[str] = set()
+    try:
+        _collect(secrets, redaction, found, scrubber._looked_at, secret=True)
+        _collect(roots, redaction, found, scrubber._looked_at)
+    except Exception:  # looking for secrets must never fail the user's expression
+        return derived
+    scrubber.add(found)
+    return derived
+
+
+def note_value(value: object, *, derived: bool = False) -> None:
+    """After an expression ran in the current step: add what its value holds under credential names, or,
+    when the expression was `derived` from a secret, the text of the value itself."""
+    scrubber = _active.get()
+    if scrubber is None or not scrubber.redaction.enabled or value is None or isinstance(value, (int, float, bool)):
+        return
+    found: set[str] = set()
+    try:
+        _collect([(None, value)], scrubber.redaction, found, scrubber._looked_at, secret=derived)
+    except Exception:
+        return
+    scrubber.add(found)
 
 
 @contextmanager
 def scrubbing_step(step: StepContext) -> Iterator[SecretScrubber]:
     """Make the scrubber of `step` current; an exception leaving the block has its messages scrubbed."""
     _install_log_scrubber()
+    parent = _active.get()
     scrubber = step_scrubber(step)
     token = _active.set(scrubber)
     try:
@@ -318,6 +525,9 @@ def scrubbing_step(step: StepContext) -> Iterator[SecretScrubber]:
         raise
     finally:
         _active.reset(token)
+        if parent is not None:
+            # A secret the inner step met may reach the parent's text through the inner step's result.
+            parent.add(scrubber.values)
 
 
 # --- exceptions and logs ----------------------------------------------------------------------------

@@ -36,11 +36,11 @@ def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) 
     user = Template(configuration.prompts.step_user_prompt_template).safe_substitute(
         program=step.program.prompt_text, locals=locals_summary, globals=globals_summary
     )
-    # The program text may hold an interpolated secret (an f-string block), and suffix fragments are free text.
-    scrub = current_scrubber().scrub
+    # The program text may hold an interpolated secret (an f-string block). The system prompt is the
+    # protocol, never user data: it is sent as written.
     return (
-        scrub(_with_suffixes(system, (*configuration.system_prompt_suffix_fragments, *scope_system))),
-        scrub(_with_suffixes(user, (*configuration.user_prompt_suffix_fragments, *scope_user))),
+        _with_suffixes(system, (*configuration.system_prompt_suffix_fragments, *scope_system)),
+        current_scrubber().scrub(_with_suffixes(user, (*configuration.user_prompt_suffix_fragments, *scope_user))),
     )
 
 

@@ -1,20 +1,22 @@
-"""Masking of sensitive names and credential-looking text before context leaves the process.
+"""What counts as a secret: credential names, credential shapes, and text too ordinary to be either.
 
-Two independent rules decide what is hidden:
+* a *name* rule: a binding, dict key, dataclass field or attribute whose name holds a credential word as a
+  whole part (`openai_api_key`, `authToken`, `db_password`) is shown as the placeholder in rendered context;
+* a *shape* rule: text that looks like a credential wherever it appears (a provider's key format such as
+  `sk-...` or `ghp_...`, a JWT, a PEM private key, the password of a URL, a long random-looking token) is
+  replaced by the placeholder.
 
-* a *name* rule: a binding, dict key, dataclass field or attribute whose name looks sensitive
-  (`openai_api_key`, `authToken`, `db_password`) has its value replaced by the placeholder;
-* a *value* rule: any substring that looks like a credential (`sk-...`, `ghp_...`, a JWT, a PEM private
-  key) is replaced by the placeholder wherever it appears in rendered text.
-
-Both are shallow on purpose: they apply to the text that is actually rendered, which is already bounded, so
-masking never walks a whole value. The *values* these rules mark in a step's scope are collected once per
-step by `_secrets`, which masks them in everything the step sends out, whatever expression produced them.
+A value found under a credential name is a secret to mask in *all* outgoing text only when it is not
+ordinary text (`looks_ordinary`): `password = "hunter2-blue"` is, `api_key = "string"` or `token = 3` is
+not, since masking every `string` or `3` would rewrite far more than the secret. `_secrets` collects those
+values and masks them, and their simple derived forms, wherever the step sends them.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -22,16 +24,18 @@ __all__ = [
     "DEFAULT_MASK_NAME_PATTERNS",
     "DEFAULT_MASK_VALUE_PATTERNS",
     "ContextRedaction",
+    "looks_ordinary",
 ]
 
 # Each pattern is matched case-insensitively against the *whole* of one word part of a name, and against
-# each pair of neighbouring parts written together. Parts come from splitting on `_`, digits and camelCase,
-# so `OPENAI_API_KEY` gives `openai`, `api`, `key` (plus the pairs `openaiapi`, `apikey`). Whole-part
-# matching is what keeps `keyboard`, `monkey`, `author` and `tokens_used` visible; the price is that
-# `sort_key` or `token_count` are masked too, which `allow_names` can undo.
+# each pair of neighbouring parts written together. Parts come from splitting on `_`, `-`, digits and
+# camelCase, so `OPENAI_API_KEY` gives `openai`, `api`, `key` (plus the pairs `openaiapi`, `apikey`).
+# Whole-part matching keeps `keyboard`, `author`, `tokens` and `max_tokens` visible. A bare `key` is not a
+# credential word (`sort_key`, `primary_key`, `key_column` name data); a key is one with a qualifier that
+# says so (`api_key`, `access_key`, `secret_key`, `private_key`, ...).
 DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
-    r"key",
-    r"(?:api|access|secret|private|signing|client|master|encryption|license|ssh|session|auth)keys?",
+    r"(?:api|access|secret|private|signing|client|master|encryption|license|ssh|session|auth|app|service"
+    r"|account|admin|root|deploy|webhook|write|subscription)keys?",
     r"token",
     r"(?:access|refresh|auth|id|api|bearer|session|csrf|xsrf)tokens?",
     r"secrets?",
@@ -53,27 +57,30 @@ DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
     r"salt",
 )
 
-# Credential shapes issued by common providers. Lookbehinds keep the scheme visible where that helps the
-# reader (`Bearer <masked>`, `postgres://<masked>@host`).
-DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = (
-    r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",  # OpenAI and Anthropic
-    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",  # GitHub
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
-    r"(?i:(?<=bearer ))[A-Za-z0-9._~+/\-]{16,}=*",  # HTTP bearer credentials
-    r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",  # JWT
+# Credential shapes issued by common providers, each with the literal texts one of which any match holds
+# (`None`: the bearer pattern, found by a case-insensitive test). Only the patterns whose literal is in a
+# text are run on it: running them all at every position of every tool result, prompt and event costs
+# several times more. Lookbehinds keep the scheme visible where that helps the reader (`Bearer <masked>`,
+# `postgres://<masked>@host`).
+_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    (r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),  # OpenAI and Anthropic
+    (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),  # Google API keys
+    (r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),  # AWS access key ids
+    (r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("_live_", "_test_")),  # Stripe
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),  # GitLab
+    (r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),  # Hugging Face
+    (r"\bnpm_[A-Za-z0-9]{36}", ("npm_",)),  # npm
+    (r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-",)),  # PyPI
+    (r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", ("SG.",)),  # SendGrid
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),  # Slack
+    (r"(?i:(?<=bearer ))[A-Za-z0-9._~+/\-]{16,}=*", None),  # HTTP bearer credentials
+    (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyJ",)),  # JWT
     # A PEM private key; the block may have been cut before its END line by a caller's budget.
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)",
-    r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password in a URL
+    (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)", ("-----BEGIN",)),
+    (r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),  # user:password in a URL
 )
-
-# Literal text that every default credential pattern needs (the bearer one in any case). Text without any of
-# them cannot match, and a few `in` tests are an order of magnitude faster than running the patterns, which
-# now happens on every tool result, prompt and event.
-_DEFAULT_ANCHORS = (
-    "sk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "xox", "eyJ", "-----BEGIN", "://"
-)
+DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = tuple(pattern for pattern, _ in _PROVIDER_PATTERNS)
 
 # The shortest credential any default pattern recognises; shorter text skips the regex scan entirely.
 SHORTEST_CREDENTIAL_CHARS = 16
@@ -92,7 +99,7 @@ def _name_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)  # keyed by the subsets of patterns `_patterns_in` picks, a few dozen in practice
 def _value_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     if not patterns:
         return None
@@ -112,13 +119,79 @@ def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
     return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name[:_MAX_NAME_CHARS]))
 
 
-def might_hold_credential(patterns: tuple[str, ...], text: str) -> bool:
-    """False when `text` certainly holds no match of `patterns` (decided cheaply for the default patterns)."""
+def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The patterns of `patterns` that may match in `text` (decided cheaply for the default patterns)."""
     if len(text) < SHORTEST_CREDENTIAL_CHARS or not patterns:
-        return False
+        return ()
     if patterns != DEFAULT_MASK_VALUE_PATTERNS:
+        return patterns
+    bearer: bool | None = None
+    chosen = []
+    for pattern, anchors in _PROVIDER_PATTERNS:
+        if anchors is None:
+            if bearer is None:
+                bearer = "bearer " in text.lower()
+            if bearer:
+                chosen.append(pattern)
+        elif any(anchor in text for anchor in anchors):
+            chosen.append(pattern)
+    return tuple(chosen)
+
+
+# A long run of token characters is a candidate random token (API secrets with no known prefix, the
+# `Zm9v...` of a basic-auth header). Hex digests and UUIDs have no upper-case letter and stay visible, and so
+# does a run longer than any credential (a base64 image is data).
+_TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,256}={0,2}(?![A-Za-z0-9+/_\-=])")
+_SHORTEST_RANDOM_TOKEN = 32
+# Bits per character: random base62 text of 32 characters stays above 4.3 nineteen times in twenty, English
+# camelCase identifiers (`ThisIsAVeryLongCamelCase2Identifier`) stay below it. A slash makes a path look
+# random, so a token with one needs more.
+_RANDOM_BITS = 4.3
+_RANDOM_BITS_WITH_SLASH = 4.5
+
+
+def _entropy(text: str) -> float:
+    size = len(text)
+    return -sum(count / size * math.log2(count / size) for count in Counter(text).values())
+
+
+def is_random_token(token: str) -> bool:
+    """Whether a run of token characters looks generated: upper, lower and digits mixed, and high entropy."""
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and sum(c.isdigit() for c in token) >= 2):
+        return False
+    return _entropy(token) >= (_RANDOM_BITS_WITH_SLASH if "/" in token else _RANDOM_BITS)
+
+
+# Token characters become `a`, everything else (non-ASCII bytes included) a space: one `in` test on the
+# translated bytes then tells whether any run is long enough, several times faster than the regex scan.
+_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_TOKEN_TABLE = bytes(ord("a") if byte in _TOKEN_BYTES else ord(" ") for byte in range(256))
+_LONG_RUN = b"a" * _SHORTEST_RANDOM_TOKEN
+
+
+def _random_tokens(text: str) -> list[tuple[int, int]]:
+    if len(text) < _SHORTEST_RANDOM_TOKEN or _LONG_RUN not in text.encode("utf-8", "surrogatepass").translate(_TOKEN_TABLE):
+        return []
+    return [match.span() for match in _TOKEN_RUN.finditer(text) if is_random_token(match.group(0))]
+
+
+# Ordinary text: a word or an identifier (`string`, `nighthawk`, `created_at`) or a number. Such a value is
+# not a secret even under a credential name: masking it wherever it occurs would rewrite unrelated text.
+_WORDLIKE = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")
+# Shorter values are not secrets to mask everywhere: every `abc12` of all outgoing text would go.
+SHORTEST_SECRET_CHARS = 6
+
+
+def looks_ordinary(text: str) -> bool:
+    """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier."""
+    stripped = text.strip()
+    if len(stripped) < SHORTEST_SECRET_CHARS or _WORDLIKE.fullmatch(stripped):
         return True
-    return any(anchor in text for anchor in _DEFAULT_ANCHORS) or "bearer " in text.lower()
+    try:
+        float(stripped.replace("_", ""))
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +212,9 @@ class ContextRedaction:
 
     mask_value_patterns: tuple[str, ...] = DEFAULT_MASK_VALUE_PATTERNS
     """Regexes for credential-looking substrings, replaced wherever they occur in rendered text."""
+
+    mask_random_tokens: bool = True
+    """Whether long random-looking tokens (32+ characters mixing cases and digits) count as credentials."""
 
     placeholder: str = "<masked>"
     """Text shown instead of a masked value."""
@@ -168,14 +244,29 @@ class ContextRedaction:
 
         The scan is linear in `len(text)`; callers pass text they have already cut to their budget.
         """
-        if not self.enabled or not might_hold_credential(self.mask_value_patterns, text):
-            return text
-        matcher = _value_matcher(self.mask_value_patterns)
-        if matcher is None:
+        if not self.enabled:
             return text
         placeholder = self.placeholder
-        # A function replacement keeps backslashes in the placeholder literal.
-        return matcher.sub(lambda _match: placeholder, text)
+        matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
+        if matcher is not None:
+            # A function replacement keeps backslashes in the placeholder literal.
+            text = matcher.sub(lambda _match: placeholder, text)
+        if self.mask_random_tokens:
+            for start, end in reversed(_random_tokens(text)):
+                text = text[:start] + placeholder + text[end:]
+        return text
+
+    def credential_parts(self, text: str) -> list[str]:
+        """The credential-shaped substrings of `text` (what `scrub_text` would replace)."""
+        if not self.enabled:
+            return []
+        found: list[str] = []
+        matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
+        if matcher is not None:
+            found += [match.group(0) for match in matcher.finditer(text)]
+        if self.mask_random_tokens:
+            found += [text[start:end] for start, end in _random_tokens(text)]
+        return found
 
     def mask_value(self, name: str | None, value: object) -> object:
         """Return the placeholder when `name` is sensitive or `value` is wholly a credential, else `value`.
@@ -188,6 +279,9 @@ class ContextRedaction:
             return self.placeholder
         if isinstance(value, str) and SHORTEST_CREDENTIAL_CHARS <= len(value) <= _MAX_WHOLE_VALUE_CHARS:
             matcher = _value_matcher(self.mask_value_patterns)
-            if matcher is not None and matcher.fullmatch(value.strip()):
+            stripped = value.strip()
+            if matcher is not None and matcher.fullmatch(stripped):
+                return self.placeholder
+            if self.mask_random_tokens and _TOKEN_RUN.fullmatch(stripped) and is_random_token(stripped):
                 return self.placeholder
         return value

@@ -154,11 +154,15 @@ def _scrub(value: Any, redaction: ContextRedaction) -> Any:
 
 
 def _clean(value: Any, drop: frozenset[str], ids: _CallIds, redaction: ContextRedaction) -> Any:
-    """A serialised message without `drop` keys, `None` fields and zero usage counts; call ids renumbered."""
+    """A serialised message without `drop` keys, `None` fields and zero usage counts; call ids renumbered.
+
+    Only what the model or a tool wrote (`_OPAQUE_KEYS`) is scrubbed: the structure (`kind`, `part_kind`,
+    tool names) is the store's own and is kept as it is.
+    """
     if isinstance(value, list):
         return [_clean(item, drop, ids, redaction) for item in value]
     if not isinstance(value, dict):
-        return _scrub(value, redaction)
+        return value
     cleaned: dict[str, Any] = {}
     for key in sorted(value):
         item = value[key]
@@ -236,7 +240,8 @@ def _canonical(
         "settings": _settings(settings, redaction),
         "messages": _clean(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"), _VOLATILE_KEYS, ids, redaction),
     }
-    return _scrub({key: value for key, value in request.items() if value not in (None, [], {})}, redaction), ids
+    # Instructions and tool definitions are the protocol: stored as sent. The messages were scrubbed above.
+    return {key: value for key, value in request.items() if value not in (None, [], {})}, ids
 
 
 def canonical_request(

@@ -1,0 +1,84 @@
+"""Own overhead of a Natural block whose module also holds big data the block never reads.
+
+Run: `PYTHONPATH=core python bench/bench_unrelated_data.py`. The same block is defined in two modules: one
+with nothing else, one that also holds a 1,000,000-item list, a 1,000,000-key dict and a 10,000-deep chain
+of objects. Finding a step's secrets must not look at any of them, so both rows should show the same own
+overhead (the time beyond a bare pydantic-ai agent doing the same rounds, see `bench_overhead.py`).
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.util
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+from bench_overhead import bare_agent, one_round, paired_ms, scripted, tool_round
+
+import nighthawk as nh
+
+BLOCK = '''
+import nighthawk as nh
+
+@nh.natural_function
+def block(x: int) -> int:
+    result = 0
+    """natural
+    Set <:result> to <x> plus one.
+    """
+    return result
+'''
+
+
+class Node:
+    def __init__(self, child: Node | None) -> None:
+        self.child = child
+        self.label = "a node of a long chain"
+
+
+def module(name: str, folder: Path, **extra: object) -> types.ModuleType:
+    """A module from a file (the decorator reads the block's source), holding `extra` as globals too."""
+    path = folder / f"{name}.py"
+    path.write_text(BLOCK, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    made = importlib.util.module_from_spec(spec)
+    sys.modules[name] = made
+    spec.loader.exec_module(made)
+    made.__dict__.update(extra)
+    return made
+
+
+def unrelated_data() -> dict[str, object]:
+    chain = None
+    for _ in range(10_000):
+        chain = Node(chain)
+    return {
+        "rows": [{"id": i, "name": f"row {i}"} for i in range(1_000_000)],
+        "index": {f"key-{i}": i for i in range(1_000_000)},
+        "chain": chain,
+    }
+
+
+def measure(script, label: str, block) -> float:
+    executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=scripted(script)))
+    agent = bare_agent(script)
+    loop = asyncio.new_event_loop()
+    with nh.run(executor):
+        bare, ours, overhead = paired_ms(lambda: loop.run_until_complete(agent.run("user prompt")), lambda: block(1))
+    print(f"{label:<44} bare agent {bare:6.2f} ms   natural block {ours:6.2f} ms   own overhead {overhead:5.2f} ms")
+    return overhead
+
+
+if __name__ == "__main__":
+    folder = Path(tempfile.mkdtemp(prefix="nighthawk-bench-"))
+    plain = module("plain_module", folder)
+    loaded = module("loaded_module", folder, **unrelated_data())
+    gc.collect()  # the collection that building the data made due is not charged to the first row
+    for script, rounds in ((one_round, "one round"), (tool_round, "one tool round, then finish")):
+        measure(script, f"{rounds}, module without unrelated data", plain.block)
+        measure(script, f"{rounds}, module with unrelated data", loaded.block)
