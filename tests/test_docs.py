@@ -1,29 +1,246 @@
-"""Every ```python example in README.md and docs/ runs (```python no-run blocks are only compiled)."""
+"""The examples in README.md and docs/ are tried as a new user would try them, block by block.
+
+- ```` ```python ```` blocks run; ```` ```python no-run ```` blocks (a real provider) are only compiled.
+- ```` ```ipython ```` blocks are notebook cells. They run in order with the page's Python blocks, in an
+  IPython shell whose magics are declared by the startup file an install puts in place (no `%load_ext`).
+  ```` ```ipython no-run ```` cells are only checked: their magics exist and their magic lines parse.
+- An error message quoted as ``<!-- message -->`the message`​`` must be one the code can still produce:
+  `…` in the quote stands for anything the message fills in, the quote may be part of a message, and a
+  leading exception type (`TypeError: `) is allowed.
+"""
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+pytest.importorskip("IPython")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-_FENCE = re.compile(r"^```python( no-run)?\n(.*?)^```", re.MULTILINE | re.DOTALL)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+STARTUP_FILE = ROOT / "jupyter-config" / "ipython" / "startup" / "50-nighthawk.py"
+SOURCES = [ROOT / "core" / "nighthawk", ROOT / "nighthawk_ipython"]
+
+_FENCE = re.compile(r"^```(python|ipython)( no-run)?\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_QUOTE = re.compile(r"<!-- message -->\s*(`+) ?(.+?) ?\1(?!`)")
+_EXCEPTION_PREFIX = re.compile(r"^[A-Z]\w*(?:Error|Exception|Warning): ")
 
 
-def _blocks(page: Path) -> list[tuple[bool, str]]:
-    return [(bool(no_run), code) for no_run, code in _FENCE.findall(page.read_text())]
+def _blocks(page: Path) -> list[tuple[str, bool, str]]:
+    """(language, no-run, code) of each runnable fence of `page`."""
+    return [(language, bool(no_run), code) for language, no_run, code in _FENCE.findall(page.read_text())]
+
+
+# --- the examples ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def notebook() -> Iterator[InteractiveShell]:
+    """A fresh IPython shell (the singleton `get_ipython()` returns) set up by the startup file; the shell
+    that was current before is current again afterwards."""
+    singletons = [cls for cls in InteractiveShell.__mro__ if "_instance" in vars(cls)]
+    before = {cls: vars(cls)["_instance"] for cls in singletons}
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance()
+    try:
+        exec(compile(STARTUP_FILE.read_text(), str(STARTUP_FILE), "exec"), {})
+        yield shell
+    finally:
+        if "nighthawk" in shell.extension_manager.loaded:
+            shell.run_line_magic("unload_ext", "nighthawk")
+        InteractiveShell.clear_instance()
+        for cls, instance in before.items():
+            cls._instance = instance
+
+
+def _run_cell(shell: InteractiveShell, code: str, where: str) -> None:
+    result = shell.run_cell(code, store_history=True)
+    error = result.error_before_exec or result.error_in_exec
+    assert error is None, f"{where} failed: {type(error).__name__}: {error}\n{code}"
+
+
+def _check_cell(shell: InteractiveShell, code: str, where: str) -> None:
+    """A cell that needs a real provider: each magic it uses exists, and its options parse."""
+    first, *rest = code.splitlines()
+    lines = [first] if first.startswith("%%") else [line for line in [first, *rest] if line.startswith("%")]
+    for line in lines:
+        kind = "cell" if line.startswith("%%") else "line"
+        name, _, arguments = line.lstrip("%").partition(" ")
+        magic = shell.find_magic(name, kind)
+        assert magic is not None, f"{where}: no {kind} magic {name!r}"
+        parser = getattr(magic, "parser", None)
+        if parser is not None:
+            parser.parse_argstring(arguments)
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p)], ids=lambda p: p.name)
-def test_documentation_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_documentation_examples_run(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, notebook: InteractiveShell
+) -> None:
     monkeypatch.chdir(tmp_path)
-    # Examples are written to files so natural functions in them have inspectable source.
-    namespace: dict[str, object] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
-    for index, (no_run, code) in enumerate(_blocks(page)):
+    namespace: dict[str, Any] = notebook.user_ns
+    namespace["__name__"] = f"docs_{page.stem.replace('-', '_')}"
+    for index, (language, no_run, code) in enumerate(_blocks(page)):
+        where = f"{page.name} block {index + 1}"
+        if language == "ipython":
+            (_check_cell if no_run else _run_cell)(notebook, code, where)
+            continue
+        # Examples are written to files so natural functions in them have inspectable source.
         source = tmp_path / f"{page.stem}_{index}.py"
         source.write_text(code)
         compiled = compile(code, str(source), "exec")
         if not no_run:
             exec(compiled, namespace)
+
+
+# --- quoted messages ------------------------------------------------------------------------------------
+
+_ANY = object()
+"""In a quote: `…`, any text."""
+_SLOT = object()
+"""In a message template: a replacement field of an f-string."""
+_SLOT_SPACES = 8
+"""A replacement field stands for a value: a name, a number, a path, a short phrase at most."""
+_LITERAL_SHARE = 0.6
+"""Share of a quote's characters (`…` aside) that must be the code's own text rather than values."""
+
+Pattern = tuple[object, ...]
+
+
+@cache
+def _templates() -> tuple[Pattern, ...]:
+    """Every string literal and f-string of the product's code (docstrings aside), fields as slots."""
+    templates: list[Pattern] = []
+    for folder in SOURCES:
+        for path in sorted(folder.rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+            for node in ast.walk(tree):
+                if id(node) in docstrings:
+                    continue
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    templates.append(tuple(node.value))
+                elif isinstance(node, ast.JoinedStr):
+                    pattern: list[object] = []
+                    for part in node.values:
+                        if isinstance(part, ast.Constant):
+                            pattern.extend(part.value)
+                        else:
+                            pattern.append(_SLOT)
+                    templates.append(tuple(pattern))
+    return tuple(templates)
+
+
+def _quote_pattern(quote: str) -> Pattern:
+    quote = _EXCEPTION_PREFIX.sub("", quote)
+    pattern: list[object] = [_ANY]
+    for char in quote:
+        pattern.append(_ANY if char == "…" else char)
+    pattern.append(_ANY)
+    return tuple(pattern)
+
+
+def _shown_literally(quote: Pattern, template: Pattern) -> int:
+    """How many characters of the quote a message of `template` can show as the template's own text, when
+    the message contains the quote (its `…` filled in); -1 if no message of `template` contains it."""
+    import sys
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * (len(quote) + len(template))))
+    # A field's value never runs into the first word of the text that follows the field in the template:
+    # otherwise a value could swallow a quote's words the code no longer writes.
+    following: dict[int, tuple[object, ...]] = {}
+    for index, part in enumerate(template):
+        if part is _SLOT:
+            rest = []
+            for after in template[index + 1 :]:
+                if after is _SLOT:
+                    break
+                rest.append(after)
+            word = re.search(r"[A-Za-z]{3,}", "".join(rest))  # type: ignore[arg-type]
+            following[index] = tuple(word.group()) if word else ()
+
+    def runs_into(i: int, j: int) -> bool:
+        word = following[j]
+        return bool(word) and quote[i : i + len(word)] == word
+
+    # `filled`: whether the quote has shown a character of the current field. A field shows a value of at
+    # least one character, or stands inside a `…` of the quote.
+    @cache
+    def best(i: int, j: int, spaces: int, filled: bool) -> int:
+        if i == len(quote) and j == len(template):
+            return 0
+        q = quote[i] if i < len(quote) else None
+        t = template[j] if j < len(template) else None
+        found = -1
+        if q is _ANY:
+            found = max(found, best(i + 1, j, spaces, filled))  # `…` ends here
+            if t is not None:
+                found = max(found, best(i, j + 1, 0, False))  # `…` stands for the template's text
+        if t is _SLOT:
+            if filled:
+                found = max(found, best(i, j + 1, 0, False))  # the field ends here
+            if isinstance(q, str) and (q != " " or spaces < _SLOT_SPACES) and not runs_into(i, j):
+                found = max(found, best(i + 1, j, spaces + (q == " "), True))  # the quote shows its value
+        if isinstance(q, str) and isinstance(t, str) and q == t:
+            rest = best(i + 1, j + 1, 0, False)
+            if rest >= 0:
+                found = max(found, rest + 1)
+        return found
+
+    return best(0, 0, 0, False)
+
+
+def produced_by_the_code(quote: str) -> bool:
+    """Whether a message the code can produce contains `quote` (see the module docstring)."""
+    pattern = _quote_pattern(quote)
+    # Most of the quote must be the code's own text: values filled into the message are the rest.
+    needed = _LITERAL_SHARE * sum(1 for part in pattern if part is not _ANY)
+    words = {word for word in re.findall(r"[A-Za-z]{6,}", quote)}
+    for template in _templates():
+        literal = "".join(part for part in template if isinstance(part, str))
+        if words and not any(word in literal for word in words):
+            continue
+        if _shown_literally(pattern, template) >= needed:
+            return True
+    return False
+
+
+def _quotes(page: Path) -> list[str]:
+    return [quote for _, quote in _QUOTE.findall(page.read_text())]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if _quotes(p)], ids=lambda p: p.name)
+def test_quoted_messages_are_ones_the_code_produces(page: Path) -> None:
+    assert [quote for quote in _quotes(page) if not produced_by_the_code(quote)] == []
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "write binding(s) […] appear only after interpolation",  # troubleshooting.md until the message changed
+        "the model provider answered HTTP 429: …",  # providers.md, before the provider and model were named
+        "no step executor is set in thread …: nighthawk.run(...) is open in another thread",  # backticks lost
+    ],
+)
+def test_a_quote_of_a_message_the_code_no_longer_has_is_refused(quote: str) -> None:
+    assert not produced_by_the_code(quote)
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "binding(s) ['total'] are built by interpolation",
+        "the model provider … answered HTTP 429 for model 'gpt-4o': …",
+        "NighthawkError: no step executor is set",
+    ],
+)
+def test_a_quote_of_a_message_the_code_has_is_accepted(quote: str) -> None:
+    assert produced_by_the_code(quote)
