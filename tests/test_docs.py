@@ -244,3 +244,43 @@ def test_a_quote_of_a_message_the_code_no_longer_has_is_refused(quote: str) -> N
 )
 def test_a_quote_of_a_message_the_code_has_is_accepted(quote: str) -> None:
     assert produced_by_the_code(quote)
+
+
+# --- tool names -----------------------------------------------------------------------------------------
+
+_TOOL_NAME = re.compile(r"\bnh_[a-z_<>]+")
+
+
+def _tools_the_model_gets() -> set[str]:
+    """The names of the tools a model is offered when it runs a step."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    import nighthawk as nh
+    from nighthawk.testing import agent_executor
+
+    offered: set[str] = set()
+
+    def respond(messages: list[Any], info: Any) -> ModelResponse:
+        offered.update(tool.name for tool in [*info.function_tools, *info.output_tools])
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "pass"})])
+
+    @nh.natural_function
+    def do_nothing() -> None:
+        """natural
+        Do nothing.
+        """
+
+    with nh.run(agent_executor(FunctionModel(respond))):
+        do_nothing()
+    return offered
+
+
+def test_tools_named_in_the_docs_and_in_nighthawk_testing_are_the_ones_the_model_gets() -> None:
+    import nighthawk.testing
+
+    texts = {page.name: page.read_text() for page in PAGES}
+    texts["nighthawk.testing"] = Path(nighthawk.testing.__file__).read_text()
+    offered = _tools_the_model_gets()
+    named = {(where, name) for where, text in texts.items() for name in _TOOL_NAME.findall(text)}
+    assert sorted((where, name) for where, name in named if name not in offered) == []
