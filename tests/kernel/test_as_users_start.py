@@ -111,6 +111,7 @@ def test_tool_call_cut_by_an_interrupt_shows_as_interrupted(live: Live) -> None:
 def test_interrupted_cell_shows_no_frame_of_the_magic(live: Live) -> None:
     cell = live.run("%%natural\nCALL block", interrupt_after=1.5, timeout=HANG_LIMIT)
     assert cell.ename == "KeyboardInterrupt"
+    assert cell.error_text.endswith("\nKeyboardInterrupt")
     assert "_magics.py" not in cell.error_text
 
 
