@@ -47,6 +47,8 @@ class ToolCallRecord:
     error_message: str | None = None
     duration_s: float | None = None
     """`None` while the call runs."""
+    cut: str | None = None
+    """The status of the step (`interrupted`, `failed`) when it ended before this call finished."""
 
 
 def shown_indices(statuses: list[str]) -> list[int]:
@@ -141,6 +143,9 @@ class StepView:
             case events.StepFinished():
                 self.status = event.status
                 self.duration_s = event.duration_s
+                for call in self.tool_calls:  # calls the interrupt or the failure cut short
+                    if call.duration_s is None and call.error_kind is None and event.status != "completed":
+                        call.cut = event.status
             case (
                 events.StepStarted()
                 | events.Assignment()

@@ -174,8 +174,11 @@ def unload(shell: Any) -> None:
     for kind, names in LAZY_MAGICS.items():
         for name, spec in names.items():
             manager.magics[kind].pop(name, None)
-            if manager.lazy_magics.get(name) == spec:
+            declared = manager.lazy_magics.get(name)
+            if declared == spec:
                 del manager.lazy_magics[name]
+            elif declared is not None:
+                _declare_again(manager, name, declared, kind)
     manager.registry.pop(MAGICS_SPEC.rpartition(":")[2], None)
     if state is None:
         return
@@ -185,6 +188,16 @@ def unload(shell: Any) -> None:
     if state.settings in shell.configurables:
         shell.configurables.remove(state.settings)
     state.close()
+
+
+def _declare_again(manager: Any, name: str, spec: str, kind: str) -> None:
+    """Put back a lazy declaration made by someone else (the startup file declares the magics against the
+    `nighthawk` extension), so the next use of the magic loads the extension again, as after a new start."""
+    # IPython remembers which specs it has loaded and would not load this one a second time.
+    loaded = getattr(manager, "_loaded_lazy", None)
+    if isinstance(loaded, set):
+        loaded.discard(spec)
+    manager.register_lazy(name, spec, kind)
 
 
 def configure(

@@ -121,7 +121,7 @@ def _tools(calls: list[ToolCallRecord], first: int = 1) -> str:
         if call.error_kind is not None:
             result = f'<span class="nh-error" style="color:#c62828">error {_e(call.error_kind)}: {_e(call.error_message)}</span>'
         elif call.duration_s is None:
-            result = "<i>running</i>"
+            result = f"<i>{_e(call.cut or 'running')}</i>"
         else:
             result = _value(call.result)
         rows.append(_row([str(index), _code(call.tool_name), _value(call.arguments), result, _duration(call.duration_s)]))

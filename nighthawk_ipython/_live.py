@@ -171,7 +171,7 @@ class StepDisplayer:
         if mode == "widget" and _comms_live():
             from ._widgets import WIDGET_MIME, StepWidget
 
-            widget = StepWidget()
+            widget = StepWidget.live()
             handle = self._show({WIDGET_MIME: widget.view_data()}, raw=True, display_id=True)
             self._live = _Live(widget=widget, handle=handle)
         return cell

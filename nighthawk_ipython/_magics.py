@@ -9,6 +9,7 @@ failures propagate, so nbclient and nbval see a failed cell.
 
 from __future__ import annotations
 
+import inspect
 import shlex
 import textwrap
 from contextlib import nullcontext
@@ -28,7 +29,7 @@ __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
 """Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
 
-_SUBCOMMANDS = ("model", "display", "limits", "status", "usage", "replay", "traceback")
+_SUBCOMMANDS = ("model", "display", "limits", "status", "usage", "replay", "traceback", "help")
 
 # The program starts on the line after `%%natural`, which is line 1 of the cell.
 _PROGRAM_LINE = 2
@@ -39,6 +40,20 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
+
+
+def _without_comment(line: str) -> str:
+    """The magic line up to a `#` that starts a word outside quotes: the rest is a comment, as in Python."""
+    quote = None
+    for index, char in enumerate(line):
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index].rstrip()
+    return line
 
 
 def _deny_kinds(values: list[str] | None) -> frozenset[str]:
@@ -109,7 +124,7 @@ class NighthawkMagics(Magics):
         The cell may open with YAML frontmatter (`deny: [raise]`). A `return` outcome is the cell's value;
         a `raise` outcome raises in the cell.
         """
-        args = parse_argstring(self.natural, line)
+        args = parse_argstring(self.natural, _without_comment(line))
         deny = _deny_kinds(args.deny)
         budget = _cell_budget_option(args.budget)
         user_ns = self.shell.user_ns
@@ -122,14 +137,18 @@ class NighthawkMagics(Magics):
             executor = self._state.settings.build_executor(model)
 
         import nighthawk
+        from nighthawk._report import shown_short
+        from nighthawk.errors import record_error
 
         try:
             with nighthawk.budget(budget) if budget is not None else nullcontext():
                 result = self._run(text, deny=deny, executor=executor, display=args.display)
         except (nighthawk.NighthawkError, NameError, KeyboardInterrupt) as exc:
-            # The message says what happened; frames inside the runner and its background loop would only
-            # bury it. The cause chain (`raise ... from`) stays attached to the exception.
-            raise exc.with_traceback(None)  # noqa: B904 - re-raising the same exception
+            if isinstance(exc, NameError):  # a read binding the namespace lacks: the runner never saw it
+                record_error(exc)
+            # The message says what happened; frames inside the runner, its background loop and this magic
+            # would only bury it. The cause chain (`raise ... from`) stays attached to the exception.
+            raise shown_short(exc).with_traceback(None)  # noqa: B904 - re-raising the same exception
         if result.exception is not None:
             raise result.exception
         user_ns.update(result.values)
@@ -201,10 +220,11 @@ class NighthawkMagics(Magics):
         `None` lifts a bound), `%nighthawk status` (also where requests go and what bounds them),
         `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
         `%nighthawk replay PATH [--record|--auto]` (answer from
-        a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block). The same
-        settings are `%config NighthawkSettings.*` and `nighthawk_ipython.configure(...)`.
+        a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block),
+        `%nighthawk help` (this text). The same settings are `%config NighthawkSettings.*` and
+        `nighthawk_ipython.configure(...)`. A `#` starts a comment, as in Python.
         """
-        args = parse_argstring(self.nighthawk, line)
+        args = parse_argstring(self.nighthawk, _without_comment(line))
         values = [_unquote(value) for value in args.values]
         if (args.record or args.auto) and args.command != "replay":
             raise UsageError(f"%nighthawk {args.command}: --record and --auto belong to `%nighthawk replay`")
@@ -253,6 +273,9 @@ class NighthawkMagics(Magics):
             case "traceback":
                 self._expect(values, 0, "traceback", "")
                 _print_last_error()
+            case "help":
+                self._expect(values, 0, "help", "")
+                print(inspect.getdoc(self.nighthawk))  # what `%nighthawk?` shows as the docstring
             case other:  # argparse's choices= keeps anything else out
                 raise AssertionError(other)
 

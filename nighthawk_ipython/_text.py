@@ -158,7 +158,7 @@ def _call_text(index: int, call: ToolCallRecord) -> str:
     if call.error_kind is not None:
         return f"{head} -> error {call.error_kind}: {call.error_message}"
     if call.duration_s is None:
-        return f"{head} -> (running)"
+        return f"{head} -> ({call.cut or 'running'})"
     return f"{head} -> {call.result}"
 
 

@@ -57,7 +57,7 @@ def short_traceback(error: BaseException) -> list[str]:
     message = str(error)
     if len(message) > MESSAGE_LIMIT:
         message = message[:MESSAGE_LIMIT] + f"... ({len(message) - MESSAGE_LIMIT} more characters)"
-    lines.append(f"{type(error).__name__}: {message}")
+    lines.append(f"{type(error).__name__}: {message}" if message else type(error).__name__)
     if error.__cause__ is not None or error.__context__ is not None:
         lines.append(_HINT)
     return lines

@@ -90,7 +90,10 @@ class AgentStepExecutor:
         model = self._configuration.model
         if isinstance(model, str):
             return model
-        return f"{getattr(model, 'system', type(model).__name__)}:{getattr(model, 'model_name', '?')}"
+        system = str(getattr(model, "system", type(model).__name__))
+        # Some models already name their system (FunctionModel's `function:respond:`): say it once.
+        name = str(getattr(model, "model_name", "?")).removeprefix(f"{system}:").strip(":")
+        return f"{system}:{name}"
 
     def __repr__(self) -> str:
         return f"AgentStepExecutor(model={self.model_label!r})"

@@ -136,7 +136,9 @@ def _result(step: StepContext, resolution: Resolution) -> BlockResult:
     if resolution.exception is not None:
         from ._report import shown_short
 
-        return BlockResult(kind=resolution.kind, exception=shown_short(resolution.exception))
+        # A `raise` outcome is a failure of the block too: `last_error()` must not show an older one.
+        record_error(shown_short(resolution.exception))
+        return BlockResult(kind=resolution.kind, exception=resolution.exception)
     return BlockResult(kind=resolution.kind, values=step.committable(), value=resolution.value)
 
 

@@ -334,7 +334,7 @@ def agent_executor(
 def function_model(*rounds: object) -> FunctionModel:
     """A `FunctionModel` that answers the model requests it receives with `rounds`, in order.
 
-    Each round is a pydantic-ai `ModelResponse`, an outcome (sent as its `nh_<kind>` output tool call), a
+    Each round is a pydantic-ai `ModelResponse`, an outcome (sent as a call of the outcome tool `nh_outcome`), a
     `(tool_name, arguments)` pair, or a list of outcomes and pairs sent together in one response. Asking
     for more rounds than scripted raises an `AssertionError`.
 

@@ -7,6 +7,8 @@ passes the cells that set it up. `Live.run` returns what the frontend saw of one
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from typing import Any
 
 from support.kernel_client import execute
 
-__all__ = ["BASE_SETUP", "Cell", "Live", "live_kernel"]
+__all__ = ["BASE_SETUP", "Cell", "Live", "autoloading_ipython_dir", "live_kernel"]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,6 +44,10 @@ class Cell:
     """Everything the cell printed (stdout and stderr, where IPython prints a `UsageError`)."""
     result: str | None
     """`text/plain` of the cell's value."""
+    displayed: str = ""
+    """`text/plain` of everything the cell displayed (the step displays), joined."""
+    payload: str = ""
+    """`text/plain` of the pages the reply carries (what `%magic?` shows), joined."""
 
 
 class Live:
@@ -65,6 +71,8 @@ class Live:
             error_text="\n".join(errors[-1]["content"]["traceback"]) if errors else "",
             printed="".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream"),
             result=results[-1] if results else None,
+            displayed="\n".join(m["content"]["data"].get("text/plain", "") for m in messages if m["msg_type"] == "display_data"),
+            payload="\n".join(page.get("data", {}).get("text/plain", "") for page in content.get("payload", [])),
         )
 
     def ok(self, code: str, **kwargs: Any) -> Cell:
@@ -72,6 +80,23 @@ class Live:
         cell = self.run(code, **kwargs)
         assert cell.status == "ok", f"{code!r} failed:\n{cell.error_text}\n{cell.printed}"
         return cell
+
+
+STARTUP_FILE = REPO / "jupyter-config" / "ipython" / "startup" / "50-nighthawk.py"
+
+
+@contextmanager
+def autoloading_ipython_dir() -> Iterator[dict[str, str]]:
+    """An IPython directory whose startup holds the file an install puts there: what most users start with.
+
+    Yields:
+        The environment variables that make a kernel use it.
+    """
+    with tempfile.TemporaryDirectory(prefix="nh-ipython-") as directory:
+        startup = Path(directory) / "profile_default" / "startup"
+        startup.mkdir(parents=True)
+        shutil.copy(STARTUP_FILE, startup / STARTUP_FILE.name)
+        yield {"IPYTHONDIR": directory}
 
 
 @contextmanager

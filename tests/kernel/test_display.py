@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 from IPython.utils.capture import capture_output
-from kernel_scripts import assign, outcome, scripted
+from kernel_scripts import assign, outcome, scripted, step_events
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk_ipython
+from nighthawk import events
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SUM_THEN_RETURN = ([assign("total", "sum(values)")], [outcome("return", return_expression="total * 2")])
@@ -258,3 +259,21 @@ def test_long_value_is_folded_under_its_first_characters(shell: Any, use_model: 
     output, _ = run(shell, "Write a <:report>.")
     assert re.search(r"<details><summary><code[^>]*>&quot;word word [^<]*…</code> <i>\(\d+ characters\)</i></summary>", output.data["text/html"])
 
+
+
+def _interrupted_during_a_tool_call() -> Any:
+    """A step view fed what the event stream says of a step interrupted while its tool call ran."""
+    started, prompt, call_started, *_ = step_events()
+    view = nighthawk_ipython.StepView(started)
+    for event in (prompt, call_started, events.StepFinished(invocation_id=started.invocation_id, status="interrupted", duration_s=1.5)):
+        view.apply(event)
+    return view
+
+
+def test_text_shows_a_tool_call_cut_by_an_interrupt_as_interrupted() -> None:
+    assert '1. nh_eval {"expression":"0 + 1"} -> (interrupted)' in _interrupted_during_a_tool_call().text()
+
+
+def test_html_shows_a_tool_call_cut_by_an_interrupt_as_interrupted() -> None:
+    page = _interrupted_during_a_tool_call().html()
+    assert "<i>interrupted</i>" in page and "<i>running</i>" not in page

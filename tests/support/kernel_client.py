@@ -10,7 +10,11 @@ __all__ = ["execute"]
 
 
 def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[Any, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run `code`; return the iopub messages of the cell (up to idle) and the execute reply."""
+    """Run `code`; return the iopub messages of the cell (up to idle) and the execute reply.
+
+    The messages are those answering the cell's request, and the comm messages that answer none (the live
+    widget's, which a frontend shows whatever their parent).
+    """
     msg_id = kc.execute(code, allow_stdin=False)
     messages: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
@@ -25,8 +29,9 @@ def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[A
             if time.monotonic() > deadline:
                 raise TimeoutError(f"cell did not finish within {timeout} s: {code[:60]!r}") from None
             continue
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
+        parent = message["parent_header"].get("msg_id")
+        if parent != msg_id and not (parent is None and message["msg_type"].startswith("comm_")):
+            continue  # another request's; comm messages answering no request are the cell's live widget
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
             break
         messages.append(message)
