@@ -10,6 +10,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     ├── ToolRegistrationError       a user tool has a bad name or clashes with another one
+    ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     └── StepAbortedError            user code run by a step raised SystemExit, GeneratorExit, CancelledError, ...
 
 A `raise` outcome is not a Nighthawk error: the exception type the model names is raised as is.
@@ -24,6 +25,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "ExecutionError",
+    "MapItemError",
     "NaturalParseError",
     "NighthawkError",
     "ReplayMissError",
@@ -111,6 +113,17 @@ class ToolValidationError(NighthawkError):
 
 class ToolRegistrationError(NighthawkError):
     """A user tool could not be registered: invalid name, or a name clash without `overwrite=True`."""
+
+
+class MapItemError(NighthawkError):
+    """An item of `nighthawk.map(..., on_error="raise")` failed; the map stopped (its exception is the cause)."""
+
+    def __init__(self, message: str, *, index: int, partial: object) -> None:
+        self.index = index
+        """The failed item's position in the input."""
+        self.partial = partial
+        """The map's results so far (a `MapResult`; `None` where an item had not finished)."""
+        super().__init__(message)
 
 
 class StepAbortedError(NighthawkError):
