@@ -14,6 +14,7 @@ from typing import Any, Literal
 from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError, MapItemError, NighthawkError
 from ..runtime import get_step_executor
+from .ratelimit import rate_limit_wait
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
 
 __all__ = ["MapResult", "map"]
@@ -59,7 +60,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         concurrency: Items in flight at once.
         on_error: `"raise"` stops at the first failed item; `"collect"` runs them all, puts `None` at
             failed positions and the exceptions in `result.errors`.
-        retries: Runs again an item that failed (but not on a budget stop) up to this many times.
+        retries: Runs again an item that failed (but not on a budget stop) up to this many times. A
+            provider's rate limit (429) pauses the whole map for the wait it asks, with fewer items in
+            flight afterwards, before the item runs again.
         store: A sqlite file keeping finished items across sessions (values as JSON via the return
             annotation).
         progress: A progress line on stderr; by default in a terminal or a notebook.
@@ -105,7 +108,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
                 keys[index] = key
                 yield index, args
 
-        def settle(index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None) -> bool:
+        def settle(index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None) -> float | None:
             if error is None:
                 key = keys.pop(index)
                 if disk is not None:
@@ -114,11 +117,11 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
                 results[index] = value
                 if shown is not None:
                     shown.finished_item()
-                return False
+                return None
             if isinstance(error, BudgetExceededError):
                 raise error  # the group is spent: no item can run any more
             if isinstance(error, Exception) and attempt < retries:
-                return True
+                return rate_limit_wait(error) or 0.0
             keys.pop(index, None)
             if on_error == "raise" or not isinstance(error, Exception):
                 raise MapItemError(
@@ -131,7 +134,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             results.errors[index] = error
             if shown is not None:
                 shown.failed_item()
-            return False
+            return None
 
         drive(function, pending(), concurrency=concurrency, settle=settle)
     return results

@@ -8,6 +8,10 @@ function's result is taken as is. So every item's user code runs on the caller's
 model conversations, up to `concurrency` of them, run at once on the loop.
 
 Items are pulled from the input only when a place is free, so a long generator is never read ahead.
+A provider's rate limit slows the whole map, not one item: nothing new is launched until the wait it asked
+for is over, and fewer items are in flight afterwards (half as many, growing back by one each time as
+many items have finished as are allowed in flight).
+
 An interrupt, or an error a landing raises (the map stops), cancels everything in flight and waits for it
 to end, refusing any further user code, before it propagates: nothing an item would do can still happen.
 """
@@ -17,7 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +35,10 @@ from .twin import StepRequest, coroutine_twin
 
 __all__ = ["Settle", "drive"]
 
-Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None], bool]
-"""`settle(index, args, attempt, value, error)` on the caller's thread; `True` runs the item again.
-Raising stops the map."""
+Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None], float | None]
+"""`settle(index, args, attempt, value, error)` on the caller's thread: `None` when the item is done, else
+the seconds after which to run it again; more than 0 means the provider asked to slow down. Raising stops
+the map."""
 
 
 @dataclass(eq=False, kw_only=True)
@@ -73,18 +81,34 @@ class _Driver:
         self.base.run(_loop._caller.set, self.caller)
         self.in_flight: set[_Item] = set()
         self.cancelling = False
+        self.again: deque[_Item] = deque()
+        """Items to run again, before any new one."""
+        self.limit = concurrency
+        """Items allowed in flight now (lowered by rate limits)."""
+        self.finished_at_limit = 0
+        self.paused_until = 0.0
 
     def run(self, items: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
+        exhausted = False
         try:
             while True:
-                while len(self.in_flight) < self.concurrency:
-                    following = next(items, None)
+                paused = time.monotonic() < self.paused_until
+                while not paused and len(self.in_flight) < self.limit:
+                    if self.again:
+                        item = self.again.popleft()
+                        self._start(item.index, item.args, attempt=item.attempt + 1)
+                        continue
+                    following = None if exhausted else next(items, None)
                     if following is None:
+                        exhausted = True
                         break
                     self._start(*following, attempt=0)
-                if not self.in_flight:
+                if not self.in_flight and not self.again and exhausted:
                     return
-                request = self.caller.requests.get()
+                try:
+                    request = self.caller.requests.get(timeout=self._wait())
+                except queue.Empty:
+                    continue  # the pause is over
                 assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
                 request()
         except BaseException:
@@ -93,6 +117,11 @@ class _Driver:
         finally:
             for request in self.caller.close():
                 _loop._refuse(request)
+
+    def _wait(self) -> float | None:
+        """How long to wait for the queue: until a pause ends, if one holds back items that could start."""
+        left = self.paused_until - time.monotonic()
+        return max(left, 0.0) if left > 0 and len(self.in_flight) < self.limit else None
 
     # --- one item ---------------------------------------------------------------------------------------
 
@@ -162,8 +191,27 @@ class _Driver:
             self._finish(item, value, error)
 
     def _finish(self, item: _Item, value: object, error: BaseException | None) -> None:
-        if self.settle(item.index, item.args, item.attempt, value, error):
-            self._start(item.index, item.args, attempt=item.attempt + 1)
+        after_s = self.settle(item.index, item.args, item.attempt, value, error)
+        if after_s is None:
+            self._finished()
+            return
+        if after_s > 0:
+            self._slow_down(after_s)
+        self.again.append(item)
+
+    def _slow_down(self, after_s: float) -> None:
+        now = time.monotonic()
+        if now >= self.paused_until:  # a new burst; the other refusals of the same burst only extend the wait
+            self.limit = max(1, min(self.limit, len(self.in_flight) + 1) // 2)
+            self.finished_at_limit = 0
+        self.paused_until = max(self.paused_until, now + after_s)
+
+    def _finished(self) -> None:
+        if self.limit < self.concurrency:
+            self.finished_at_limit += 1
+            if self.finished_at_limit >= self.limit:
+                self.limit += 1
+                self.finished_at_limit = 0
 
     # --- stopping ---------------------------------------------------------------------------------------
 
