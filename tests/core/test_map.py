@@ -347,6 +347,26 @@ def test_an_interrupt_keeps_finished_items_and_sends_nothing_after(function: Cal
     assert again.requests == 50 - len(kept)
 
 
+def test_items_with_an_argument_kept_by_identity_resume_in_the_same_session() -> None:
+    conn = keyed_table(10)
+    expression = "conn.execute('SELECT v FROM t WHERE k = ?', (key,)).fetchone()[0]"
+    with nh.run(Model(f"fail_at(key, {{3}}) and {expression}").executor()):
+        first = nh.map(lookup, itertools.repeat(conn), range(10), on_error="collect", progress=False)
+    assert sorted(first.errors) == [3]
+    model = Model(expression)
+    with nh.run(model.executor()):
+        second = nh.map(lookup, itertools.repeat(conn), range(10), progress=False)
+    assert list(second) == [k * 10 for k in range(10)]
+    assert model.requests == 1
+
+
+def test_a_call_with_the_wrong_arguments_is_that_item_failing() -> None:
+    with nh.run(Model("a + b").executor()):
+        result = nh.map(add, [1, 2], on_error="collect", progress=False)
+    assert list(result) == [None, None]
+    assert all(isinstance(error, TypeError) for error in result.errors.values())
+
+
 # --- progress and usage --------------------------------------------------------------------------------
 
 

@@ -79,7 +79,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     fingerprint = program_fingerprint(function)
     model = _model_identity()
     session = session_store()
-    keys: dict[int, str] = {}
+    keys: dict[int, tuple[str, tuple[object, ...]]] = {}
     results = MapResult()
     with ExitStack() as stack:
         usage = stack.enter_context(budget(UsageBudget())).spent  # an unbounded group: it only counts
@@ -94,26 +94,26 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
             for index, args in enumerate(zip(*iterables)):
                 results.append(None)
-                key = item_key(fingerprint, model, args)
+                key, anchors = item_key(fingerprint, model, args)
                 value = session.get(key)
                 if value is MISSING and disk is not None:
                     value = disk.get(key)
                     if value is not MISSING:
-                        session.put(key, value)
+                        session.put(key, value, anchors)
                 if value is not MISSING:
                     results[index] = value
                     if shown is not None:
                         shown.kept_item()
                     continue
-                keys[index] = key
+                keys[index] = (key, anchors)
                 yield index, args
 
         def settle(index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None) -> float | None:
             if error is None:
-                key = keys.pop(index)
+                key, anchors = keys.pop(index)
                 if disk is not None:
                     disk.put(key, value)  # first, so a value it cannot hold fails the map at once
-                session.put(key, value)
+                session.put(key, value, anchors)
                 results[index] = value
                 if shown is not None:
                     shown.finished_item()

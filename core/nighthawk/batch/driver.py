@@ -127,21 +127,20 @@ class _Driver:
 
     def _start(self, index: int, args: tuple[Any, ...], *, attempt: int) -> None:
         item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy())
-        if self.twin is not None:
-            item.twin = item.context.run(self.twin, *args)
-            self._advance(item, None, None)
-            return
         try:
-            # A sync callable that is not a natural function runs whole, here; an async one (or one that
-            # returns an awaitable) only makes its coroutine here, and runs on the loop.
-            value = item.context.run(self.function, *args)
-        except Exception as exc:  # noqa: BLE001 - the item's failure, settled like any other
+            # A twin or an async function only makes its coroutine here. A sync callable that is not a
+            # natural function runs whole, here.
+            made = item.context.run(self.twin or self.function, *args)
+        except Exception as exc:  # noqa: BLE001 - the item's failure (a wrong argument), settled like any other
             self._finish(item, None, exc)
             return
-        if inspect.isawaitable(value):
-            self._launch(item, _awaited(value), item.context)
+        if self.twin is not None:
+            item.twin = made
+            self._advance(item, None, None)
+        elif inspect.isawaitable(made):
+            self._launch(item, _awaited(made), item.context)
         else:
-            self._finish(item, value, None)
+            self._finish(item, made, None)
 
     def _advance(self, item: _Item, value: object, error: BaseException | None) -> None:
         """Run the twin's Python on to its next block (whose step is launched) or to its end."""

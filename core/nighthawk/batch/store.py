@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -68,17 +69,29 @@ def _closure(function: object) -> dict[str, object]:
     return values
 
 
-def item_key(fingerprint: str, model: str, args: tuple[Any, ...]) -> str:
-    """The key of one item. An argument pydantic cannot serialise (a connection) counts by identity, which
-    holds within a session but not across processes (such items are recomputed there)."""
+_PROCESS = secrets.token_hex(8)
+"""Part of every identity key, so an address reused by another process never matches."""
+
+
+def item_key(fingerprint: str, model: str, args: tuple[Any, ...]) -> tuple[str, tuple[object, ...]]:
+    """The key of one item, and the arguments it names by identity.
+
+    An argument pydantic cannot serialise (a connection) counts by identity: it matches within this
+    process only, and only while the entry that names it keeps it alive (so its address is not reused).
+    """
     import pydantic_core
 
-    arguments = pydantic_core.to_json(list(args), fallback=_identity).decode()
-    return hashlib.sha256(json.dumps([fingerprint, model, arguments]).encode()).hexdigest()
+    anchors: list[object] = []
 
+    def by_identity(value: object) -> object:
+        if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+            return value.tolist()  # a numpy scalar or array from a column: its value, not its identity
+        anchors.append(value)
+        return f"<{type(value).__module__}.{type(value).__qualname__} at {id(value):#x} in {_PROCESS}>"
 
-def _identity(value: object) -> str:
-    return f"<{type(value).__module__}.{type(value).__qualname__} at {id(value):#x}>"
+    arguments = pydantic_core.to_json(list(args), fallback=by_identity).decode()
+    key = hashlib.sha256(json.dumps([fingerprint, model, arguments]).encode()).hexdigest()
+    return key, tuple(anchors)
 
 
 def return_type(function: Callable[..., Any]) -> object:
@@ -100,20 +113,22 @@ class SessionStore:
     """Finished items of this process's maps, the most recent `limit` of them."""
 
     def __init__(self, limit: int = 200_000) -> None:
-        self._values: OrderedDict[str, object] = OrderedDict()
+        self._values: OrderedDict[str, tuple[object, tuple[object, ...]]] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 
     def get(self, key: str) -> object:
         with self._lock:
-            value = self._values.get(key, MISSING)
-            if value is not MISSING:
-                self._values.move_to_end(key)
-            return value
+            entry = self._values.get(key)
+            if entry is None:
+                return MISSING
+            self._values.move_to_end(key)
+            return entry[0]
 
-    def put(self, key: str, value: object) -> None:
+    def put(self, key: str, value: object, anchors: tuple[object, ...] = ()) -> None:
+        """Keep `value`; `anchors` (the arguments its key names by identity) stay alive with it."""
         with self._lock:
-            self._values[key] = value
+            self._values[key] = (value, anchors)
             self._values.move_to_end(key)
             while len(self._values) > self._limit:
                 self._values.popitem(last=False)
@@ -149,8 +164,15 @@ class DiskStore:
             raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
 
     def get(self, key: str) -> object:
+        import pydantic
+
         row = self._db.execute("SELECT value FROM items WHERE key = ?", (key,)).fetchone()
-        return MISSING if row is None else self._adapter.validate_json(row[0])
+        if row is None:
+            return MISSING
+        try:
+            return self._adapter.validate_json(row[0])
+        except pydantic.ValidationError:  # the return type changed shape since: run the item again
+            return MISSING
 
     def put(self, key: str, value: object) -> None:
         import pydantic_core
