@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -365,6 +367,43 @@ def test_a_call_with_the_wrong_arguments_is_that_item_failing() -> None:
         result = nh.map(add, [1, 2], on_error="collect", progress=False)
     assert list(result) == [None, None]
     assert all(isinstance(error, TypeError) for error in result.errors.values())
+
+
+class HangingModel(Model):
+    """Answers the first `quick` requests at once; later ones wait (at most 30 s) until cancelled."""
+
+    def __init__(self, quick: int) -> None:
+        super().__init__("a")
+        self.quick = quick
+        self.cancelled = 0
+
+    async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if self.requests >= self.quick:
+            self.requests += 1
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+        return await super().__call__(messages, info)
+
+
+@SYNC_AND_ASYNC
+def test_an_interrupt_while_items_wait_for_the_model_cancels_them_and_keeps_the_finished(function: Callable[..., object]) -> None:
+    model = HangingModel(quick=10)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))  # a real Ctrl-C, on the main thread
+    with nh.run(model.executor()), pytest.raises(KeyboardInterrupt):
+        timer.start()
+        nh.map(function, range(30), itertools.repeat(1), concurrency=4, progress=False)
+    timer.join()
+    sent = model.requests
+    asyncio.run(asyncio.sleep(0.1))  # anything still running on the background loop would send now
+    assert (model.requests, model.cancelled) == (sent, 4)
+    again = Model("a + b")
+    with nh.run(again.executor()):
+        result = nh.map(function, range(30), itertools.repeat(1), concurrency=4, progress=False)
+    assert list(result) == list(range(10)) + [k + 1 for k in range(10, 30)]
+    assert again.requests == 20
 
 
 # --- progress and usage --------------------------------------------------------------------------------
