@@ -423,6 +423,12 @@ def test_progress_false_writes_nothing(capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().err == ""
 
 
+def test_progress_is_off_by_default_when_stderr_is_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    with nh.run(Model("a + b").executor()):
+        nh.map(add, range(3), range(3))
+    assert capsys.readouterr().err == ""
+
+
 @SYNC_AND_ASYNC
 def test_result_carries_the_usage_of_the_run(function: Callable[..., object]) -> None:
     with nh.run(Model("a + b").executor()):
