@@ -7,10 +7,10 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
     │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
     │   └── ReplayMissError         a replay store has no answer for a request
+    ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     ├── ToolRegistrationError       a user tool has a bad name or clashes with another one
-    ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     └── StepAbortedError            user code run by a step raised SystemExit, GeneratorExit, CancelledError, ...
 
 A `raise` outcome is not a Nighthawk error: the exception type the model names is raised as is.
@@ -115,6 +115,11 @@ class ToolRegistrationError(NighthawkError):
     """A user tool could not be registered: invalid name, or a name clash without `overwrite=True`."""
 
 
+class StepAbortedError(NighthawkError):
+    """User code run by a step raised `SystemExit`, `GeneratorExit` or `CancelledError` (or `KeyboardInterrupt`
+    off the main thread): the step ends at once instead of handing the model an error to work around."""
+
+
 class MapItemError(NighthawkError):
     """An item of `nighthawk.map(..., on_error="raise")` failed; the map stopped (its exception is the cause)."""
 
@@ -124,11 +129,6 @@ class MapItemError(NighthawkError):
         self.partial = partial
         """The map's results so far (a `MapResult`; `None` where an item had not finished)."""
         super().__init__(message)
-
-
-class StepAbortedError(NighthawkError):
-    """User code run by a step raised `SystemExit`, `GeneratorExit` or `CancelledError` (or `KeyboardInterrupt`
-    off the main thread): the step ends at once instead of handing the model an error to work around."""
 
 
 def record_error(error: BaseException) -> None:
