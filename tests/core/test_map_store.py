@@ -156,3 +156,10 @@ def test_two_processes_writing_one_store_lose_nothing(module: types.ModuleType, 
         result = nh.map(module.label, [f"text {n}" for n in range(250)], store=store, progress=False)
     assert failing.requests == 0
     assert result[249] == module.Label("TEXT 249", 0.8)
+
+
+def test_a_function_whose_source_file_changed_since_import_still_maps(module: types.ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "mapped.py").write_text("# rewritten\n")  # its source can no longer be read
+    with nh.run(module.Model(module.LABELLING).executor()):
+        result = nh.map(module.label, TEXTS, progress=False)
+    assert [label.name for label in result] == [text.upper() for text in TEXTS]

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..block import Program
 from ..decorator import _RUNTIME, _compile_blocks, _FunctionRuntime
+from ..errors import NaturalParseError
 from ..frame import Frame
 from ..runner import BlockResult, run_block_async
 
@@ -72,7 +73,8 @@ _TWINS: weakref.WeakKeyDictionary[types.FunctionType, Callable[..., Coroutine[An
 
 
 def coroutine_twin(function: object) -> Callable[..., Coroutine[Any, Any, Any]] | None:
-    """The twin of a sync natural function (a bound one keeps its `self`); `None` for anything else."""
+    """The twin of a sync natural function (a bound one keeps its `self`); `None` for anything else, or when
+    its source can no longer be read (the map then calls it one item at a time)."""
     bound_self = getattr(function, "__self__", None) if inspect.ismethod(function) else None
     plain = function.__func__ if inspect.ismethod(function) else function  # type: ignore[attr-defined]
     runtime = natural_runtime(plain)
@@ -83,7 +85,10 @@ def coroutine_twin(function: object) -> Callable[..., Coroutine[Any, Any, Any]] 
         return None  # async ones are coroutines already; a generator's result is not its value
     twin = _TWINS.get(plain)
     if twin is None:
-        twin = _build(plain, original, runtime)
+        try:
+            twin = _build(plain, original, runtime)
+        except NaturalParseError:  # its source changed on disk since it was decorated: call it plainly
+            return None
         _TWINS[plain] = twin
     return twin if bound_self is None else types.MethodType(twin, bound_self)
 
