@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
+from .batch import MapResult, map
 from .budget import StepUsage, UsageBudget, budget, session_usage
 from .configuration import (
     JsonableValue,
@@ -20,6 +21,7 @@ from .decorator import natural_function
 from .errors import (
     BudgetExceededError,
     ExecutionError,
+    MapItemError,
     NaturalParseError,
     NighthawkError,
     StepAbortedError,
@@ -48,6 +50,8 @@ __all__ = [
     "ExecutionContext",
     "ExecutionError",
     "JsonableValue",
+    "MapItemError",
+    "MapResult",
     "NaturalParseError",
     "NighthawkError",
     "StepAbortedError",
@@ -68,6 +72,7 @@ __all__ = [
     "get_step_executor",
     "last_error",
     "load_ipython_extension",
+    "map",
     "natural_function",
     "run",
     "scope",

@@ -127,8 +127,13 @@ def _compile(function: types.FunctionType, enclosing: types.FrameType | None) ->
     return compiled
 
 
-def _compile_blocks(function: types.FunctionType, enclosing: types.FrameType | None) -> _Compiled | None:
-    """Rewrite and compile `function`'s blocks; `None` when it has none (nor nested natural functions)."""
+def _compile_blocks(
+    function: types.FunctionType, enclosing: types.FrameType | None, *, as_coroutine: bool = False
+) -> _Compiled | None:
+    """Rewrite and compile `function`'s blocks; `None` when it has none (nor nested natural functions).
+
+    `as_coroutine` compiles a sync function as an `async def` awaiting its blocks (what `nighthawk.map`
+    drives to overlap many calls on one thread)."""
     code = function.__code__
     filename = code.co_filename
     try:
@@ -145,6 +150,8 @@ def _compile_blocks(function: types.FunctionType, enclosing: types.FrameType | N
         raise NaturalParseError(f"cannot find the definition of {function.__qualname__!r} in its source", filename=filename)
     ast.increment_lineno(tree, code.co_firstlineno - node.lineno if not node.decorator_list else code.co_firstlineno - node.decorator_list[0].lineno)
     node.decorator_list = []
+    if as_coroutine and isinstance(node, ast.FunctionDef):
+        node = ast.copy_location(ast.AsyncFunctionDef(**{name: getattr(node, name) for name in node._fields}), node)
     is_async = isinstance(node, ast.AsyncFunctionDef)
     specs: list[_BlockSpec] = []
     annotated: dict[str, ast.expr] = {}

@@ -7,6 +7,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
     │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
     │   └── ReplayMissError         a replay store has no answer for a request
+    ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     ├── ToolRegistrationError       a user tool has a bad name, clashes with another one, or has no usable schema
@@ -24,6 +25,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "ExecutionError",
+    "MapItemError",
     "NaturalParseError",
     "NighthawkError",
     "ReplayMissError",
@@ -117,6 +119,17 @@ class ToolRegistrationError(NighthawkError):
 class StepAbortedError(NighthawkError):
     """User code run by a step raised `SystemExit`, `GeneratorExit` or `CancelledError` (or `KeyboardInterrupt`
     off the main thread): the step ends at once instead of handing the model an error to work around."""
+
+
+class MapItemError(NighthawkError):
+    """An item of `nighthawk.map(..., on_error="raise")` failed; the map stopped (its exception is the cause)."""
+
+    def __init__(self, message: str, *, index: int, partial: object) -> None:
+        self.index = index
+        """The failed item's position in the input."""
+        self.partial = partial
+        """The map's results so far (a `MapResult`; `None` where an item had not finished)."""
+        super().__init__(message)
 
 
 def record_error(error: BaseException) -> None:

@@ -1,0 +1,168 @@
+"""`nighthawk.map`: one natural function over many items, the waits for the model overlapped.
+
+The layer above the road: it drives many calls (`driver`), keeps what finished (`store`), shows how far
+it got (`progress`), and leaves each call to take the road exactly as a plain call does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from typing import Any, Literal
+
+from ..budget import UsageBudget, UsageTotals, budget
+from ..errors import BudgetExceededError, MapItemError, NighthawkError
+from ..runtime import get_step_executor
+from .ratelimit import rate_limit_wait
+from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
+
+__all__ = ["MapResult", "map"]
+
+_map = map  # the builtin, before this module's own `map` hides it
+
+
+class MapResult(list):  # type: ignore[type-arg]
+    """A map's results in input order (`None` where an item failed), with its errors and usage."""
+
+    errors: dict[int, BaseException]
+    """Failed items by position (with `on_error="collect"`)."""
+    usage: UsageTotals
+    """Requests, tokens and cost of this run (items answered from a store cost nothing)."""
+
+    def __init__(self, values: Iterable[object] = (), *, errors: dict[int, BaseException] | None = None,
+                 usage: UsageTotals | None = None) -> None:
+        super().__init__(values)
+        self.errors = errors if errors is not None else {}
+        self.usage = usage if usage is not None else UsageTotals()
+
+
+def map(  # noqa: A001 - shaped like the builtin on purpose
+    function: Callable[..., Any],
+    /,
+    *iterables: Iterable[Any],
+    concurrency: int = 8,
+    on_error: Literal["raise", "collect"] = "raise",
+    retries: int = 0,
+    store: str | None = None,
+    progress: bool | None = None,
+) -> MapResult:
+    """Call `function` on the items of `iterables` (zipped, as the builtin `map`), `concurrency` at a time.
+
+    Each item's Python (the function's own code, the model's expressions, return values, tools) runs on
+    this thread, as in a plain call; only the waits for the model overlap. Items finished by an earlier
+    map of this session (same program, arguments and model), or kept in `store`, are not run again.
+
+    Args:
+        function: A natural function (sync or async), or any callable calling them. A sync callable that
+            is not itself a natural function runs one item at a time.
+        iterables: One per parameter; read lazily, as places free up.
+        concurrency: Items in flight at once.
+        on_error: `"raise"` stops at the first failed item; `"collect"` runs them all, puts `None` at
+            failed positions and the exceptions in `result.errors`.
+        retries: Runs again an item that failed (but not on a budget stop) up to this many times. A
+            provider's rate limit (429) pauses the whole map for the wait it asks, with fewer items in
+            flight afterwards, before the item runs again.
+        store: A sqlite file keeping finished items across sessions (values as JSON via the return
+            annotation).
+        progress: A progress line on stderr; by default in a terminal or a notebook.
+
+    Raises:
+        MapItemError: An item failed with `on_error="raise"` (its exception is the cause; the results so
+            far are on `.partial`).
+        BudgetExceededError: An enclosing budget ran out; what finished is kept for the next run.
+    """
+    _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
+    from .driver import drive
+    from .progress import LineProgress, wanted
+
+    fingerprint = program_fingerprint(function)
+    model = _model_identity()
+    session = session_store()
+    keys: dict[int, tuple[str, tuple[object, ...]]] = {}
+    results = MapResult()
+    with ExitStack() as stack:
+        usage = stack.enter_context(budget(UsageBudget())).spent  # an unbounded group: it only counts
+        results.usage = usage
+        disk = DiskStore(store, return_type(function)) if store is not None else None
+        if disk is not None:
+            stack.callback(disk.close)
+        shown = LineProgress(_total(iterables), usage) if wanted(progress, sys.stderr) else None
+        if shown is not None:
+            stack.callback(shown.close)
+
+        def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
+            for index, args in enumerate(zip(*iterables)):
+                results.append(None)
+                key, anchors = item_key(fingerprint, model, args)
+                value = session.get(key)
+                if value is MISSING and disk is not None:
+                    value = disk.get(key)
+                    if value is not MISSING:
+                        session.put(key, value, anchors)
+                if value is not MISSING:
+                    results[index] = value
+                    if shown is not None:
+                        shown.kept_item()
+                    continue
+                keys[index] = (key, anchors)
+                yield index, args
+
+        def settle(index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None) -> float | None:
+            if error is None:
+                key, anchors = keys.pop(index)
+                if disk is not None:
+                    disk.put(key, value)  # first, so a value it cannot hold fails the map at once
+                session.put(key, value, anchors)
+                results[index] = value
+                if shown is not None:
+                    shown.finished_item()
+                return None
+            if isinstance(error, BudgetExceededError):
+                raise error  # the group is spent: no item can run any more
+            if isinstance(error, Exception) and attempt < retries:
+                return rate_limit_wait(error) or 0.0
+            keys.pop(index, None)
+            if on_error == "raise" or not isinstance(error, Exception):
+                raise MapItemError(
+                    f"item {index} of the map failed: {type(error).__name__}: {error}. The map stopped; set "
+                    '`on_error="collect"` to run the other items and collect the failures, or `retries=` to '
+                    "try failed items again",
+                    index=index,
+                    partial=results,
+                ) from error
+            results.errors[index] = error
+            if shown is not None:
+                shown.failed_item()
+            return None
+
+        drive(function, pending(), concurrency=concurrency, settle=settle)
+    return results
+
+
+def _check(*, concurrency: int, on_error: str, retries: int, iterables: tuple[Iterable[Any], ...]) -> None:
+    if not iterables:
+        raise TypeError("`nighthawk.map` needs at least one iterable after the function, one per parameter")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"`concurrency` must be a whole number of at least 1, got {concurrency!r}")
+    if on_error not in ("raise", "collect"):
+        raise ValueError(f'`on_error` must be "raise" or "collect", got {on_error!r}')
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"`retries` must be a whole number of at least 0, got {retries!r}")
+
+
+def _total(iterables: tuple[Iterable[Any], ...]) -> int | None:
+    try:
+        return min(len(iterable) for iterable in iterables)  # type: ignore[arg-type]
+    except TypeError:  # a generator: no total, no ETA
+        return None
+
+
+def _model_identity() -> str:
+    """Which model answers: a different one must not be answered from the stores."""
+    try:
+        executor = get_step_executor()
+    except NighthawkError:
+        return ""  # no executor: the first item that needs one says so
+    kind = type(executor)
+    return f"{kind.__module__}.{kind.__qualname__}:{getattr(executor, 'model_label', '')}"

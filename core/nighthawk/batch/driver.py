@@ -1,0 +1,244 @@
+"""Many calls at once from one thread: waits overlap on the background loop, Python runs on the caller.
+
+The caller's thread does what it does for one sync call (see `_loop`), for every item in flight: it waits
+on one queue and runs what arrives there. Steps post the user code they need run (expressions, tools,
+return values) to that queue, and a finished step or item posts its landing. A landing resumes the item's
+Python right here: a sync natural function's twin runs on to its next block (or its end), an async
+function's result is taken as is. So every item's user code runs on the caller's thread, and only the
+model conversations, up to `concurrency` of them, run at once on the loop.
+
+Items are pulled from the input only when a place is free, so a long generator is never read ahead.
+A provider's rate limit slows the whole map, not one item: nothing new is launched until the wait it asked
+for is over, and fewer items are in flight afterwards (half as many, growing back by one each time as
+many items have finished as are allowed in flight).
+
+An interrupt, or an error a landing raises (the map stops), cancels everything in flight and waits for it
+to end, refusing any further user code, before it propagates: nothing an item would do can still happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _loop
+from ..errors import NighthawkError
+from .twin import StepRequest, coroutine_twin
+
+__all__ = ["Settle", "drive"]
+
+Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None], float | None]
+"""`settle(index, args, attempt, value, error)` on the caller's thread: `None` when the item is done, else
+the seconds after which to run it again; more than 0 means the provider asked to slow down. Raising stops
+the map."""
+
+
+@dataclass(eq=False, kw_only=True)
+class _Item:
+    index: int
+    args: tuple[Any, ...]
+    attempt: int
+    context: contextvars.Context
+    twin: Coroutine[Any, Any, Any] | None = None
+    """A sync natural function's paused twin; `None` for an async item (the task is the whole call)."""
+    task: asyncio.Task[Any] | None = None
+
+
+def drive(
+    function: Callable[..., Any], items: Iterator[tuple[int, tuple[Any, ...]]], *, concurrency: int, settle: Settle
+) -> None:
+    """Call `function(*args)` for each `(index, args)` of `items`, `concurrency` at a time; hand each end to
+    `settle`. Returns when every item has landed; re-raises an interrupt or what `settle` raised.
+
+    Raises:
+        NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
+    """
+    _Driver(function, concurrency, settle).run(items)
+
+
+class _Driver:
+    def __init__(self, function: Callable[..., Any], concurrency: int, settle: Settle) -> None:
+        self.loop = _loop._background_loop()
+        if threading.current_thread() is _loop._thread:
+            raise NighthawkError(
+                "`nighthawk.map` was called from a coroutine running on nighthawk's background loop, which would "
+                "wait for itself; call it from ordinary (sync) code"
+            )
+        self.function = function
+        self.twin = coroutine_twin(function)
+        self.concurrency = concurrency
+        self.settle = settle
+        self.caller = _loop._Caller()
+        self.base = contextvars.copy_context()
+        self.base.run(_loop._caller.set, self.caller)
+        self.in_flight: set[_Item] = set()
+        self.cancelling = False
+        self.again: deque[_Item] = deque()
+        """Items to run again, before any new one."""
+        self.limit = concurrency
+        """Items allowed in flight now (lowered by rate limits)."""
+        self.finished_at_limit = 0
+        self.paused_until = 0.0
+
+    def run(self, items: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
+        exhausted = False
+        try:
+            while True:
+                paused = time.monotonic() < self.paused_until
+                while not paused and len(self.in_flight) < self.limit:
+                    if self.again:
+                        item = self.again.popleft()
+                        self._start(item.index, item.args, attempt=item.attempt + 1)
+                        continue
+                    following = None if exhausted else next(items, None)
+                    if following is None:
+                        exhausted = True
+                        break
+                    self._start(*following, attempt=0)
+                if not self.in_flight and not self.again and exhausted:
+                    return
+                try:
+                    request = self.caller.requests.get(timeout=self._wait())
+                except queue.Empty:
+                    continue  # the pause is over
+                assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
+                request()
+        except BaseException:
+            self._cancel_all()
+            raise
+        finally:
+            for request in self.caller.close():
+                _loop._refuse(request)
+
+    def _wait(self) -> float | None:
+        """How long to wait for the queue: until a pause ends, if one holds back items that could start."""
+        left = self.paused_until - time.monotonic()
+        return max(left, 0.0) if left > 0 and len(self.in_flight) < self.limit else None
+
+    # --- one item ---------------------------------------------------------------------------------------
+
+    def _start(self, index: int, args: tuple[Any, ...], *, attempt: int) -> None:
+        item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy())
+        try:
+            # A twin or an async function only makes its coroutine here. A sync callable that is not a
+            # natural function runs whole, here.
+            made = item.context.run(self.twin or self.function, *args)
+        except Exception as exc:  # noqa: BLE001 - the item's failure (a wrong argument), settled like any other
+            self._finish(item, None, exc)
+            return
+        if self.twin is not None:
+            item.twin = made
+            self._advance(item, None, None)
+        elif inspect.isawaitable(made):
+            self._launch(item, _awaited(made), item.context)
+        else:
+            self._finish(item, made, None)
+
+    def _advance(self, item: _Item, value: object, error: BaseException | None) -> None:
+        """Run the twin's Python on to its next block (whose step is launched) or to its end."""
+        assert item.twin is not None
+        try:
+            if error is None:
+                request = item.context.run(item.twin.send, value)
+            else:
+                request = item.context.run(item.twin.throw, error)
+        except StopIteration as stop:
+            self._finish(item, stop.value, None)
+            return
+        except Exception as exc:  # noqa: BLE001 - the item's failure
+            self._finish(item, None, exc)
+            return
+        if not isinstance(request, StepRequest):  # pragma: no cover - a sync body awaits nothing else
+            item.twin.close()
+            raise NighthawkError(f"a natural function's twin awaited {request!r}, not a block")
+        # Each step gets its own copy of the item's context, as a plain call's step does.
+        self._launch(item, request.coroutine, item.context.copy())
+
+    def _launch(self, item: _Item, coroutine: Coroutine[Any, Any, Any], context: contextvars.Context) -> None:
+        self.in_flight.add(item)
+        caller = self.caller
+
+        def start() -> None:
+            task = self.loop.create_task(coroutine, context=context)
+            item.task = task
+            task.add_done_callback(lambda done: caller.requests.put(lambda: self._landed(item, done)))
+
+        self.loop.call_soon_threadsafe(start)
+
+    def _landed(self, item: _Item, task: asyncio.Task[Any]) -> None:
+        self.in_flight.discard(item)
+        if self.cancelling:
+            if item.twin is not None:
+                _close(item)
+            return
+        if task.cancelled():
+            error: BaseException | None = asyncio.CancelledError()
+        else:
+            error = task.exception()
+        value = None if error is not None else task.result()
+        if item.twin is not None:
+            self._advance(item, value, error)
+        else:
+            self._finish(item, value, error)
+
+    def _finish(self, item: _Item, value: object, error: BaseException | None) -> None:
+        after_s = self.settle(item.index, item.args, item.attempt, value, error)
+        if after_s is None:
+            self._finished()
+            return
+        if after_s > 0:
+            self._slow_down(after_s)
+        self.again.append(item)
+
+    def _slow_down(self, after_s: float) -> None:
+        now = time.monotonic()
+        if now >= self.paused_until:  # a new burst; the other refusals of the same burst only extend the wait
+            self.limit = max(1, min(self.limit, len(self.in_flight) + 1) // 2)
+            self.finished_at_limit = 0
+        self.paused_until = max(self.paused_until, now + after_s)
+
+    def _finished(self) -> None:
+        if self.limit < self.concurrency:
+            self.finished_at_limit += 1
+            if self.finished_at_limit >= self.limit:
+                self.limit += 1
+                self.finished_at_limit = 0
+
+    # --- stopping ---------------------------------------------------------------------------------------
+
+    def _cancel_all(self) -> None:
+        """Cancel every item in flight and wait until each has ended, running none of their user code."""
+        self.cancelling = True
+        tasks = [item for item in self.in_flight]
+
+        def cancel() -> None:
+            for item in tasks:
+                if item.task is not None:
+                    item.task.cancel()
+
+        self.loop.call_soon_threadsafe(cancel)
+        try:
+            while self.in_flight:
+                _loop._refuse(self.caller.requests.get())  # landings just drop their item
+        except KeyboardInterrupt:
+            return  # a second interrupt: stop waiting; the caller is closed, nothing more runs here
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _close(item: _Item) -> None:
+    assert item.twin is not None
+    try:
+        item.context.run(item.twin.close)
+    except Exception:  # noqa: BLE001 - the map is already ending with its own error
+        pass

@@ -1,0 +1,192 @@
+"""Where a map keeps finished items: this session's memory, and optionally a sqlite file.
+
+An item's key is a hash of what decides its answer: the function's program (its source, and that of the
+natural functions a wrapper names), its arguments as JSON, and the model. A value in memory is the object
+itself; on disk it is JSON made by pydantic from the function's return annotation (never pickle), read
+back through the same annotation. The file is in WAL mode and every item is its own transaction, so two
+processes (or two kernels) writing one store lose nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import secrets
+import sqlite3
+import threading
+import time
+import typing
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import NighthawkError
+from .twin import natural_runtime
+
+__all__ = ["MISSING", "DiskStore", "SessionStore", "item_key", "program_fingerprint", "return_type", "session_store"]
+
+MISSING = object()
+"""What a store returns for a key it does not hold (`None` is a valid result)."""
+
+
+# --- keys -------------------------------------------------------------------------------------------
+
+
+def program_fingerprint(function: Callable[..., Any]) -> str:
+    """The source that decides what `function` answers: its own, and that of natural functions it names."""
+    plain = getattr(function, "__func__", function)
+    parts = [_source(plain)]
+    if natural_runtime(plain) is None:
+        # A wrapper (`lambda t: classify(t)`): editing the program of the natural function it calls must
+        # change the key too. Names it looks up directly are followed, one level deep.
+        code = getattr(plain, "__code__", None)
+        namespace = {**getattr(plain, "__globals__", {}), **_closure(plain)}
+        for name in sorted(set(getattr(code, "co_names", ())) | set(getattr(code, "co_freevars", ()))):
+            called = namespace.get(name)
+            if natural_runtime(getattr(called, "__func__", called)) is not None:
+                parts.append(_source(getattr(called, "__func__", called)))
+    return "\n".join(parts)
+
+
+def _source(function: object) -> str:
+    shown = getattr(function, "__wrapped__", function)
+    try:
+        return inspect.getsource(shown)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return f"{getattr(shown, '__module__', '')}.{getattr(shown, '__qualname__', repr(shown))}"
+
+
+def _closure(function: object) -> dict[str, object]:
+    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
+    values: dict[str, object] = {}
+    for name, cell in zip(getattr(code, "co_freevars", ()), cells):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return values
+
+
+_PROCESS = secrets.token_hex(8)
+"""Part of every identity key, so an address reused by another process never matches."""
+
+
+def item_key(fingerprint: str, model: str, args: tuple[Any, ...]) -> tuple[str, tuple[object, ...]]:
+    """The key of one item, and the arguments it names by identity.
+
+    An argument pydantic cannot serialise (a connection) counts by identity: it matches within this
+    process only, and only while the entry that names it keeps it alive (so its address is not reused).
+    """
+    import pydantic_core
+
+    anchors: list[object] = []
+
+    def by_identity(value: object) -> object:
+        if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+            return value.tolist()  # a numpy scalar or array from a column: its value, not its identity
+        anchors.append(value)
+        return f"<{type(value).__module__}.{type(value).__qualname__} at {id(value):#x} in {_PROCESS}>"
+
+    arguments = pydantic_core.to_json(list(args), fallback=by_identity).decode()
+    key = hashlib.sha256(json.dumps([fingerprint, model, arguments]).encode()).hexdigest()
+    return key, tuple(anchors)
+
+
+def return_type(function: Callable[..., Any]) -> object:
+    """What a call of `function` returns, as its annotation says (`Any` when it says nothing)."""
+    plain = getattr(function, "__func__", function)
+    runtime = natural_runtime(plain)
+    if runtime is not None:
+        return runtime._declared_types()[1]
+    try:
+        return typing.get_type_hints(plain).get("return", Any)
+    except Exception:  # an unresolvable annotation: store what JSON can hold
+        return Any
+
+
+# --- stores -----------------------------------------------------------------------------------------
+
+
+class SessionStore:
+    """Finished items of this process's maps, the most recent `limit` of them."""
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self._values: OrderedDict[str, tuple[object, tuple[object, ...]]] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> object:
+        with self._lock:
+            entry = self._values.get(key)
+            if entry is None:
+                return MISSING
+            self._values.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: str, value: object, anchors: tuple[object, ...] = ()) -> None:
+        """Keep `value`; `anchors` (the arguments its key names by identity) stay alive with it."""
+        with self._lock:
+            self._values[key] = (value, anchors)
+            self._values.move_to_end(key)
+            while len(self._values) > self._limit:
+                self._values.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+
+_SESSION = SessionStore()
+
+
+def session_store() -> SessionStore:
+    """The process-wide store every map reads first."""
+    return _SESSION
+
+
+class DiskStore:
+    """Finished items in a sqlite file, as JSON through the function's return annotation."""
+
+    def __init__(self, path: str | Path, annotation: object) -> None:
+        import pydantic
+
+        self.path = Path(path)
+        self._adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(annotation)
+        self._annotation = annotation
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, stored REAL NOT NULL)")
+        except sqlite3.Error as exc:
+            raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+
+    def get(self, key: str) -> object:
+        import pydantic
+
+        row = self._db.execute("SELECT value FROM items WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return MISSING
+        try:
+            return self._adapter.validate_json(row[0])
+        except pydantic.ValidationError:  # the return type changed shape since: run the item again
+            return MISSING
+
+    def put(self, key: str, value: object) -> None:
+        import pydantic_core
+
+        try:
+            text = self._adapter.dump_json(value).decode()
+        except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+            shown = getattr(self._annotation, "__name__", repr(self._annotation))
+            raise NighthawkError(
+                f"a result of type {type(value).__name__} cannot be kept in `store={str(self.path)!r}` as JSON "
+                f"through the return annotation {shown}: {exc}. Annotate the function's return with a type "
+                "pydantic can serialise (a dataclass, a pydantic model, builtins), or leave `store` unset"
+            ) from exc
+        self._db.execute("INSERT OR REPLACE INTO items (key, value, stored) VALUES (?, ?, ?)", (key, text, time.time()))
+
+    def close(self) -> None:
+        self._db.close()

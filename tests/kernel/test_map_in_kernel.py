@@ -1,0 +1,54 @@
+"""`nighthawk.map` in a live kernel: progress on the cell's stderr, and "Interrupt kernel" stops the whole map,
+keeping the items that had finished for the next run.
+
+The interrupted cell would run for 45 s; the execution timeout (15 s) tells an interrupt that landed from one
+that did not, without asserting how fast it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("jupyter_client")
+
+from live import BASE_SETUP, Live, live_kernel  # noqa: E402
+
+SETUP = BASE_SETUP + '''
+stalling = True
+evaluated = []
+
+def stall(x):
+    evaluated.append(x)
+    return slow_count(45) if stalling and x >= 10 else x
+
+@nighthawk.natural_function
+def tripled(x: int) -> int:
+    """natural
+    RETURN stall(x) * 3
+    """
+'''
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[Live]:
+    with live_kernel(SETUP) as kernel:
+        yield kernel
+
+
+def test_map_draws_its_progress_line_in_the_cell(live: Live) -> None:
+    cell = live.ok("stalling = False\nlen(nighthawk.map(tripled, range(100, 130), concurrency=4))")
+    assert cell.result == "30"
+    assert cell.printed.rstrip("\n").split("\r")[-1].startswith("nighthawk.map 30/30 | 0 failed | ")
+
+
+def test_interrupt_stops_the_map_and_the_next_run_runs_only_the_missing_items(live: Live) -> None:
+    live.ok("stalling = True\nbefore_threads = threading.active_count()")
+    cell = live.run("nighthawk.map(tripled, range(30), concurrency=4, progress=False)", interrupt_after=3.0, timeout=15.0)
+    assert cell.ename == "KeyboardInterrupt"
+    assert live.ok("threading.active_count() - before_threads").result == "0"
+    live.ok("stalling = False\nevaluated.clear()\nresults = nighthawk.map(tripled, range(30), progress=False)")
+    assert live.ok("results == [3 * x for x in range(30)]").result == "True"
+    # Item 10 started only once 7 items had finished; those are kept. Items still in flight ran again.
+    assert live.ok("set(range(10, 30)) <= set(evaluated) and len(evaluated) <= 30 - 7").result == "True"
