@@ -179,7 +179,7 @@ def test_miss_after_a_library_upgrade_names_both_versions(monkeypatch: pytest.Mo
     store = tmp_path / "module.replay.yaml"
     record(store)
     # A new release whose system prompt gained a sentence.
-    monkeypatch.setattr(_diff, "_versions", lambda: "nighthawk 9.9.9, pydantic-ai 9.9.9")
+    monkeypatch.setattr(_diff, "library_versions", lambda: "nighthawk 9.9.9, pydantic-ai 9.9.9")
     with pytest.raises(
         ReplayMissError, match=r"library versions: recorded with nighthawk \S+, pydantic-ai \S+, now nighthawk 9\.9\.9"
     ):

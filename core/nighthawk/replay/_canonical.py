@@ -20,7 +20,16 @@ from pydantic_ai.models import ModelRequestParameters
 from .._secrets import current_scrubber
 from ..redaction import ContextRedaction
 
-__all__ = ["canonical_request", "request_digest"]
+__all__ = [
+    "RESPONSE_DROPPED_KEYS",
+    "canonical_request",
+    "canonical_with_ids",
+    "clean",
+    "digest_of",
+    "outline_of",
+    "request_digest",
+    "round_of",
+]
 
 # Message fields that differ between two runs of the same program, or that never reach the model.
 _VOLATILE_KEYS = frozenset(
@@ -48,7 +57,7 @@ _VOLATILE_KEYS = frozenset(
     }
 )
 # A stored response keeps what a reader wants to know: which model answered, why it stopped, what it cost.
-_RESPONSE_DROPPED_KEYS = _VOLATILE_KEYS - {"model_name", "provider_name", "finish_reason", "usage"}
+RESPONSE_DROPPED_KEYS = _VOLATILE_KEYS - {"model_name", "provider_name", "finish_reason", "usage"}
 # Values written by the model or a tool: stored exactly (only scrubbed), never pruned.
 _OPAQUE_KEYS = frozenset({"args", "content"})
 # What a model sees of a tool definition.
@@ -78,14 +87,14 @@ def _scrub(value: Any, redaction: ContextRedaction) -> Any:
     return value
 
 
-def _clean(value: Any, drop: frozenset[str], ids: _CallIds, redaction: ContextRedaction) -> Any:
+def clean(value: Any, drop: frozenset[str], ids: _CallIds, redaction: ContextRedaction) -> Any:
     """A serialised message without `drop` keys, `None` fields and zero usage counts; call ids renumbered.
 
     Only what the model or a tool wrote (`_OPAQUE_KEYS`) is scrubbed: the structure (`kind`, `part_kind`,
     tool names) is the store's own and is kept as it is.
     """
     if isinstance(value, list):
-        return [_clean(item, drop, ids, redaction) for item in value]
+        return [clean(item, drop, ids, redaction) for item in value]
     if not isinstance(value, dict):
         return value
     cleaned: dict[str, Any] = {}
@@ -105,7 +114,7 @@ def _clean(value: Any, drop: frozenset[str], ids: _CallIds, redaction: ContextRe
         elif key == "usage" and isinstance(item, dict):
             cleaned[key] = {name: count for name, count in sorted(item.items()) if count not in (0, None, {})}
         else:
-            cleaned[key] = _clean(item, drop, ids, redaction)
+            cleaned[key] = clean(item, drop, ids, redaction)
     return cleaned
 
 
@@ -143,12 +152,13 @@ def _settings(settings: Mapping[str, Any] | None, redaction: ContextRedaction) -
     }
 
 
-def _canonical(
+def canonical_with_ids(
     messages: Sequence[ModelMessage],
     settings: Mapping[str, Any] | None,
     parameters: ModelRequestParameters,
     redaction: ContextRedaction,
 ) -> tuple[dict[str, Any], _CallIds]:
+    """`canonical_request` and the call id numbering it used, which the stored response continues."""
     ids = _CallIds()
     output = {
         "mode": parameters.output_mode,
@@ -163,7 +173,7 @@ def _canonical(
         "native_tools": [_jsonable(tool) for tool in parameters.native_tools],
         "output": {key: value for key, value in output.items() if value is not None},
         "settings": _settings(settings, redaction),
-        "messages": _clean(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"), _VOLATILE_KEYS, ids, redaction),
+        "messages": clean(ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"), _VOLATILE_KEYS, ids, redaction),
     }
     # Instructions and tool definitions are the protocol: stored as sent. The messages were scrubbed above.
     return {key: value for key, value in request.items() if value not in (None, [], {})}, ids
@@ -184,10 +194,11 @@ def canonical_request(
         model_request_parameters: Tool definitions, output tools and instructions of the request.
         redaction: Scrubs credential-looking text; defaults to `ContextRedaction()`.
     """
-    return _canonical(messages, model_settings, model_request_parameters, redaction or ContextRedaction())[0]
+    return canonical_with_ids(messages, model_settings, model_request_parameters, redaction or ContextRedaction())[0]
 
 
-def _digest(request: Mapping[str, Any]) -> str:
+def digest_of(request: Mapping[str, Any]) -> str:
+    """sha256 (hex) of `request` as compact JSON with sorted keys: the key a store finds an answer by."""
     text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -198,14 +209,15 @@ def request_digest(
     model_request_parameters: ModelRequestParameters,
 ) -> str:
     """The sha256 (hex) of the canonical request: equal for two requests a model cannot tell apart."""
-    return _digest(canonical_request(messages, model_settings, model_request_parameters))
+    return digest_of(canonical_request(messages, model_settings, model_request_parameters))
 
 
-def _round(messages: Sequence[ModelMessage]) -> int:
+def round_of(messages: Sequence[ModelMessage]) -> int:
+    """Which request of a step `messages` is: 1 for the first, one more after each model response."""
     return 1 + sum(1 for message in messages if message.kind == "response")
 
 
-def _outline(request: Mapping[str, Any]) -> tuple[frozenset[str], int]:
+def outline_of(request: Mapping[str, Any]) -> tuple[frozenset[str], int]:
     """Digests of a request's top-level fields and the size of its messages, to rank near misses cheaply."""
-    fields_ = frozenset(f"{key}:{_digest({key: value})}" for key, value in request.items() if key != "messages")
+    fields_ = frozenset(f"{key}:{digest_of({key: value})}" for key, value in request.items() if key != "messages")
     return fields_, len(json.dumps(request.get("messages"), ensure_ascii=False, default=str))

@@ -8,21 +8,22 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from ._format import Exchange, _versions
+from ._format import Exchange, library_versions
 from ._mode import MODE_VARIABLE
 from ._store import ReplayStore
-from ._yaml import _yaml
+from ._yaml import to_yaml
 
-__all__: list[str] = []
+__all__ = ["miss_message"]
 
 
-def _miss_message(
+def miss_message(
     store: ReplayStore,
     request: Mapping[str, Any],
     block: str | None,
     round_: int,
     rendering: Mapping[str, Any] | None,
 ) -> str:
+    """Why `store` has no answer for `request` (asked by `block` in round `round_`) and how to fix it."""
     where = f"block {block!r}, round {round_}" if block else f"round {round_} of a request made outside a Natural block"
     fix = (
         f'Re-record with mode="record" (or {MODE_VARIABLE}=record), or "auto" to record only what is missing; '
@@ -33,8 +34,8 @@ def _miss_message(
         return f"the replay store {str(store.path)!r} is empty or missing, so it has no answer for {where}. {fix}"
     diff = list(
         difflib.unified_diff(
-            _yaml(dict(nearest.request)).splitlines(),
-            _yaml(dict(request)).splitlines(),
+            to_yaml(dict(nearest.request)).splitlines(),
+            to_yaml(dict(request)).splitlines(),
             fromfile=f"stored ({nearest.block or 'no block'}, round {nearest.round})",
             tofile="requested",
             lineterm="",
@@ -73,8 +74,8 @@ def _other_causes(nearest: Exchange, request: Mapping[str, Any], rendering: Mapp
         causes.append(
             f"model settings: recorded with {nearest.request.get('settings') or {}!r}, now {request.get('settings') or {}!r}"
         )
-    if nearest.created_with != _versions():
-        causes.append(f"library versions: recorded with {nearest.created_with}, now {_versions()}")
+    if nearest.created_with != library_versions():
+        causes.append(f"library versions: recorded with {nearest.created_with}, now {library_versions()}")
     return causes
 
 

@@ -16,9 +16,18 @@ from typing import Any
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 
 from ..errors import NighthawkError
-from ._canonical import _digest, _outline
+from ._canonical import digest_of, outline_of
 
-__all__ = ["FORMAT_VERSION", "Exchange"]
+__all__ = [
+    "FORMAT_VERSION",
+    "HEADER",
+    "Exchange",
+    "appendable",
+    "check_document",
+    "entry_exchange",
+    "library_versions",
+    "share",
+]
 
 FORMAT_VERSION = 1
 """Version of the store file layout, written as `format:` at the top of every file."""
@@ -26,7 +35,7 @@ FORMAT_VERSION = 1
 # Request fields every round of a step repeats; the file keeps one copy in `shared` and refers to it.
 _SHARED_FIELDS = ("instructions", "tools", "output")
 _SHARED_PREFIX = "shared:"
-_HEADER = (
+HEADER = (
     "# Nighthawk replay store: one entry per model exchange. Instructions and tool definitions are kept\n"
     "# once under `shared` (or, in an entry appended since the file was compacted, under the entry's own\n"
     "# `shared`). Requests are matched by content, so this file may be edited by hand. To re-record with a\n"
@@ -59,7 +68,7 @@ class Exchange:
     """sha256 of the canonical request, computed from `request`, so a hand-edited request still matches."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "digest", _digest(self.request))
+        object.__setattr__(self, "digest", digest_of(self.request))
 
     def model_response(self) -> ModelResponse:
         """A fresh pydantic-ai `ModelResponse` for this exchange (its timestamp is now)."""
@@ -84,11 +93,12 @@ class Exchange:
 
     @functools.cached_property
     def _outline(self) -> tuple[frozenset[str], int]:
-        return _outline(self.request)
+        return outline_of(self.request)
 
 
 @functools.cache
-def _versions() -> str:
+def library_versions() -> str:
+    """The versions of nighthawk and pydantic-ai, as written to an entry's `created_with`."""
     from importlib import metadata
 
     try:
@@ -98,12 +108,12 @@ def _versions() -> str:
     return f"nighthawk {nighthawk_version}, pydantic-ai {metadata.version('pydantic-ai-slim')}"
 
 
-def _share(request: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+def share(request: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
     """Move the parts every round repeats (instructions, tools, output) to `shared`, leaving a reference."""
     compact = dict(request)
     for key in _SHARED_FIELDS:
         if key in compact:
-            reference = f"{_SHARED_PREFIX}{key}-{_digest({key: compact[key]})[:12]}"
+            reference = f"{_SHARED_PREFIX}{key}-{digest_of({key: compact[key]})[:12]}"
             shared[reference] = compact[key]
             compact[key] = reference
     return compact
@@ -141,13 +151,14 @@ _ENTRY_TYPES: dict[str, tuple[type, ...]] = {
 _REQUIRED_KEYS = ("model", "authored", "created_with", "request", "response")
 
 
-def _appendable(text: str) -> bool:
+def appendable(text: str) -> bool:
     """Whether `text` ends with its top-level `exchanges:` block list, so an entry can be appended as text."""
     end = max((match.end() for match in _APPENDABLE.finditer(text)), default=None)
     return end is not None and _NOT_APPENDABLE.search(text, end) is None
 
 
-def _check_document(document: Any, fail: Callable[..., NighthawkError]) -> None:
+def check_document(document: Any, fail: Callable[..., NighthawkError]) -> None:
+    """Fail (with `fail`) unless `document` is a mapping of this `format` with only the known top-level keys."""
     if not isinstance(document, dict):
         raise fail(f"the file holds a {type(document).__name__}, not a mapping with `format` and `exchanges`")
     if document.get("format") != FORMAT_VERSION:
@@ -161,7 +172,7 @@ def _check_document(document: Any, fail: Callable[..., NighthawkError]) -> None:
         raise fail("`exchanges` must be a list")
 
 
-def _entry_exchange(entry: Any, shared: Mapping[str, Any], position: int, fail: Callable[..., NighthawkError]) -> Exchange:
+def entry_exchange(entry: Any, shared: Mapping[str, Any], position: int, fail: Callable[..., NighthawkError]) -> Exchange:
     """The `Exchange` a file entry describes; a wrong shape fails naming the entry."""
     if not isinstance(entry, dict):
         raise fail(f"exchange {position} is a {type(entry).__name__}, expected a mapping")

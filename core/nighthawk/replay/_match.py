@@ -7,11 +7,11 @@ import heapq
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._canonical import _outline
+from ._canonical import outline_of
 from ._format import Exchange
-from ._yaml import _yaml
+from ._yaml import to_yaml
 
-__all__: list[str] = []
+__all__ = ["nearest_exchange"]
 
 _NEAREST_FINALISTS = 12
 """How many candidates a miss compares line by line."""
@@ -31,17 +31,17 @@ def nearest_exchange(
     pool = [exchange for exchange in pool if exchange.round == round_] or pool
     if not pool:
         return None
-    wanted_fields, wanted_size = _outline(request)
+    wanted_fields, wanted_size = outline_of(request)
 
     def outline_rank(exchange: Exchange) -> tuple[int, int]:
         fields_, size = exchange._outline
         return (-len(fields_ & wanted_fields), abs(size - wanted_size))
 
     finalists = heapq.nsmallest(_NEAREST_FINALISTS, pool, key=outline_rank)
-    wanted = _yaml(dict(request)).splitlines()
+    wanted = to_yaml(dict(request)).splitlines()
 
     def similarity(exchange: Exchange) -> float:
-        stored = _yaml(dict(exchange.request)).splitlines()
+        stored = to_yaml(dict(exchange.request)).splitlines()
         return difflib.SequenceMatcher(None, wanted, stored, autojunk=False).ratio()
 
     return max(finalists, key=similarity)

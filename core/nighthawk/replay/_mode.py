@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias
 
 from ..errors import NighthawkError
 
-__all__ = ["MODE_VARIABLE", "ReplayMode"]
+__all__ = ["MODE_VARIABLE", "ReplayMode", "resolve_mode"]
 
 ReplayMode: TypeAlias = Literal["replay", "record", "auto"]
 _MODES: tuple[ReplayMode, ...] = ("replay", "record", "auto")
@@ -17,7 +17,8 @@ MODE_VARIABLE = "NIGHTHAWK_REPLAY_MODE"
 re-record a whole test suite or notebook: `NIGHTHAWK_REPLAY_MODE=record pytest ...`."""
 
 
-def _resolve_mode(mode: str | None) -> ReplayMode:
+def resolve_mode(mode: str | None) -> ReplayMode:
+    """`mode` checked, or when it is `None` the mode `NIGHTHAWK_REPLAY_MODE` gives (`replay` when unset)."""
     if mode is None:
         mode = os.environ.get(MODE_VARIABLE) or "replay"
         if mode not in _MODES:

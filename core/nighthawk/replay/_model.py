@@ -17,10 +17,10 @@ from .._secrets import current_scrubber
 from ..errors import NighthawkError, ReplayMissError
 from ..executor import check_credentials
 from ..step import current_step
-from ._canonical import _canonical, _digest, _round
-from ._diff import _miss_message
+from ._canonical import canonical_with_ids, digest_of, round_of
+from ._diff import miss_message
 from ._format import Exchange
-from ._mode import ReplayMode, _resolve_mode
+from ._mode import ReplayMode, resolve_mode
 from ._store import ReplayStore
 
 __all__ = ["ReplayModel"]
@@ -82,7 +82,7 @@ class ReplayModel(Model):
                 here, before any request is paid for).
         """
         super().__init__()
-        mode = _resolve_mode(mode)
+        mode = resolve_mode(mode)
         if mode != "replay" and wrapped is None:
             raise NighthawkError(
                 f"replay `mode` {mode!r} records, so it needs a model to record from: pass `wrapped=` (a "
@@ -151,9 +151,9 @@ class ReplayModel(Model):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        request, _ = _canonical(messages, model_settings, model_request_parameters, self.store.redaction)
+        request, _ = canonical_with_ids(messages, model_settings, model_request_parameters, self.store.redaction)
         if self.mode != "record":
-            hit = self.store.find(_digest(request))
+            hit = self.store.find(digest_of(request))
             if hit is not None:
                 _refuse_masked_answer(hit, self.store)
                 return self.store.response_for(hit)
@@ -161,7 +161,7 @@ class ReplayModel(Model):
         block = step.step_id if step is not None else None
         rendering = _rendering_settings(step.rendering.limits, step.rendering.style) if step is not None else None
         if self.mode == "replay":
-            raise ReplayMissError(_miss_message(self.store, request, block, _round(messages), rendering))
+            raise ReplayMissError(miss_message(self.store, request, block, round_of(messages), rendering))
         model = self._resolve()
         prepared = model.prepare_messages(list(messages), model_request_parameters)
         # The wrapped model's own default settings apply when it answers; they are not part of the key.

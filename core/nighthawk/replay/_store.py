@@ -21,19 +21,19 @@ from pydantic_ai.models import ModelRequestParameters
 
 from ..errors import NighthawkError
 from ..redaction import ContextRedaction
-from ._canonical import _RESPONSE_DROPPED_KEYS, _canonical, _clean, _round
+from ._canonical import RESPONSE_DROPPED_KEYS, canonical_with_ids, clean, round_of
 from ._format import (
-    _HEADER,
+    HEADER,
     FORMAT_VERSION,
     Exchange,
-    _appendable,
-    _check_document,
-    _entry_exchange,
-    _share,
-    _versions,
+    appendable,
+    check_document,
+    entry_exchange,
+    library_versions,
+    share,
 )
 from ._match import nearest_exchange
-from ._yaml import _load_document, _yaml_part
+from ._yaml import load_document, yaml_part
 
 __all__ = ["ReplayStore"]
 
@@ -128,11 +128,11 @@ class ReplayStore:
         self._index(text, _fd_stamp(handle))
 
     def _index(self, text: str, stamp: tuple[int, int, int] | None) -> None:
-        data = _load_document(text, self._fail)
+        data = load_document(text, self._fail)
         entries: list[Any] = []
         shared: dict[str, Any] = {}
         if data is not None:
-            _check_document(data, self._fail)
+            check_document(data, self._fail)
             entries = data.get("exchanges") or []
             shared.update(data.get("shared") or {})
             for entry in entries:  # an appended entry carries the shared parts that were new when it was written
@@ -141,12 +141,12 @@ class ReplayStore:
         exchanges: dict[str, Exchange] = {}
         positions: dict[str, int] = {}
         for position, entry in enumerate(entries, start=1):
-            exchange = _entry_exchange(entry, shared, position, self._fail)
+            exchange = entry_exchange(entry, shared, position, self._fail)
             exchanges[exchange.digest] = exchange  # a later entry for the same request wins
             positions[exchange.digest] = position
         self._exchanges, self._positions, self._shared, self._seen = exchanges, positions, set(shared), stamp
         self._entries = len(entries)
-        self._appendable = _appendable(text)
+        self._appendable = appendable(text)
 
     @property
     def exchanges(self) -> tuple[Exchange, ...]:
@@ -241,13 +241,13 @@ class ReplayStore:
     def _append_locked(self, handle: BinaryIO, exchange: Exchange, *, skeleton: bool) -> None:
         shared: dict[str, Any] = {}
         entry = exchange._as_yaml()
-        entry["request"] = _share(entry["request"], shared)
+        entry["request"] = share(entry["request"], shared)
         new_shared = {key: value for key, value in sorted(shared.items()) if key not in self._shared}
         if new_shared:
             entry["shared"] = new_shared
-        text = _yaml_part([entry])
+        text = yaml_part([entry])
         if skeleton:
-            text = f"{_HEADER}format: {FORMAT_VERSION}\nexchanges:\n{text}"
+            text = f"{HEADER}format: {FORMAT_VERSION}\nexchanges:\n{text}"
         else:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
@@ -274,11 +274,11 @@ class ReplayStore:
         ordered = sorted(self._exchanges.values(), key=Exchange._sort_key)
         for exchange in ordered:
             entry = exchange._as_yaml()
-            entry["request"] = _share(entry["request"], shared)
+            entry["request"] = share(entry["request"], shared)
             entries.append(entry)
-        head = _yaml_part({"format": FORMAT_VERSION, "shared": dict(sorted(shared.items()))})
+        head = yaml_part({"format": FORMAT_VERSION, "shared": dict(sorted(shared.items()))})
         # `exchanges` comes last, as a block list, so later entries can be appended to the file as text.
-        text = _HEADER + head + ("exchanges:\n" + _yaml_part(entries) if entries else "exchanges: []\n")
+        text = HEADER + head + ("exchanges:\n" + yaml_part(entries) if entries else "exchanges: []\n")
         # Write beside the file and rename while holding the lock on the old file: a reader never sees half a
         # store, and a recorder waiting for the lock notices the new file and appends to that one.
         fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
@@ -323,17 +323,17 @@ class ReplayStore:
             block: `module:line` of the asking Natural block, for readers.
             rendering: Context limits and renderer style of the step, compared on a later miss.
         """
-        request, ids = _canonical(messages, model_settings, model_request_parameters, self.redaction)
+        request, ids = canonical_with_ids(messages, model_settings, model_request_parameters, self.redaction)
         # Numbering continues from the request, so the ids match the next request's history exactly.
-        (stored,) = _clean(ModelMessagesTypeAdapter.dump_python([response], mode="json"), _RESPONSE_DROPPED_KEYS, ids, self.redaction)
+        (stored,) = clean(ModelMessagesTypeAdapter.dump_python([response], mode="json"), RESPONSE_DROPPED_KEYS, ids, self.redaction)
         exchange = Exchange(
             request=request,
             response=stored,
             model=model,
             authored=authored,
-            created_with=_versions(),
+            created_with=library_versions(),
             block=block,
-            round=_round(messages),
+            round=round_of(messages),
             rendering=rendering,
         )
         self.add(exchange)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import NighthawkError
 
-__all__: list[str] = []
+__all__ = ["load_document", "to_yaml", "yaml_part"]
 
 
 @functools.cache
@@ -29,17 +29,18 @@ def _yaml_dumper() -> type:
     return Dumper
 
 
-def _yaml(data: Any) -> str:
+def to_yaml(data: Any) -> str:
+    """`data` as the YAML text of a store: keys in their order, multi-line strings as literal blocks."""
     import yaml
 
     # No line folding: a very long line stays one line, and the file loads back to the same strings.
     return yaml.dump(data, Dumper=_yaml_dumper(), sort_keys=False, allow_unicode=True, width=1_000_000)
 
 
-def _yaml_part(data: Any) -> str:
-    """`_yaml(data)` as a piece of a larger document: without the `...` end marker PyYAML writes after a
+def yaml_part(data: Any) -> str:
+    """`to_yaml(data)` as a piece of a larger document: without the `...` end marker PyYAML writes after a
     final block scalar that keeps its trailing newlines (`|+`), which would end the document early."""
-    text = _yaml(data)
+    text = to_yaml(data)
     return text[: -len("...\n")] if text.endswith("\n...\n") else text
 
 
@@ -64,7 +65,7 @@ def _plain_scalars() -> tuple[dict[str, list[tuple[str, Any]]], dict[str, Callab
     return resolvers, construct
 
 
-def _load_document(text: str, fail: Callable[..., NighthawkError]) -> Any:
+def load_document(text: str, fail: Callable[..., NighthawkError]) -> Any:
     """The single YAML document of `text` as plain data, built from libyaml's event stream.
 
     Anchors, aliases and tags beyond plain data are refused as they are met, so an alias bomb (a few KB that
