@@ -21,9 +21,9 @@ import tiktoken
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk as nh
-from nighthawk import _tokens, replay
+from nighthawk import _tokens
 from nighthawk._tokens import estimate_tokens, get_token_counter, measuring_counter
-from nighthawk.replay import ReplayMissError, replay_executor
+from nighthawk.replay import ReplayMissError, _diff, replay_executor
 from scripting import Script, call, finish
 from support.exact_tokenizer.tiktoken_ext import openai_public as exact_like
 
@@ -179,7 +179,7 @@ def test_miss_after_a_library_upgrade_names_both_versions(monkeypatch: pytest.Mo
     store = tmp_path / "module.replay.yaml"
     record(store)
     # A new release whose system prompt gained a sentence.
-    monkeypatch.setattr(replay, "_versions", lambda: "nighthawk 9.9.9, pydantic-ai 9.9.9")
+    monkeypatch.setattr(_diff, "library_versions", lambda: "nighthawk 9.9.9, pydantic-ai 9.9.9")
     with pytest.raises(
         ReplayMissError, match=r"library versions: recorded with nighthawk \S+, pydantic-ai \S+, now nighthawk 9\.9\.9"
     ):
