@@ -22,6 +22,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import TraitError
+
 from nighthawk._report import shown_short
 from nighthawk.block import parse_program
 from nighthawk.budget import UsageBudget, budget, session_usage
@@ -29,12 +31,11 @@ from nighthawk.configuration import DEFAULT_MODEL
 from nighthawk.errors import NighthawkError, last_error, record_error
 from nighthawk.runner import run_block
 from nighthawk.runtime import scope
-from traitlets import TraitError
 
-from ._state import state_for
 from ._interpolate import interpolate
 from ._namespace import build_frame
 from ._settings import BUDGET_FIGURES, BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
+from ._state import state_for
 from ._text import cost_text
 
 __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
