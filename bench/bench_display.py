@@ -118,7 +118,7 @@ def breakdown(repeat: int) -> None:
     shell.run_cell(SETUP)
     from nighthawk import events, runner
 
-    from nighthawk_ipython._extension import state_for
+    from nighthawk_ipython._state import state_for
 
     totals: dict[str, float] = {}
     runner._snapshot = _accumulate(totals, "snapshots", runner._snapshot)  # type: ignore[attr-defined]

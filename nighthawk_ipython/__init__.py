@@ -38,14 +38,14 @@ _LAZY_EXPORTS: dict[str, str] = {
 
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext nighthawk_ipython`: register the settings, the magics (lazily) and the step display."""
-    from ._extension import load
+    from ._extension import load  # here, not at the top: `import nighthawk_ipython` stays cheap
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """`%unload_ext nighthawk_ipython`: remove the magics, the settings and the step display."""
-    from ._extension import unload
+    from ._extension import unload  # here, not at the top: `import nighthawk_ipython` stays cheap
 
     unload(ipython)
 

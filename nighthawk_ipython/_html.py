@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ._display import shown_indices
+from ._records import StepRecord, ToolCallRecord, shown_indices
 from ._text import (
     CHANGE_MARK,
     SCOPE_HELP,
@@ -30,8 +30,6 @@ from ._text import (
 
 if TYPE_CHECKING:
     from nighthawk import events
-
-    from ._display import StepView, ToolCallRecord
 
 __all__ = ["CSS", "cell_html", "live_html", "step_html"]
 
@@ -102,7 +100,7 @@ def _box(status: str, css_class: str, body: str, *, tag: str = "div", open_: boo
 
 # --- one step ---------------------------------------------------------------------------------------
 
-def _header(view: StepView) -> str:
+def _header(view: StepRecord) -> str:
     usage = step_usage(view)
     usage = "" if usage is None else " · " + _e(usage)
     return (
@@ -152,7 +150,7 @@ def _locals(changes: tuple[events.LocalsChange, ...], unset: tuple[str, ...]) ->
     )
 
 
-def _outcome(view: StepView) -> str:
+def _outcome(view: StepRecord) -> str:
     text = outcome_text(view)
     if text is None:
         return '<div class="nh-outcome"><i>no outcome yet</i></div>'
@@ -168,7 +166,7 @@ def _prompt(prompt: events.PromptRendered | None) -> str:
     )
 
 
-def _body(view: StepView, *, calls: list[ToolCallRecord] | None = None, first_call: int = 1) -> str:
+def _body(view: StepRecord, *, calls: list[ToolCallRecord] | None = None, first_call: int = 1) -> str:
     """Outcome, tool calls, locals diff, nested steps and prompt of a step (everything below its header)."""
     calls = view.tool_calls if calls is None else calls
     children = list(view.children)
@@ -184,13 +182,13 @@ def _body(view: StepView, *, calls: list[ToolCallRecord] | None = None, first_ca
     )
 
 
-def step_html(view: StepView) -> str:
+def step_html(view: StepRecord) -> str:
     """One step in full: header, program, outcome, tool calls and locals (open), nested steps, prompt (folded)."""
     with view._lock:
         return _box(view.status, "nh-step", _header(view) + _body(view))
 
 
-def _folded(view: StepView, number: int) -> str:
+def _folded(view: StepRecord, number: int) -> str:
     """A step under a one-line summary; open when it did not complete, so problems show at once."""
     with view._lock:
         summary = f"<summary><b>#{number}</b> {_e(compact_text(view))}{_duration(view.duration_s)}</summary>"
@@ -198,7 +196,7 @@ def _folded(view: StepView, number: int) -> str:
         return _box(view.status, "nh-step", summary + program + _body(view), tag="details", open_=view.status != "completed")
 
 
-def _listing(views: list[StepView]) -> str:
+def _listing(views: list[StepRecord]) -> str:
     """The steps `shown_indices` picks, each folded, with a count of the ones left out between them."""
     if len(views) == 1:
         return step_html(views[0])
@@ -212,13 +210,13 @@ def _listing(views: list[StepView]) -> str:
     return "".join(parts)
 
 
-def _gap(views: list[StepView]) -> str:
+def _gap(views: list[StepRecord]) -> str:
     return f'<div class="nh-gap" style="color:#666;margin:2px 0 2px 12px">{_e(gap_text(views))}</div>'
 
 
 # --- a cell -----------------------------------------------------------------------------------------
 
-def _summary(views: list[StepView], *, elapsed: float | None) -> str:
+def _summary(views: list[StepRecord], *, elapsed: float | None) -> str:
     usage = total_usage(views)
     return (
         f'<div class="nh-summary"><b>Natural steps</b> · <span class="nh-counts">{_e(counts_text(views))}</span>'
@@ -226,7 +224,7 @@ def _summary(views: list[StepView], *, elapsed: float | None) -> str:
     )
 
 
-def _programs(views: list[StepView]) -> str:
+def _programs(views: list[StepRecord]) -> str:
     listed = programs(views)
     rows = [
         _row([_code(step_id), str(count), f"<pre{_PRE}>{_e(program)}</pre>"])
@@ -237,7 +235,7 @@ def _programs(views: list[StepView]) -> str:
     return _table("nh-programs", ["block", "steps", "program"], rows)
 
 
-def _overall(views: list[StepView]) -> str:
+def _overall(views: list[StepRecord]) -> str:
     statuses = {view.status for view in views}
     for status in ("running", "interrupted", "failed", "raised"):
         if status in statuses:
@@ -245,7 +243,7 @@ def _overall(views: list[StepView]) -> str:
     return "completed"
 
 
-def cell_html(views: list[StepView]) -> str:
+def cell_html(views: list[StepRecord]) -> str:
     """A cell's steps: one step in full, or a summary with the chosen steps folded under it."""
     if len(views) == 1:
         return step_html(views[0])
@@ -254,7 +252,7 @@ def cell_html(views: list[StepView]) -> str:
     return _box(_overall(views), "nh-cell", body)
 
 
-def live_html(views: list[StepView]) -> str:
+def live_html(views: list[StepRecord]) -> str:
     """What the live widget shows: the summary, each running step in full (latest tool calls), the last finished.
 
     Bounded like the static form, and small enough to resend a few times a second.

@@ -169,7 +169,7 @@ class StepDisplayer:
             shell.events.register("post_run_cell", self._cell_finished)
             self._hooked = shell
         if mode == "widget" and _comms_live():
-            from ._widgets import WIDGET_MIME, StepWidget
+            from ._widgets import WIDGET_MIME, StepWidget  # imports ipywidgets: only for a live widget
 
             widget = StepWidget.live()
             handle = self._show({WIDGET_MIME: widget.view_data()}, raw=True, display_id=True)
@@ -221,7 +221,7 @@ class StepDisplayer:
         if cell is None:
             return
         if live is not None:
-            from ._widgets import CLOSED_VIEW, WIDGET_MIME
+            from ._widgets import CLOSED_VIEW, WIDGET_MIME  # imported already: a live widget was shown
 
             live.handle.update({WIDGET_MIME: CLOSED_VIEW}, raw=True)
             live.widget.retire()

@@ -5,6 +5,9 @@ to `nighthawk.runner.run_block`. Only after the block succeeded are the write bi
 namespace, in one `update`; a `return` outcome becomes the cell's value (`Out[n]`), a `raise` outcome
 raises in the cell. `%nighthawk` changes the kernel's settings. Bad options raise `UsageError`; real
 failures propagate, so nbclient and nbval see a failed cell.
+
+IPython imports this module when a magic is first used (see `_table`), so the core it needs is imported
+here at the top; only the replay store, which brings pydantic-ai, waits for `%nighthawk replay`.
 """
 
 from __future__ import annotations
@@ -21,8 +24,19 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import TraitError
 
-from ._extension import state_for
+from nighthawk._report import shown_short
+from nighthawk.block import parse_program
+from nighthawk.budget import UsageBudget, budget, session_usage
+from nighthawk.configuration import DEFAULT_MODEL
+from nighthawk.errors import NighthawkError, last_error, record_error
+from nighthawk.runner import run_block
+from nighthawk.runtime import scope
+
+from ._interpolate import interpolate
+from ._namespace import build_frame
 from ._settings import BUDGET_FIGURES, BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
+from ._state import state_for
+from ._text import cost_text
 
 __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 
@@ -126,7 +140,7 @@ class NighthawkMagics(Magics):
         """
         args = parse_argstring(self.natural, _without_comment(line))
         deny = _deny_kinds(args.deny)
-        budget = _cell_budget_option(args.budget)
+        bound = _cell_budget_option(args.budget)
         user_ns = self.shell.user_ns
         text = cell
         if args.interpolate:
@@ -136,14 +150,10 @@ class NighthawkMagics(Magics):
             model, _ = self._model_value(_unquote(args.model), "%%natural --model")
             executor = self._state.settings.build_executor(model)
 
-        import nighthawk
-        from nighthawk._report import shown_short
-        from nighthawk.errors import record_error
-
         try:
-            with nighthawk.budget(budget) if budget is not None else nullcontext():
+            with budget(bound) if bound is not None else nullcontext():
                 result = self._run(text, deny=deny, executor=executor, display=args.display)
-        except (nighthawk.NighthawkError, NameError, KeyboardInterrupt) as exc:
+        except (NighthawkError, NameError, KeyboardInterrupt) as exc:
             if isinstance(exc, NameError):  # a read binding the namespace lacks: the runner never saw it
                 record_error(exc)
             # The message says what happened; frames inside the runner, its background loop and this magic
@@ -158,12 +168,6 @@ class NighthawkMagics(Magics):
 
     def _run(self, text: str, *, deny: frozenset[str], executor: Any, display: str | None) -> Any:
         """Parse the cell, build its frame from the namespace and run it; return the `BlockResult`."""
-        import nighthawk
-        from nighthawk.block import parse_program
-        from nighthawk.runner import run_block
-
-        from ._namespace import build_frame
-
         # IPython has already counted the running cell when it stores history, so its number is one less.
         filename = f"In[{max(self.shell.execution_count - 1, 1)}]"
         program = parse_program(textwrap.dedent(text), filename=filename, line=_PROGRAM_LINE)
@@ -173,8 +177,8 @@ class NighthawkMagics(Magics):
             self.shell, program, step_id=f"{filename}:{_PROGRAM_LINE}", filename=filename, line=_PROGRAM_LINE
         )
         self._state.ready()
-        scope = nighthawk.scope(step_executor=executor) if executor is not None else nullcontext()
-        with self._state.display_mode(display), scope:
+        executor_scope = scope(step_executor=executor) if executor is not None else nullcontext()
+        with self._state.display_mode(display), executor_scope:
             try:
                 return run_block(program, frame)
             finally:
@@ -292,8 +296,7 @@ class NighthawkMagics(Magics):
         self._expect(values, 1, "replay", "PATH [--record|--auto]")
         if record and auto:
             raise UsageError("%nighthawk replay: choose one of --record and --auto")
-        from nighthawk.errors import NighthawkError
-        from nighthawk.replay import ReplayModel
+        from nighthawk.replay import ReplayModel  # imports pydantic-ai: only when a replay store is asked for
 
         settings = self._state.settings
         wrapped = settings.model_object if settings.model_object is not None else (settings.model or None)
@@ -308,8 +311,6 @@ class NighthawkMagics(Magics):
         # be re-recorded from the command line without editing it.
         mode = "record" if record else "auto" if auto else None
         if wrapped is None:
-            from nighthawk.configuration import DEFAULT_MODEL
-
             wrapped = DEFAULT_MODEL  # only built when a request must reach a real model
         try:  # recording checks here that the store can be written, before any request is paid for
             model = ReplayModel(wrapped, values[0], mode)
@@ -320,10 +321,6 @@ class NighthawkMagics(Magics):
 
 def _interpolated(cell: str, namespace: dict[str, Any]) -> str:
     """`-f`: fill the cell's fields; a field that raises fails the cell with one line naming it."""
-    from nighthawk.errors import record_error
-
-    from ._interpolate import interpolate
-
     try:
         return interpolate(cell, namespace)
     except UsageError:
@@ -339,9 +336,7 @@ def _interpolated(cell: str, namespace: dict[str, Any]) -> str:
 def _print_last_error() -> None:
     import traceback
 
-    import nighthawk
-
-    error = nighthawk.last_error()
+    error = last_error()
     if error is None:
         print("no Natural block has failed in this kernel yet")
         return
@@ -388,12 +383,10 @@ def _number(raw: str, where: str) -> int | float | None:
         raise UsageError(f"{where} must be a number or None, got {raw!r}") from None
 
 
-def _cell_budget_option(values: list[str] | None) -> Any:
+def _cell_budget_option(values: list[str] | None) -> UsageBudget | None:
     """The `UsageBudget` of `%%natural --budget`, or `None` without the option."""
     if not values:
         return None
-    from nighthawk import UsageBudget
-
     figures: dict[str, Any] = {}
     for item in ",".join(_unquote(value) for value in values).split(","):
         key, sep, raw = item.strip().partition("=")
@@ -412,11 +405,7 @@ def _cell_budget_option(values: list[str] | None) -> Any:
 
 def _print_usage(*, reset: bool) -> None:
     """`%nighthawk usage`: this kernel's requests, tokens and cost by model, as a small table."""
-    import nighthawk
-
-    from ._text import cost_text
-
-    ledger = nighthawk.session_usage()
+    ledger = session_usage()
     totals = ledger.by_model()
     if reset:
         ledger.reset()

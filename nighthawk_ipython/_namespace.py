@@ -12,11 +12,11 @@ import builtins
 import re
 import types
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from nighthawk.block import Program
-    from nighthawk.frame import Frame
+from nighthawk._validation import resolve_annotation
+from nighthawk.block import Program, unresolved_read
+from nighthawk.frame import Frame
 
 __all__ = ["IPYTHON_NAMES", "build_frame", "is_user_name", "namespace_annotations", "notebook_locals", "resolve_reads"]
 
@@ -74,8 +74,6 @@ def resolve_reads(user_ns: Mapping[str, object], program: Program) -> dict[str, 
         elif hasattr(builtins, name):
             values[name] = getattr(builtins, name)
         else:
-            from nighthawk.block import unresolved_read
-
             raise unresolved_read(NameError(f"name {name!r} is not defined", name=name))
     return values
 
@@ -86,8 +84,6 @@ def namespace_annotations(user_ns: Mapping[str, object], program: Program) -> di
     A string annotation (`from __future__ import annotations` in the notebook) is evaluated in the
     namespace; one that names nothing leaves its binding untyped rather than failing the cell.
     """
-    from nighthawk._validation import resolve_annotation
-
     declared = user_ns.get("__annotations__")
     if not isinstance(declared, Mapping):
         return {}
@@ -110,8 +106,6 @@ def build_frame(shell: Any, program: Program, *, step_id: str, filename: str, li
     Raises:
         NameError: A read binding names nothing.
     """
-    from nighthawk.frame import Frame
-
     user_ns = shell.user_ns
     return Frame(
         python_locals=notebook_locals(user_ns, shell.user_ns_hidden, program),

@@ -3,7 +3,8 @@
 `NighthawkSettings` is a traitlets `Configurable` registered with the shell, so the same values can be
 set three ways: `%nighthawk model ...`, `%config NighthawkSettings.model = '...'`, or from Python with
 `nighthawk_ipython.configure(...)`. Only traitlets is imported here; the core is imported the first time an
-executor is actually needed, which keeps `%load_ext` cheap.
+executor is actually needed, which keeps `%load_ext` cheap: each import of a core module sits in the
+function that needs it.
 """
 
 from __future__ import annotations
@@ -151,20 +152,21 @@ class NighthawkSettings(Configurable):
         A `StepExecutor` is used as it is; when it carries a configuration, the context limits are applied to
         it. Anything else becomes the model of an `AgentStepExecutor`.
         """
-        import nighthawk
-        from nighthawk.configuration import DEFAULT_MODEL
+        # The core, only now that an executor is needed (module docstring).
+        from nighthawk.configuration import DEFAULT_MODEL, StepContextLimits, StepExecutorConfiguration
+        from nighthawk.executor import AgentStepExecutor
 
         overrides = self._configuration_values(self.budgets)
         if self.limits:
-            overrides["context_limits"] = nighthawk.StepContextLimits(**self.limits)
+            overrides["context_limits"] = StepContextLimits(**self.limits)
         if model is not None and not isinstance(model, str) and callable(getattr(model, "run_step", None)):
             if overrides and hasattr(model, "with_configuration") and hasattr(model, "configuration"):
                 from dataclasses import replace
 
                 return model.with_configuration(replace(model.configuration, **overrides))
             return model
-        configuration = nighthawk.StepExecutorConfiguration(model=model if model is not None else DEFAULT_MODEL, **overrides)
-        return nighthawk.AgentStepExecutor.from_configuration(configuration=configuration)
+        configuration = StepExecutorConfiguration(model=model if model is not None else DEFAULT_MODEL, **overrides)
+        return AgentStepExecutor.from_configuration(configuration=configuration)
 
     @staticmethod
     def _configuration_values(budgets: dict[str, Any]) -> dict[str, Any]:
@@ -175,6 +177,7 @@ class NighthawkSettings(Configurable):
         """
         from dataclasses import replace
 
+        # The core's own checks, imported when budgets are first set rather than at `%load_ext`.
         from nighthawk.configuration import DEFAULT_STEP_BUDGET, check_request_setting
 
         values: dict[str, Any] = {}
@@ -193,10 +196,10 @@ class NighthawkSettings(Configurable):
 
     def install(self) -> None:
         """Make these settings' executor the kernel-wide default (`nighthawk.set_default_step_executor`)."""
-        import nighthawk
+        from nighthawk.runtime import set_default_step_executor  # the core, only once an executor is installed
 
         executor = self.executor()
-        nighthawk.set_default_step_executor(executor)
+        set_default_step_executor(executor)
         self._installed = executor
 
     def ensure_installed(self) -> None:
@@ -213,10 +216,10 @@ class NighthawkSettings(Configurable):
         """Clear the kernel-wide default executor if it is still ours."""
         if self._installed is None or "nighthawk" not in sys.modules:
             return
-        import nighthawk
+        from nighthawk.runtime import set_default_step_executor  # imported already (checked above)
 
         if _default_executor() is self._installed:
-            nighthawk.set_default_step_executor(None)
+            set_default_step_executor(None)
         self._installed = None
 
     # --- surviving %reload_ext and %unload_ext -----------------------------------------------------
@@ -233,7 +236,7 @@ class NighthawkSettings(Configurable):
 
     def describe(self) -> str:
         """Readable settings for `%nighthawk status`: the first three lines are model, display and limits."""
-        from nighthawk.configuration import DEFAULT_MODEL
+        from nighthawk.configuration import DEFAULT_MODEL  # the core, only once the status is asked for
 
         if self.model_object is not None:
             model = _describe_object(self.model_object, self.model_source)
@@ -289,7 +292,7 @@ def _cell_budget(budgets: dict[str, Any]) -> Any:
     cell = {key.partition(".")[2]: value for key, value in budgets.items() if key.startswith("cell.")}
     if not any(value is not None for value in cell.values()):
         return None
-    from nighthawk import UsageBudget
+    from nighthawk.budget import UsageBudget  # the core, only once a cell budget is set
 
     return UsageBudget(**cell)
 
@@ -362,9 +365,11 @@ def _describe_object(value: object, source: str) -> str:
 
 def _default_executor() -> Any:
     """The executor steps would use now, or `None` when none is set."""
-    import nighthawk
+    # The core, only once the executor in force is asked about (installing or the status).
+    from nighthawk.errors import NighthawkError
+    from nighthawk.runtime import get_step_executor
 
     try:
-        return nighthawk.get_step_executor()
-    except nighthawk.NighthawkError:
+        return get_step_executor()
+    except NighthawkError:
         return None

@@ -7,15 +7,12 @@ Deterministic on purpose: no durations, ids or addresses, so nbval can compare i
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 from nighthawk import events
 from nighthawk.budget import UsageTotals
 
-from ._display import STEP_STATUSES, shown_indices
-
-if TYPE_CHECKING:
-    from ._display import StepView, ToolCallRecord
+from ._records import STEP_STATUSES, StepRecord, ToolCallRecord, shown_indices
 
 __all__ = [
     "cell_lines",
@@ -83,7 +80,7 @@ def _summed(usages: list[events.UsageReported]) -> UsageTotals:
     return totals
 
 
-def step_usage(view: StepView) -> str | None:
+def step_usage(view: StepRecord) -> str | None:
     """Requests, tokens and cost of one step, or `None` before it reported any."""
     usage = view.usage
     if usage is None:
@@ -91,7 +88,7 @@ def step_usage(view: StepView) -> str | None:
     return usage_text(_summed([usage]))
 
 
-def outcome_text(view: StepView) -> str | None:
+def outcome_text(view: StepRecord) -> str | None:
     """The outcome or failure of a step in one line, or `None` while it has neither."""
     if view.failure is not None:
         if view.failure.interrupted:
@@ -109,7 +106,7 @@ def outcome_text(view: StepView) -> str | None:
             return kind
 
 
-def counts_text(views: list[StepView]) -> str:
+def counts_text(views: list[StepRecord]) -> str:
     """`300 steps · 297 completed · 3 raised`, statuses in a fixed order."""
     counts = Counter(view.status for view in views)
     parts = [_plural(len(views), "step")]
@@ -117,7 +114,7 @@ def counts_text(views: list[StepView]) -> str:
     return " · ".join(parts)
 
 
-def total_usage(views: list[StepView]) -> str | None:
+def total_usage(views: list[StepRecord]) -> str | None:
     """Requests, tokens and cost of all `views` (their nested steps are counted by the model calls they made)."""
     reported = [view.usage for view in views if view.usage is not None]
     if not reported:
@@ -125,7 +122,7 @@ def total_usage(views: list[StepView]) -> str | None:
     return usage_text(_summed(reported))
 
 
-def compact_text(view: StepView) -> str:
+def compact_text(view: StepRecord) -> str:
     """One line per step: where it is, its status, its outcome and its usage."""
     parts = [view.step_id, view.status]
     if view.outcome is not None and view.outcome.kind == "return" and view.failure is None:
@@ -175,7 +172,7 @@ def _change_text(change: events.LocalsChange) -> str:
     return f"{CHANGE_MARK[change.change]} {change.name} = {values} ({change_scope(change)})"
 
 
-def step_lines(view: StepView, indent: str) -> list[str]:
+def step_lines(view: StepRecord, indent: str) -> list[str]:
     """The full text of one step: header, program, tool calls, locals diff, outcome, nested steps."""
     header = [f"Natural step {view.step_id}", view.status, f"model {view.model}"]
     usage = step_usage(view)
@@ -207,14 +204,14 @@ def step_lines(view: StepView, indent: str) -> list[str]:
     return lines
 
 
-def gap_text(views: list[StepView]) -> str:
+def gap_text(views: list[StepRecord]) -> str:
     """`… 290 more steps not shown (288 completed, 2 raised)` for the steps left out of a listing."""
     counts = Counter(view.status for view in views)
     detail = ", ".join(f"{counts[status]} {status}" for status in (*STEP_STATUSES[1:], STEP_STATUSES[0]) if counts[status])
     return f"… {_plural(len(views), 'more step')} not shown ({detail})"
 
 
-def _listed(views: list[StepView], indent: str) -> list[str]:
+def _listed(views: list[StepRecord], indent: str) -> list[str]:
     """Compact lines for the steps `shown_indices` picks, with a count of the ones left out between."""
     lines: list[str] = []
     previous = -1
@@ -226,7 +223,7 @@ def _listed(views: list[StepView], indent: str) -> list[str]:
     return lines
 
 
-def programs(views: list[StepView]) -> list[tuple[str, int, str]]:
+def programs(views: list[StepRecord]) -> list[tuple[str, int, str]]:
     """Each distinct block the steps ran: step id, how many steps ran it, its program (in first-seen order)."""
     seen: dict[str, list[Any]] = {}
     for view in views:
@@ -235,7 +232,7 @@ def programs(views: list[StepView]) -> list[tuple[str, int, str]]:
     return [(step_id, count, program) for step_id, (count, program) in seen.items()]
 
 
-def cell_lines(views: list[StepView]) -> list[str]:
+def cell_lines(views: list[StepRecord]) -> list[str]:
     """The text of a cell's steps: one step in full, or a bounded summary of many."""
     if len(views) == 1:
         return step_lines(views[0], indent="")

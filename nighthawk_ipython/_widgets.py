@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import ipywidgets as widgets
 from traitlets import TraitError, Unicode, validate
 
-from ._display import STEP_STATUSES
+from ._records import STEP_STATUSES
 
 __all__ = ["StepWidget"]
 

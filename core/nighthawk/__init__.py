@@ -85,6 +85,8 @@ __all__ = [
 
 def load_ipython_extension(ipython: _Any) -> None:
     """`%load_ext nighthawk`: forwards to `nighthawk_ipython` (imported only now)."""
+    # Imported here, not at the top, so that `import nighthawk` never imports IPython; `nighthawk_ipython`
+    # imports the core modules it uses, never this package, so the two do not import each other.
     import nighthawk_ipython
 
     nighthawk_ipython.load_ipython_extension(ipython)
@@ -92,6 +94,6 @@ def load_ipython_extension(ipython: _Any) -> None:
 
 def unload_ipython_extension(ipython: _Any) -> None:
     """`%unload_ext nighthawk`."""
-    import nighthawk_ipython
+    import nighthawk_ipython  # here for the same reason as in `load_ipython_extension`
 
     nighthawk_ipython.unload_ipython_extension(ipython)

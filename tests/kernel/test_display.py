@@ -138,7 +138,7 @@ def test_repr_is_short(summed: Any, shell: Any) -> None:
 
 
 def _last_view(shell: Any) -> Any:
-    from nighthawk_ipython._extension import state_for
+    from nighthawk_ipython._state import state_for
 
     (view,) = state_for(shell).displayer.last_view.steps
     return view

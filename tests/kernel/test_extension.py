@@ -17,7 +17,7 @@ from pydantic_ai.models.function import FunctionModel
 
 import nighthawk_ipython
 from nighthawk import events
-from nighthawk_ipython._extension import state_for
+from nighthawk_ipython._state import state_for
 
 REPO = Path(__file__).resolve().parents[2]
 

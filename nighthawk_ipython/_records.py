@@ -1,0 +1,153 @@
+"""What the event stream said about steps, in the form both renderers (`_text`, `_html`) read.
+
+`StepRecord` keeps one execution of a Natural block (its tool calls, locals diff, outcome, usage, prompt
+and the steps nested in it) as events arrive; `shown_indices` picks which of many steps are shown in full.
+The display objects of `_display` build on these and hand them to the renderers, which import only this
+module, so the dependencies run one way: `_display` -> `_html` -> `_text` -> `_records`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import assert_never
+
+from nighthawk import events
+
+__all__ = ["STEP_STATUSES", "StepRecord", "ToolCallRecord", "shown_indices"]
+
+STEP_STATUSES: tuple[str, ...] = ("running", "completed", "raised", "failed", "interrupted")
+"""Every status a step can show; all but `running` come from `StepFinished.status`."""
+
+# How many steps of a long list are shown in full: the first few, the last few, and the first ones that
+# did not complete. Everything else is counted, so a display's size is bounded whatever the step count.
+SHOW_FIRST = 3
+SHOW_LAST = 2
+SHOW_PROBLEMS = 5
+
+
+@dataclass(kw_only=True)
+class ToolCallRecord:
+    """One tool call as far as the events have told it."""
+
+    call_id: str
+    tool_name: str
+    arguments: str
+    """Bounded, masked JSON text of the arguments."""
+    result: str | None = None
+    """Bounded, masked preview of the result value; `None` while running or on error."""
+    error_kind: str | None = None
+    error_message: str | None = None
+    duration_s: float | None = None
+    """`None` while the call runs."""
+    cut: str | None = None
+    """The status of the step (`interrupted`, `failed`) when it ended before this call finished."""
+
+
+def shown_indices(statuses: list[str]) -> list[int]:
+    """Which of a list of steps are shown in full: first and last few, and the first ones not completed.
+
+    Args:
+        statuses: The status of each step, in start order.
+
+    Returns:
+        Sorted indices into `statuses`; at most `SHOW_FIRST + SHOW_LAST + SHOW_PROBLEMS` of them.
+    """
+    count = len(statuses)
+    chosen = set(range(min(SHOW_FIRST, count))) | set(range(max(count - SHOW_LAST, 0), count))
+    problems = [index for index, status in enumerate(statuses) if status != "completed" and index not in chosen]
+    chosen.update(problems[:SHOW_PROBLEMS])
+    return sorted(chosen)
+
+
+class StepRecord:
+    """What the events said about one step (and the steps nested in it), for the renderers to read.
+
+    Feed it events with `apply`. Until the step finishes its status is `running`.
+    """
+
+    def __init__(self, started: events.StepStarted) -> None:
+        self.step_id = started.step_id
+        self.invocation_id = started.invocation_id
+        self.parent_invocation_id = started.parent_invocation_id
+        self.program = started.program
+        self.model = started.model
+        self.allowed_outcomes = started.allowed_outcomes
+        self.status = "running"
+        self.tool_calls: list[ToolCallRecord] = []
+        self.outcome: events.OutcomeReached | None = None
+        self.changes: tuple[events.LocalsChange, ...] = ()
+        self.committed: tuple[str, ...] = ()
+        self.unset: tuple[str, ...] = ()
+        self.usage: events.UsageReported | None = None
+        self.failure: events.StepFailed | None = None
+        self.prompt: events.PromptRendered | None = None
+        self.duration_s: float | None = None
+        self.children: list[StepRecord] = []
+        self._lock = threading.RLock()
+
+    # --- events ------------------------------------------------------------------------------------
+
+    def apply(self, event: events.Event) -> bool:
+        """Record one event of this step; return whether anything shown changed."""
+        with self._lock:
+            return self._record(event)
+
+    def add_child(self, child: StepRecord) -> None:
+        """Attach a step started from inside this one (a natural function called by a tool)."""
+        with self._lock:
+            self.children.append(child)
+
+    def _record(self, event: events.Event) -> bool:
+        match event:
+            case events.ToolCallStarted():
+                self.tool_calls.append(
+                    ToolCallRecord(call_id=event.call_id, tool_name=event.tool_name, arguments=event.arguments)
+                )
+            case events.ToolCallFinished():
+                record = next((call for call in reversed(self.tool_calls) if call.call_id == event.call_id), None)
+                if record is None:  # a call whose start we did not see: show it anyway
+                    record = ToolCallRecord(call_id=event.call_id, tool_name=event.tool_name, arguments="")
+                    self.tool_calls.append(record)
+                record.result = event.result if event.error_kind is None else None
+                record.error_kind = event.error_kind
+                record.error_message = event.error_message
+                record.duration_s = event.duration_s
+            case events.PromptRendered():
+                if self.prompt is not None:  # the first request's prompt is the one that matters
+                    return False
+                self.prompt = event
+            case events.OutcomeReached():
+                self.outcome = event
+            case events.Committed():
+                self.changes = event.changes
+                self.committed = event.names
+                self.unset = event.unset
+            case events.UsageReported():
+                self.usage = event
+            case events.StepFailed():
+                self.failure = event
+            case events.StepFinished():
+                self.status = event.status
+                self.duration_s = event.duration_s
+                for call in self.tool_calls:  # calls the interrupt or the failure cut short
+                    if call.duration_s is None and call.error_kind is None and event.status != "completed":
+                        call.cut = event.status
+            case (
+                events.StepStarted()
+                | events.Assignment()
+                | events.ExecutorStarted()
+                | events.ExecutorFinished()
+                | events.RunStarted()
+                | events.ScopeStarted()
+                | events.ScopeFinished()
+            ):
+                # Assignments show up in the tool calls and the locals diff; the rest is not per step.
+                return False
+            case _:
+                assert_never(event)
+        return True
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"

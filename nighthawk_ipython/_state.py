@@ -1,0 +1,145 @@
+"""What the extension keeps for one shell (`KernelState`), and the hooks that keep it in step with the core.
+
+Once `nighthawk` is imported (always the case after `%load_ext nighthawk`), the hooks make sure that the
+kernel's executor is the default one and that the step displayer listens, so natural functions called from
+plain cells are displayed like `%%natural` cells, and bound every cell by the cell budget when one is set.
+Both the loader (`_extension`) and the magics (`_magics`) reach the state through `state_for`.
+
+This module is imported by `%load_ext`, so it imports the core and the displayer (`_live`, which imports the
+core) inside the functions that need them: `%load_ext nighthawk_ipython` leaves the core unimported (the
+hooks check `sys.modules` for it).
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from contextlib import AbstractContextManager, ExitStack, nullcontext
+from typing import Any
+
+from ._settings import NighthawkSettings
+
+__all__ = ["KernelState", "forget_state", "state_for"]
+
+_states: weakref.WeakKeyDictionary[Any, KernelState] = weakref.WeakKeyDictionary()
+
+
+_SAVED_SETTINGS = "_nighthawk_settings"
+"""Shell attribute holding the settings of the last unload, so a later load starts from them."""
+
+
+class KernelState:
+    """What the extension keeps for one shell: its settings and its step displayer."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.settings = NighthawkSettings(parent=shell)
+        # `%reload_ext`, `%unload_ext` + autoload and a repeated `%load_ext` must not fall back to the default
+        # model: that would send a kernel running on a replay store or a scripted model to a live provider.
+        # The values live on the shell, which outlives any reload of this module.
+        saved = getattr(shell, _SAVED_SETTINGS, None)
+        if saved:
+            self.settings.restore(saved)
+        self.displayer: Any = None
+        """The `StepDisplayer` listening to the event stream, once the core is imported."""
+        self._cell_budget = ExitStack()
+
+    def ready(self) -> None:
+        """Install the kernel's executor (unless one is in force) and start displaying steps."""
+        self.settings.ensure_installed()
+        if self.displayer is None:
+            # Here, not at the top: the core and the displayer wait for the first step (module docstring).
+            from nighthawk.events import add_process_listener
+
+            from ._live import StepDisplayer
+
+            self.displayer = StepDisplayer(lambda: self.settings.display)
+            add_process_listener(self.displayer)
+        _guard_exit(self.shell)
+
+    def display_mode(self, mode: str | None) -> AbstractContextManager[None]:
+        """Show the steps run inside the `with` block in `mode` (`None`: the kernel setting)."""
+        if mode is None:
+            return nullcontext()
+        from ._live import display_mode_override  # imports the core: only once a cell asks for a mode
+
+        return display_mode_override(mode)
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        """IPython hook: get ready as soon as the core has been imported (cheap check otherwise), and open
+        the cell's budget when one is set."""
+        if "nighthawk" not in sys.modules:
+            return
+        self.ready()
+        bound = self.settings.cell_budget() if info is not None else None
+        if bound is not None:
+            from nighthawk.budget import budget  # the core is imported (checked above); a lookup, not a load
+
+            # Every step the cell starts counts against it: `%%natural`, natural functions, loops of them.
+            self._cell_budget.enter_context(budget(bound))
+
+    def post_run_cell(self, result: Any = None) -> None:
+        """IPython hook: close the cell's budget."""
+        try:
+            self._cell_budget.close()
+        except ValueError:  # the cell's code ran in another context than the hook; the scope ends anyway
+            self._cell_budget = ExitStack()
+
+    def close(self) -> None:
+        """Keep the settings on the shell for the next load, stop listening and give the default executor back."""
+        setattr(self.shell, _SAVED_SETTINGS, self.settings.snapshot())
+        if self.displayer is not None:
+            from nighthawk.events import remove_process_listener  # imported with the displayer, a lookup only
+
+            remove_process_listener(self.displayer)
+            self.displayer = None
+        _unguard_exit(self.shell)
+        self.settings.uninstall()
+
+
+def _guard_exit(shell: Any) -> None:
+    """Make `exit()` and `quit()` called by code a step evaluates end that step, not the kernel.
+
+    IPython's `exit` does not raise `SystemExit`: it asks the shell to stop (`ask_exit`), and a kernel then
+    shuts down once the cell ends, losing the notebook's state. Raised inside a step instead, `SystemExit`
+    ends the step with `StepAbortedError` like `sys.exit()` does. Elsewhere `exit()` works as always.
+    """
+    # A bare `InteractiveShell` has no way out to guard; terminal and kernel shells do.
+    if not hasattr(shell, "ask_exit") or getattr(shell.ask_exit, "_nighthawk_guard", False):
+        return
+    from nighthawk._loop import running_user_code  # called from `ready`: the core is imported by then
+
+    ask_exit = shell.ask_exit
+
+    def guarded_ask_exit() -> None:
+        if running_user_code():
+            raise SystemExit("exit() called by code a step evaluated")
+        ask_exit()
+
+    guarded_ask_exit._nighthawk_guard = True  # type: ignore[attr-defined]
+    # What to put back on unload: another instance attribute, or nothing (the class's method shows again).
+    guarded_ask_exit._nighthawk_replaced = vars(shell).get("ask_exit")  # type: ignore[attr-defined]
+    shell.ask_exit = guarded_ask_exit
+
+
+def _unguard_exit(shell: Any) -> None:
+    guard = vars(shell).get("ask_exit")
+    if not getattr(guard, "_nighthawk_guard", False):
+        return
+    if guard._nighthawk_replaced is None:
+        del shell.ask_exit
+    else:
+        shell.ask_exit = guard._nighthawk_replaced
+
+
+def state_for(shell: Any) -> KernelState:
+    """The extension state of `shell`, created on first use."""
+    state = _states.get(shell)
+    if state is None:
+        state = _states[shell] = KernelState(shell)
+    return state
+
+
+def forget_state(shell: Any) -> KernelState | None:
+    """Drop the extension state of `shell` (on unload) and return it, or `None` when it had none."""
+    return _states.pop(shell, None)
