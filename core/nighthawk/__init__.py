@@ -40,6 +40,7 @@ from .runtime import (
     scope,
     set_default_step_executor,
 )
+from ._tokens import estimate_tokens, measuring_counter
 from .step import StepContext, get_current_step_context
 from .tools import tool
 
@@ -67,12 +68,14 @@ __all__ = [
     "ToolValidationError",
     "UsageBudget",
     "budget",
+    "estimate_tokens",
     "get_current_step_context",
     "get_execution_context",
     "get_step_executor",
     "last_error",
     "load_ipython_extension",
     "map",
+    "measuring_counter",
     "natural_function",
     "run",
     "scope",
