@@ -1,0 +1,83 @@
+"""The shape of the code: imports between our modules point one way, and no module outgrows one job.
+
+Every import statement counts, wherever it sits: at module level, inside a function, or under
+`if TYPE_CHECKING:`. A function-level import hides a dependency from the reader but not from the code, and
+a type a lower layer needs belongs in that layer.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"nighthawk": ROOT / "core" / "nighthawk", "nighthawk_ipython": ROOT / "nighthawk_ipython"}
+MAX_MODULE_LINES = 600
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of our two packages, subpackages included, by dotted name."""
+    found: dict[str, Path] = {}
+    for package, top in PACKAGES.items():
+        for path in sorted(top.rglob("*.py")):
+            parts = [package, *path.relative_to(top).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imported_names(module: str, path: Path) -> set[str]:
+    """The dotted names `module` imports, with relative imports resolved (`from . import x` names x)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                prefix = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                prefix = node.module or ""
+            submodules = {f"{prefix}.{alias.name}" for alias in node.names} & MODULES.keys()
+            names.update(submodules or {prefix})
+    return names
+
+
+def _own_dependencies(module: str, path: Path) -> set[str]:
+    """The modules of ours that `module` imports (a name inside a module counts as that module)."""
+    dependencies = set()
+    for name in _imported_names(module, path):
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            dependencies.add(name)
+    return dependencies
+
+
+def test_modules_import_each_other_in_one_direction() -> None:
+    graph = {module: _own_dependencies(module, path) for module, path in MODULES.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        circle = " -> ".join(error.args[1])
+        pytest.fail(f"import circle between our modules: {circle}")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_module_stays_under_the_line_limit(module: str) -> None:
+    lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{module} has {lines} lines; split it by job"
+
+
+def test_the_circle_check_sees_a_function_level_import() -> None:
+    # The check must count imports hidden inside functions, the usual way a circle is dodged.
+    dependencies = _own_dependencies("nighthawk", PACKAGES["nighthawk"] / "__init__.py")
+    assert "nighthawk_ipython" in dependencies
