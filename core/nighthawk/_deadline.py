@@ -23,6 +23,7 @@ pending to land in unrelated code later.
 from __future__ import annotations
 
 import math
+import queue
 import signal
 import threading
 import time
@@ -85,9 +86,9 @@ def call_within_deadline(fn: Callable[[], T]) -> T:
     if time.monotonic() >= deadline.at:
         raise DeadlinePassed
     watch = _Watch(deadline.at)
-    _WATCHDOG.arm(watch)
     try:
         try:
+            _WATCHDOG.arm(watch)  # inside: an interrupt due at once may land before `fn` is even called
             value = fn()
         finally:
             _WATCHDOG.disarm(watch)
@@ -150,40 +151,56 @@ def _set_async_exception(thread_id: int, exception: type[BaseException] | None) 
 
 
 class _Watchdog:
-    """One daemon thread that interrupts armed calls whose deadline has passed."""
+    """One daemon thread that interrupts armed calls whose deadline has passed.
+
+    The watched threads touch only a C lock (`with` on it cannot be cut between acquiring and the block that
+    releases it) and a C queue: an interrupt landing in a Python-level lock or condition could leave it held.
+    """
 
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._watches: set[_Watch] = set()
         self._wake_at = math.inf
+        self._wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def arm(self, watch: _Watch) -> None:
-        with self._condition:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="nighthawk-deadline", daemon=True)
+                    self._thread.start()
+        with self._lock:
             self._watches.add(watch)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="nighthawk-deadline", daemon=True)
-                self._thread.start()
-            if watch.at < self._wake_at:
+            sooner = watch.at < self._wake_at
+            if sooner:
                 self._wake_at = watch.at
-                self._condition.notify()
+        if sooner:
+            self._wakeups.put(None)
 
     def disarm(self, watch: _Watch) -> None:
         """After this no interrupt is sent for `watch`; `watch.fired` says whether one was."""
-        with self._condition:
+        with self._lock:
             self._watches.discard(watch)
 
     def _run(self) -> None:
-        with self._condition:
-            while True:
+        while True:
+            with self._lock:
                 now = time.monotonic()
                 for watch in [watch for watch in self._watches if watch.at <= now]:
-                    # Under the lock: a disarm either comes before (no interrupt) or sees `fired`.
+                    # Under the lock: a disarm either comes first (no interrupt) or finds `fired` set.
                     self._watches.discard(watch)
                     watch.fired = True
-                    watch.interrupt()
+                    try:
+                        watch.interrupt()
+                    except (OSError, ValueError):  # the thread has just ended: nothing left to stop
+                        pass
                 self._wake_at = min((watch.at for watch in self._watches), default=math.inf)
-                self._condition.wait(None if self._wake_at == math.inf else self._wake_at - now)
+                wait = None if self._wake_at == math.inf else self._wake_at - now
+            try:
+                self._wakeups.get(timeout=wait)
+            except queue.Empty:
+                pass
 
 
 _WATCHDOG = _Watchdog()

@@ -176,7 +176,8 @@ def test_busy_expression_in_an_async_natural_function_is_stopped_at_the_wall_tim
 
 
 def test_stopped_step_leaves_no_interrupt_behind_for_the_next_line():
-    run_fill(*evaluating(f"spin({RUNS_FOR_S})"))
+    _, _, took = run_fill(*evaluating(f"spin({RUNS_FOR_S})"))
+    assert took < LONG_ENOUGH_S
     # A stray interrupt would land in this loop as a KeyboardInterrupt.
     assert spin(0.3) > 0
 
