@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from .budget import Deadline
 
-__all__ = ["DeadlineInterrupt", "DeadlinePassed", "bounded_by", "call_within_deadline", "current_deadline"]
+__all__ = ["DeadlineInterrupt", "DeadlinePassed", "bounded_by", "call_within_deadline"]
 
 T = TypeVar("T")
 
@@ -56,11 +56,6 @@ class DeadlineInterrupt(KeyboardInterrupt):
 
 
 _current: ContextVar[Deadline | None] = ContextVar("nighthawk_deadline", default=None)
-
-
-def current_deadline() -> Deadline | None:
-    """The deadline of the step whose code runs now, if it has one."""
-    return _current.get()
 
 
 @contextmanager
