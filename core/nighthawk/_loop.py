@@ -15,7 +15,8 @@ threads, each of which serves its own steps) needs no extra loop or thread.
 
 An interrupt lands on the caller thread, whether it was running user code or waiting: the step's task is
 cancelled and awaited before the interrupt is re-raised, so nothing the step would have done can still
-happen, and nothing is committed (commits happen on the caller, after a result).
+happen, and nothing is committed (commits happen on the caller, after a result). A step's wall-time
+deadline stops its user code the same way (see `_deadline`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from ._deadline import DeadlineInterrupt, call_within_deadline
 from .errors import NighthawkError, StepAbortedError
 
 __all__ = [
@@ -228,13 +230,16 @@ def running_user_code() -> bool:
 
 
 def _guarded(fn: Callable[[], T]) -> T:
-    """Call user code; turn the exceptions that would wreck a loop or a task into a step-ending error."""
+    """Call user code, stopped at the step's deadline; turn the exceptions that would wreck a loop or a task
+    into a step-ending error."""
     token = _in_user_code.set(True)
     try:
-        return fn()
+        return call_within_deadline(fn)
     except _ESCAPES as exc:
-        if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
-            raise  # a real interrupt: the caller cancels the step
+        if isinstance(exc, KeyboardInterrupt) and (
+            threading.current_thread() is threading.main_thread() or isinstance(exc, DeadlineInterrupt)
+        ):
+            raise  # a real interrupt, or an enclosing step's deadline: the caller cancels the step
         raise _aborted(exc) from exc
     finally:
         _in_user_code.reset(token)

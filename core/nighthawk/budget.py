@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetScope",
+    "Deadline",
     "StepLimits",
     "StepUsage",
     "UsageBudget",
@@ -36,6 +37,7 @@ __all__ = [
     "budget",
     "record_usage",
     "session_usage",
+    "step_deadline",
     "step_limits",
 ]
 
@@ -221,6 +223,39 @@ def step_limits(step_budget: UsageBudget) -> StepLimits:
                 chosen[name] = value
                 level[name] = scope.level
     return StepLimits(budget=UsageBudget(**chosen), level=level)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deadline:
+    """When a step must have ended, and the wall-time budget that says so."""
+
+    at: float
+    """`time.monotonic()` time of the deadline."""
+    origin: float
+    """When that budget's clock started: the step's start, or its group's."""
+    limit: float
+    level: BudgetLevel
+
+    def exceeded(self) -> BudgetExceededError:
+        """The error for a step stopped at this deadline, with the time that has really passed."""
+        return BudgetExceededError(
+            level=self.level, budget="wall_time_s", limit=self.limit, reached=time.monotonic() - self.origin
+        )
+
+
+def step_deadline(step_budget: UsageBudget) -> Deadline | None:
+    """The earliest of the step's own deadline (from now) and those of the groups it runs in."""
+    now = time.monotonic()
+    candidates: list[Deadline] = []
+    if step_budget.wall_time_s is not None:
+        bound = step_budget.wall_time_s
+        candidates.append(Deadline(at=now + bound, origin=now, limit=bound, level="step"))
+    for scope in active_budgets():
+        bound = scope.limit.wall_time_s
+        if bound is not None:
+            candidates.append(Deadline(at=scope.started + bound, origin=scope.started, limit=bound, level=scope.level))
+    # On a tie the step's own budget is named, as `step_limits` does.
+    return min(candidates, key=lambda deadline: deadline.at, default=None)
 
 
 def record_usage(usage: StepUsage) -> None:

@@ -94,7 +94,9 @@ def _figure(budget: str, value: float) -> str:
         case "cost_usd":
             return f"${value:.4f}"
         case "wall_time_s":
-            return f"{value:.1f} s"
+            # Hundredths tell the time that passed from the limit (`1.0 s` reached as `1.02 s`).
+            text = f"{value:.2f}"
+            return f"{text[:-1] if text.endswith('0') else text} s"
         case _:
             return f"{int(value):,}"
 

@@ -126,8 +126,6 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
-        import asyncio
-
         from pydantic_ai import Agent, capture_run_messages
         from pydantic_ai.exceptions import (
             AgentRunError,
@@ -157,7 +155,6 @@ class AgentStepExecutor:
         toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else None
         limits = step_limits(self._configuration.step_budget)
         usage = RunUsage()  # pydantic-ai adds to it in place, so a failed step still reports what it spent
-        deadline = limits.budget.wall_time_s
         # Tool calls of one response run one after the other, in the order sent: each may read what the
         # previous one assigned, and an awaiting call must not let a later one overtake it.
         with (
@@ -165,25 +162,20 @@ class AgentStepExecutor:
             Agent.parallel_tool_call_execution_mode("sequential"),
             _user_thread_callables(),
         ):
+            # The wall-time budget is the runner's: it bounds the whole step, user code included.
             try:
-                async with asyncio.timeout(deadline) as wall_clock:
-                    result = await agent.run(
-                        user_prompt,
-                        model=model,
-                        deps=step,
-                        instructions=system_prompt,
-                        model_settings=self._configuration.request_settings() or None,
-                        toolsets=toolsets,
-                        usage_limits=limits.usage_limits(),
-                        usage=usage,
-                    )
+                result = await agent.run(
+                    user_prompt,
+                    model=model,
+                    deps=step,
+                    instructions=system_prompt,
+                    model_settings=self._configuration.request_settings() or None,
+                    toolsets=toolsets,
+                    usage_limits=limits.usage_limits(),
+                    usage=usage,
+                )
             except TimeoutError as exc:
-                if not wall_clock.expired():
-                    raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
-                level = limits.level.get("wall_time_s", "step")
-                raise BudgetExceededError(
-                    level=level, budget="wall_time_s", limit=deadline or 0.0, reached=deadline or 0.0
-                ) from None
+                raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
             except UsageLimitExceeded as exc:
                 raise _budget_error(exc, usage, limits) from exc
             except ModelHTTPError as exc:

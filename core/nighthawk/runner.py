@@ -8,13 +8,16 @@ before a result exists, so nothing is committed.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import events
+from ._deadline import DeadlinePassed, bounded_by
 from ._secrets import scrub_exception, scrubbing_step
 from .block import Program
+from .budget import Deadline, step_deadline
 from .configuration import StepExecutorConfiguration
 from .errors import (
     ExecutionError,
@@ -66,22 +69,22 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
     ensure_telemetry()
     configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION
     step = build_step(program, frame, execution_context=current_execution_context(), configuration=configuration)
+    # The wall-time budget runs from here: rendering the prompt and every call of user code count.
+    deadline = step_deadline(configuration.step_budget)
     # Everything the step sends out (model requests, events, logs, the exception it raises) is scrubbed of
     # the secret values in its scope while this is current.
-    with scrubbing_step(step) as scrubber:
-        result = await _run_step(program, executor, step)
+    with scrubbing_step(step) as scrubber, bounded_by(deadline):
+        result = await _run_step(program, executor, step, deadline)
         if result.exception is not None:
             scrub_exception(result.exception, scrubber)
         return result
 
 
-async def _run_step(program: Program, executor: object, step: StepContext) -> BlockResult:
+async def _run_step(program: Program, executor: object, step: StepContext, deadline: Deadline | None) -> BlockResult:
     from ._loop import on_user_thread  # asyncio is imported on the first block, not with nighthawk
 
     listening = events.listening()
     started = time.perf_counter()
-    # Previews call the values' `__repr__`: user code, so on the user's thread like every other.
-    before = await on_user_thread(lambda: _snapshot(step)) if listening else None
     if listening:
         events.emit(
             events.StepStarted(
@@ -96,9 +99,14 @@ async def _run_step(program: Program, executor: object, step: StepContext) -> Bl
             )
         )
     try:
-        with activate(step), push_tool_scope(step.tool_scope):
-            resolution = await _execute(executor, step, listening)
-        result = _result(step, resolution)
+        async with _wall_clock(deadline):
+            # Previews call the values' `__repr__`: user code, so on the user's thread like every other.
+            before = await on_user_thread(lambda: _snapshot(step)) if listening else None
+            with activate(step), push_tool_scope(step.tool_scope):
+                resolution = await _execute(executor, step, listening)
+            result = _result(step, resolution)
+            if listening:
+                success = await on_user_thread(lambda: _success_events(step, resolution, result, before, started))
     except BaseException as exc:
         if isinstance(exc, Exception):  # not an interrupt or a cancellation
             from ._report import shown_short  # the error path only: keeps `import nighthawk` small
@@ -108,8 +116,29 @@ async def _run_step(program: Program, executor: object, step: StepContext) -> Bl
             _emit_failure(step, exc, started)
         raise
     if listening:
-        await on_user_thread(lambda: _emit_success(step, resolution, result, before, started))
+        for event in success:
+            events.emit(event)
     return result
+
+
+@asynccontextmanager
+async def _wall_clock(deadline: Deadline | None) -> AsyncIterator[None]:
+    """End the step at `deadline` with `BudgetExceededError`: the conversation by a timeout on its loop, the
+    user code it runs by an interrupt (`_deadline`)."""
+    if deadline is None:
+        yield
+        return
+    import asyncio
+
+    try:
+        async with asyncio.timeout(deadline.at - time.monotonic()) as clock:
+            yield
+    except TimeoutError:
+        if not clock.expired():
+            raise  # not ours: a request that timed out, say
+        raise deadline.exceeded() from None
+    except DeadlinePassed as exc:
+        raise deadline.exceeded() from exc  # the cause shows where the user code was stopped
 
 
 async def _execute(executor: object, step: StepContext, listening: bool) -> Resolution:
@@ -173,11 +202,13 @@ def _changes(step: StepContext, before: dict[str, tuple[int, str]], committed: M
     return tuple(changes)
 
 
-def _emit_success(
+def _success_events(
     step: StepContext, resolution: Resolution, result: BlockResult, before: dict[str, tuple[int, str]] | None, started: float
-) -> None:
+) -> list[events.Event]:
+    """The events of a step that succeeded, made before any is sent: their previews run user code, which the
+    deadline may still stop."""
     outcome = resolution.outcome
-    events.emit(
+    made: list[events.Event] = [
         events.OutcomeReached(
             invocation_id=step.invocation_id,
             kind=outcome.kind,
@@ -185,11 +216,11 @@ def _emit_success(
             return_value=step.rendering.preview(resolution.value) if outcome.kind == "return" else None,
             raise_message=getattr(outcome, "raise_message", None),
             raise_error_type=getattr(outcome, "raise_error_type", None),
-        )
-    )
-    _emit_usage(step)
+        ),
+        *_usage_event(step),
+    ]
     if outcome.kind != "raise":
-        events.emit(
+        made.append(
             events.Committed(
                 invocation_id=step.invocation_id,
                 names=tuple(result.values),
@@ -197,28 +228,30 @@ def _emit_success(
                 unset=step.unset_writes(),
             )
         )
-    events.emit(
+    made.append(
         events.StepFinished(
             invocation_id=step.invocation_id,
             status="raised" if outcome.kind == "raise" else "completed",
             duration_s=time.perf_counter() - started,
         )
     )
+    return made
 
 
-def _emit_usage(step: StepContext) -> None:
+def _usage_event(step: StepContext) -> tuple[events.UsageReported, ...]:
     usage = step.usage
-    if usage is not None:
-        events.emit(
-            events.UsageReported(
-                invocation_id=step.invocation_id,
-                model=usage.model,
-                requests=usage.requests,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cost_usd=usage.cost_usd,
-            )
-        )
+    if usage is None:
+        return ()
+    return (
+        events.UsageReported(
+            invocation_id=step.invocation_id,
+            model=usage.model,
+            requests=usage.requests,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+        ),
+    )
 
 
 def _error_kind(exc: BaseException) -> str:
@@ -243,7 +276,8 @@ def _error_kind(exc: BaseException) -> str:
 
 def _emit_failure(step: StepContext, exc: BaseException, started: float) -> None:
     kind = _error_kind(exc)
-    _emit_usage(step)
+    for event in _usage_event(step):
+        events.emit(event)
     events.emit(
         events.StepFailed(
             invocation_id=step.invocation_id,
