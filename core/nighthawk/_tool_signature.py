@@ -2,7 +2,8 @@
 
 Every tool is called with pydantic-ai's run context first, and pydantic-ai builds the schema of the other
 parameters. Either failing at the first step would fail every step of every function from then on, so the
-schema is built once at registration, where the mistake is made.
+schema is built once at registration, where the mistake is made. Only a type the module has yet to define
+(a forward reference) waits for the first step, where it exists.
 """
 
 from __future__ import annotations
@@ -60,11 +61,20 @@ def check_tool_signature(name: str, function: Callable[..., Any], description: s
                 f"parameter receives the run context, not an argument from the model. {fix}"
             ) from exc
         raise ToolRegistrationError(f"{label}: pydantic-ai cannot build its schema: {problem}") from exc
-    except (PydanticUserError, NameError) as exc:
+    except NameError:
+        # An annotation names a type the module defines further down (usual with postponed annotations): the
+        # schema can only be built once the module has run, so it is left to the first step that offers it.
+        return
+    except PydanticUserError as exc:
         raise ToolRegistrationError(
             f"{label}: pydantic-ai cannot build a schema for its parameters ({str(exc).split('. ')[0]}). Give "
             "each parameter after the first a type pydantic can validate (str, int, a list, a pydantic model, a "
-            "dataclass, ...) and define the types it names before the tool"
+            "dataclass, ...)"
+        ) from exc
+    except Exception as exc:  # noqa: BLE001 - a partial or a callable object fails inside pydantic-ai in its own way
+        raise ToolRegistrationError(
+            f"{label}: pydantic-ai cannot read it as a tool ({type(exc).__name__}: {exc}). Register a plain "
+            f"function, for example `def {function_name}(run_context, ...)` that calls it"
         ) from exc
 
 

@@ -369,3 +369,50 @@ def test_steps_still_run_after_a_bad_tool_was_refused() -> None:
 
         block()
     assert script.requests == 1
+
+
+FORWARD_REFERENCE_MODULE = '''
+from __future__ import annotations
+
+import pydantic
+
+import nighthawk as nh
+
+
+@nh.tool
+def search(run_context, query: Query) -> str:
+    """Search the catalogue."""
+    return "found " + query.text
+
+
+class Query(pydantic.BaseModel):
+    text: str
+
+
+@nh.natural_function
+def look_up() -> None:
+    """natural
+    Search for anything.
+    """
+'''
+
+
+def test_tool_naming_a_type_defined_later_in_its_module_works(tmp_path, monkeypatch) -> None:
+    (tmp_path / "catalogue_tools.py").write_text(FORWARD_REFERENCE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    executor, script = scripted_executor([call("search", query={"text": "lamp"})], [finish()])
+    with nh.run(executor):
+        __import__("catalogue_tools").look_up()
+    assert script.last_tool_results() == ['{"value": "found lamp", "error": null}']
+
+
+def test_partial_registered_as_a_tool_is_refused_with_the_fix() -> None:
+    import functools
+
+    def scaled(run_context, value: int, scale: int) -> int:
+        return value * scale
+
+    with nh.run(scripted_executor()[0]), pytest.raises(
+        nh.ToolRegistrationError, match=r"tool 'triple': pydantic-ai cannot read it as a tool .* Register a plain function"
+    ):
+        nh.tool(name="triple")(functools.partial(scaled, scale=3))
