@@ -59,7 +59,7 @@ def unload(shell: Any) -> None:
             if declared == spec:
                 del manager.lazy_magics[name]
             elif declared is not None:
-                _declare_again(manager, name, declared, kind)
+                _declare_again(shell, name, declared, kind)
     manager.registry.pop(MAGICS_SPEC.rpartition(":")[2], None)
     if state is None:
         return
@@ -71,13 +71,16 @@ def unload(shell: Any) -> None:
     state.close()
 
 
-def _declare_again(manager: Any, name: str, spec: str, kind: str) -> None:
+def _declare_again(shell: Any, name: str, spec: str, kind: str) -> None:
     """Put back a lazy declaration made by someone else (the startup file declares the magics against the
     `nighthawk` extension), so the next use of the magic loads the extension again, as after a new start."""
-    # IPython remembers which specs it has loaded and would not load this one a second time.
+    manager = shell.magics_manager
+    # IPython remembers which specs it has loaded and would not load this one a second time; nor would its
+    # extension manager load again the extension the declaration names, which it still counts as loaded.
     loaded = getattr(manager, "_loaded_lazy", None)
     if isinstance(loaded, set):
         loaded.discard(spec)
+    shell.extension_manager.loaded.discard(spec)
     manager.register_lazy(name, spec, kind)
 
 

@@ -84,6 +84,13 @@ def test_natural_cell_works_again_after_unload_ext() -> None:
         assert own.ok("%%natural\nRETURN 'back'").result == "'back'"
 
 
+def test_magics_work_again_after_loading_and_unloading_the_extension_module_too() -> None:
+    with autoloading_ipython_dir() as env, live_kernel(SETUP, env=env) as own:
+        own.ok("%load_ext nighthawk_ipython")
+        own.ok("%unload_ext nighthawk_ipython")
+        assert own.ok("%nighthawk limits").printed.startswith("limits:")
+
+
 def test_nighthawk_help_prints_what_nighthawk_question_mark_shows(live: Live) -> None:
     printed = live.ok("%nighthawk help").printed
     shown = _ANSI.sub("", live.ok("%nighthawk?").payload)
