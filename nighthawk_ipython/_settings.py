@@ -16,7 +16,15 @@ from traitlets import Any as AnyTrait
 from traitlets import Dict, Enum, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
-__all__ = ["BUDGET_FIGURES", "BUDGET_KEYS", "DISPLAY_MODES", "LIMIT_KEYS", "NighthawkSettings", "model_problem"]
+__all__ = [
+    "BUDGET_FIGURES",
+    "BUDGET_KEYS",
+    "DISPLAY_MODES",
+    "LIMIT_KEYS",
+    "NighthawkSettings",
+    "model_problem",
+    "settings_for",
+]
 
 DISPLAY_MODES: tuple[str, ...] = ("widget", "html", "text", "none")
 """How a step is shown: a live widget (with static fallbacks), static HTML, plain text, or not at all."""
@@ -373,3 +381,24 @@ def _default_executor() -> Any:
         return get_step_executor()
     except NighthawkError:
         return None
+
+
+def settings_for(shell: Any) -> NighthawkSettings:
+    """The settings of `shell`, from its `%config NighthawkSettings.<name>` values.
+
+    A value set with `%config` before the extension loaded is only checked now. A bad one would fail this and
+    every later load (each magic, each cell) with a traitlets traceback, so it is dropped from the shell's
+    configuration with one line saying why, and the setting keeps its default.
+    """
+    section = shell.config.get("NighthawkSettings") if "NighthawkSettings" in shell.config else None
+    if section:
+        probe = NighthawkSettings()
+        for name in [name for name in section if probe.has_trait(name)]:
+            try:
+                setattr(probe, name, section[name])
+            except TraitError as error:
+                print(
+                    f"Nighthawk ignored `%config NighthawkSettings.{name} = {section.pop(name)!r}`: {error}",
+                    file=sys.stderr,
+                )
+    return NighthawkSettings(parent=shell)

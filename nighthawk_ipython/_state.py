@@ -17,7 +17,7 @@ import weakref
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any
 
-from ._settings import NighthawkSettings
+from ._settings import settings_for
 
 __all__ = ["KernelState", "forget_state", "state_for"]
 
@@ -33,7 +33,7 @@ class KernelState:
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
-        self.settings = NighthawkSettings(parent=shell)
+        self.settings = settings_for(shell)
         # `%reload_ext`, `%unload_ext` + autoload and a repeated `%load_ext` must not fall back to the default
         # model: that would send a kernel running on a replay store or a scripted model to a live provider.
         # The values live on the shell, which outlives any reload of this module.

@@ -125,3 +125,12 @@ def test_interrupted_cell_shows_no_frame_of_the_magic(live: Live) -> None:
 def test_function_model_is_labelled_by_its_function(live: Live) -> None:
     displayed = live.ok("%%natural -m passing\nDo nothing.").displayed
     assert " · model function:respond · " in displayed
+
+
+def test_a_bad_config_value_set_before_the_first_magic_is_dropped_with_a_reason() -> None:
+    with autoloading_ipython_dir() as env, live_kernel("", env=env) as own:
+        own.ok("%config NighthawkSettings.display = 'fancy'")
+        first = own.run("%nighthawk limits")
+        assert first.status == "ok"
+        assert "ignored `%config NighthawkSettings.display = 'fancy'`" in first.printed
+        assert own.ok("%nighthawk display text").status == "ok"
