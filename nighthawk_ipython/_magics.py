@@ -279,7 +279,8 @@ class NighthawkMagics(Magics):
                 _print_last_error()
             case "help":
                 self._expect(values, 0, "help", "")
-                print(inspect.getdoc(self.nighthawk))  # what `%nighthawk?` shows as the docstring
+                # What `%nighthawk?` shows, without the reStructuredText marker that opens its usage block.
+                print(inspect.getdoc(self.nighthawk).removeprefix("::\n\n"))
             case other:  # argparse's choices= keeps anything else out
                 raise AssertionError(other)
 

@@ -95,6 +95,7 @@ def test_nighthawk_help_prints_what_nighthawk_question_mark_shows(live: Live) ->
     printed = live.ok("%nighthawk help").printed
     shown = _ANSI.sub("", live.ok("%nighthawk?").payload)
     assert "Show or change the kernel's Nighthawk settings." in printed
+    assert printed.startswith("  %nighthawk [--reset]")
     missing = [line for line in printed.splitlines() if line.strip() and line.strip() not in shown]
     assert missing == []
 
