@@ -3,6 +3,9 @@
 A step starts from the frame (stage 2): its locals are the parent step's locals, overlaid with the
 caller's Python locals, overlaid with the resolved read bindings. Tools change only the step; nothing
 reaches Python until the runner commits the write bindings.
+
+The step carries what its executor offers the model, handed over when it is built: the user tools of the
+enclosing scopes, the schema of the outcomes it may end with, and the policy that renders its values.
 """
 
 from __future__ import annotations
@@ -16,21 +19,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._boundary import ToolBoundaryError
+from ._outcome_schema import outcome_schema
 from ._render import render_value
 from ._tokens import BUDGET_COUNTER, TokenCounter
-from ._outcome_schema import outcome_schema
 from ._tool_registry import ToolDefinition, ToolScope
 from ._validation import ValidationSetupError, infer_binding_type, type_label, validate_value
 from .block import OUTCOME_KINDS, Program
+from .budget import StepUsage
 from .configuration import StepContextLimits, StepExecutorConfiguration
 from .errors import NaturalParseError, NighthawkError, ToolValidationError
 from .frame import Frame
 from .redaction import ContextRedaction
 
 if TYPE_CHECKING:
-    # Types only: the outcome models import pydantic, which `import nighthawk` leaves out.
+    # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Resolution
-    from .budget import StepUsage
 
 __all__ = ["ExecutionContext", "RenderingPolicy", "StepContext", "get_current_step_context"]
 
