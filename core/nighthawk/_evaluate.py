@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import CodeType
 
+from ._secrets import note_expression, note_value
+
 __all__ = ["Evaluation", "clip", "compile_expression", "start_evaluation"]
 
 _MISSING = object()
@@ -88,8 +90,6 @@ def start_evaluation(
         SyntaxError: Not a single expression.
         Exception: Whatever the expression raises.
     """
-    from ._secrets import note_expression, note_value
-
     code, walrus = compile_expression(expression)
     # Before it runs, so that an error message quoting a secret the expression names is scrubbed too.
     derived = note_expression(expression, step_locals, step_globals)

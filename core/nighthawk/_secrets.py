@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from itertools import islice
 from types import ModuleType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from .redaction import (
     SHORTEST_CREDENTIAL_CHARS,
@@ -48,9 +48,6 @@ from .redaction import (
     ContextRedaction,
     looks_ordinary,
 )
-
-if TYPE_CHECKING:
-    from .step import StepContext
 
 __all__ = [
     "MIN_SECRET_VALUE_CHARS",
@@ -371,20 +368,20 @@ def _environment_secrets(redaction: ContextRedaction) -> list[str]:
     ]
 
 
-def step_scrubber(step: StepContext) -> SecretScrubber:
-    """The scrubber for `step` as it starts: its parent's values, the credential-named environment variables,
-    its own credential-named variables, and what its read bindings hold under credential names."""
-    redaction = step.rendering.redaction
+def step_scrubber(redaction: ContextRedaction, step_locals: Mapping[str, object], reads: Iterable[str]) -> SecretScrubber:
+    """The scrubber for a step as it starts: its parent's values, the credential-named environment variables,
+    its own credential-named variables (`step_locals`), and what its read bindings (`reads`) hold under
+    credential names."""
     parent = _active.get()
     scrubber = SecretScrubber(redaction=redaction, values=parent.values if parent is not None else ())
     if not redaction.enabled:
         return scrubber
     found = set(_environment_secrets(redaction))
     # Names only: a variable's value is looked into when its name is a credential name.
-    named = [(name, value) for name, value in step.step_locals.items() if redaction.is_sensitive_name(name)]
+    named = [(name, value) for name, value in step_locals.items() if redaction.is_sensitive_name(name)]
     _collect(named, redaction, found, scrubber._looked_at, secret=True)
-    reads = [(name, step.step_locals[name]) for name in step.program.reads if name in step.step_locals]
-    _collect(reads, redaction, found, scrubber._looked_at)
+    read = [(name, step_locals[name]) for name in reads if name in step_locals]
+    _collect(read, redaction, found, scrubber._looked_at)
     scrubber.add(found)
     return scrubber
 
@@ -512,11 +509,14 @@ def note_value(value: object, *, derived: bool = False) -> None:
 
 
 @contextmanager
-def scrubbing_step(step: StepContext) -> Iterator[SecretScrubber]:
-    """Make the scrubber of `step` current; an exception leaving the block has its messages scrubbed."""
+def scrubbing_step(
+    redaction: ContextRedaction, step_locals: Mapping[str, object], reads: Iterable[str]
+) -> Iterator[SecretScrubber]:
+    """Make the scrubber of a step current (see `step_scrubber` for what it masks); an exception leaving the
+    block has its messages scrubbed."""
     _install_log_scrubber()
     parent = _active.get()
-    scrubber = step_scrubber(step)
+    scrubber = step_scrubber(redaction, step_locals, reads)
     token = _active.set(scrubber)
     try:
         yield scrubber

@@ -20,12 +20,9 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .errors import NighthawkError
-
-if TYPE_CHECKING:
-    from .configuration import StepExecutorConfiguration
 
 __all__ = [
     "BUDGET_COUNTER",
@@ -243,7 +240,18 @@ def get_token_counter(
     return _ESTIMATE
 
 
-def measuring_counter(configuration: StepExecutorConfiguration) -> TokenCounter:
+class _TokenizerSettings(Protocol):
+    """The settings `measuring_counter` reads: a `StepExecutorConfiguration` has them."""
+
+    @property
+    def tokenizer_encoding(self) -> str | None: ...
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def strict_tokenizer(self) -> bool: ...
+
+
+def measuring_counter(configuration: _TokenizerSettings) -> TokenCounter:
     """The counter `configuration` asks exact counts to be measured with (`tokenizer_encoding`, its model,
     `strict_tokenizer`); for reports such as benchmarks, never for a prompt."""
     return get_token_counter(

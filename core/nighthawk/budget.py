@@ -17,12 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .errors import BudgetExceededError
 
 if TYPE_CHECKING:
-    from .events import UsageReported
     from pydantic_ai.usage import UsageLimits
 
 __all__ = [
@@ -93,6 +92,21 @@ class StepUsage:
         return self.input_tokens + self.output_tokens
 
 
+class _Spending(Protocol):
+    """What a usage report carries: a `StepUsage`, or the `UsageReported` event replayed from a listener."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+
+
 @dataclass(kw_only=True)
 class UsageTotals:
     """Requests, tokens and cost summed over steps (a group's, a model's, a cell's)."""
@@ -104,7 +118,7 @@ class UsageTotals:
     unpriced_requests: int = 0
     """Requests whose cost is unknown: `cost_usd` is then a lower bound."""
 
-    def add(self, usage: StepUsage | UsageReported) -> None:
+    def add(self, usage: _Spending) -> None:
         self.requests += usage.requests
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
@@ -272,7 +286,7 @@ class UsageLedger:
         self._lock = threading.Lock()
         self._by_model: dict[str, UsageTotals] = {}
 
-    def add(self, usage: StepUsage | UsageReported) -> None:
+    def add(self, usage: _Spending) -> None:
         with self._lock:
             self._by_model.setdefault(usage.model, UsageTotals()).add(usage)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
+from ._tokens import unknown_encoding
 from .budget import UsageBudget
 from .redaction import ContextRedaction
 
@@ -286,8 +287,6 @@ def _tokenizer_encoding(parameter: str, value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"`{parameter}` must be a tiktoken encoding name such as 'o200k_base' or None, got {value!r}")
-    from ._tokens import unknown_encoding  # reads tiktoken's names only: no vocabulary, no network
-
     problem = unknown_encoding(value)
     if problem is not None:
         raise ValueError(problem)

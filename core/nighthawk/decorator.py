@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._validation import resolve_annotation
 from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel, unresolved_read
 from .errors import NaturalParseError
 from .frame import Frame
@@ -435,8 +436,6 @@ class _FunctionRuntime:
 
     def _declared_types(self) -> tuple[dict[str, object], object]:
         if self._types is None:
-            from ._validation import resolve_annotation
-
             namespace = {**_annotation_namespace(self.function), **self.enclosing_types}
             hints = _resolve_annotations(self.function, namespace)
             binding_types = {name: hint for name, hint in hints.items() if name != "return"}
@@ -559,8 +558,6 @@ def _resolve_annotations(function: types.FunctionType, namespace: dict[str, obje
         return typing.get_type_hints(function, globalns=namespace, include_extras=True)
     except Exception:
         pass
-    from ._validation import resolve_annotation
-
     resolved: dict[str, object] = {}
     for name, annotation in getattr(function, "__annotations__", {}).items():
         try:

@@ -22,6 +22,8 @@ last failed block stays available through `last_error()` (and `%nighthawk traceb
 
 from __future__ import annotations
 
+from ._report import short_traceback
+
 __all__ = [
     "BudgetExceededError",
     "ExecutionError",
@@ -45,8 +47,6 @@ class NighthawkError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows for this error: the message and the user's own frames, not the cause chain."""
-        from ._report import short_traceback
-
         return short_traceback(self)
 
 

@@ -1,6 +1,6 @@
 """Stage 4, the executor: turn a step into an outcome.
 
-`StepExecutor` is the protocol; `AgentStepExecutor` runs a pydantic-ai agent loop with the `nh_eval` and
+`StepExecutor` is the protocol (declared in `runtime.py`, which holds executors); `AgentStepExecutor` runs a pydantic-ai agent loop with the `nh_eval` and
 `nh_assign` tools, the user tools in scope, and one output tool per allowed outcome kind. pydantic-ai is
 imported on first use, so constructing an executor (or importing nighthawk) needs no provider, key or network.
 """
@@ -8,20 +8,26 @@ imported on first use, so constructing an executor (or importing nighthawk) need
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from . import events
 from ._evaluate import clip
+from ._report import connection_error_message, http_error_message, trim_advice
+from ._secrets import scrub_exception
+from ._outcome_schema import OUTCOME_TOOL
 from .budget import StepLimits, StepUsage, record_usage, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError
-from .tools import assign_value, eval_expression, invoke_tool, visible_tools
+from .prompt import render_prompts
+from .runtime import StepExecutor
+from .step import StepContext
+from .tools import assign_value, eval_expression, invoke_tool
 
 if TYPE_CHECKING:
-    from .outcome import Outcome
-    from .step import StepContext
+    # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
+    from ._outcome_kinds import Outcome
 
 __all__ = ["OUTCOME_RETRIES", "TOOL_RETRIES", "AgentStepExecutor", "StepExecutor", "check_credentials"]
 
@@ -44,15 +50,6 @@ _KEY_VARIABLES = {
     "groq": "GROQ_API_KEY",
     "mistral": "MISTRAL_API_KEY",
 }
-
-
-@runtime_checkable
-class StepExecutor(Protocol):
-    """Anything that can finish a step: read the step, use the tools on it, return an outcome."""
-
-    async def run_step(self, step: StepContext) -> Outcome:
-        """Execute the step and return its (unchecked) outcome; the runner validates and evaluates it."""
-        ...
 
 
 class AgentStepExecutor:
@@ -107,19 +104,19 @@ class AgentStepExecutor:
                 from pydantic_ai.models.fallback import FallbackModel
 
                 model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
-            from ._secret_model import SecretScrubbingModel
+            from ._secret_model import SecretScrubbingModel  # here: it subclasses a pydantic-ai model
 
             # Every request passes the step's secret scrubber before the model (or a replay store) sees it.
             self._model = SecretScrubbingModel(model)
         return self._model
 
-    def _get_agent(self, allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> Any:
+    def _get_agent(self, step: StepContext) -> Any:
         # pydantic-ai fixes the output tools when an agent has an output validator, so there is one agent
         # per outcome signature; a notebook or program uses a handful.
-        key = (allowed, raise_types)
+        key = (step.allowed_outcomes, tuple(step.raise_types))
         agent = self._agents.get(key)
         if agent is None:
-            agent = self._agents[key] = _build_agent(_output_spec(allowed, raise_types))
+            agent = self._agents[key] = _build_agent(_output_spec(step.outcome_schema))
         return agent
 
     # --- one step ---------------------------------------------------------------------------------
@@ -137,12 +134,10 @@ class AgentStepExecutor:
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
 
-        from ._loop import on_user_thread
-        from ._report import connection_error_message, http_error_message, trim_advice
-        from .prompt import render_prompts
+        from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
         model = self._resolve_model()
-        agent = self._get_agent(step.allowed_outcomes, tuple(step.raise_types))
+        agent = self._get_agent(step)
         # Rendering the locals calls their `__repr__`: user code, so on the user's thread.
         system_prompt, user_prompt = await on_user_thread(lambda: render_prompts(step, self._configuration))
         if events.listening():
@@ -151,7 +146,7 @@ class AgentStepExecutor:
                     invocation_id=step.invocation_id, system_prompt=system_prompt, user_prompt=user_prompt
                 )
             )
-        user_tools = {**visible_tools(), **step.tool_scope.tools}
+        user_tools = {**step.tools, **step.tool_scope.tools}
         toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else None
         limits = step_limits(self._configuration.step_budget)
         usage = RunUsage()  # pydantic-ai adds to it in place, so a failed step still reports what it spent
@@ -209,7 +204,7 @@ def _user_thread_callables() -> Iterator[None]:
     scripted model) run on the caller's thread."""
     from pydantic_ai import Agent
 
-    from ._loop import user_thread_executor
+    from ._loop import user_thread_executor  # here, not at the top: `import nighthawk` stays free of asyncio
 
     executor = user_thread_executor()
     if executor is None:
@@ -289,13 +284,11 @@ def check_credentials(model: str) -> None:
     )
 
 
-def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> Any:
+def _output_spec(schema: Mapping[str, object]) -> Any:
     from pydantic_ai import StructuredDict, ToolOutput
 
-    from .outcome import OUTCOME_TOOL, outcome_schema
-
     return ToolOutput(
-        StructuredDict(outcome_schema(allowed, raise_types)),
+        StructuredDict(dict(schema)),
         name=OUTCOME_TOOL,
         description="End the step with its outcome.",
         max_retries=OUTCOME_RETRIES,
@@ -305,9 +298,7 @@ def _output_spec(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> Any:
 def _build_agent(output_spec: list[Any]) -> Any:
     from pydantic_ai import Agent, ModelRetry, RunContext, Tool
 
-    from ._secrets import scrub_exception
-    from .outcome import resolve_outcome
-    from .step import StepContext
+    from .outcome import resolve_outcome  # here: it imports pydantic
 
     # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
@@ -388,13 +379,11 @@ def _response_calls(ctx: Any) -> list[Any]:
 
 def _response_problem(ctx: Any, step: StepContext) -> str | None:
     """Why an outcome cannot be honoured given the rest of its response (several outcomes, unknown tools)."""
-    from .outcome import OUTCOME_TOOL
-
     calls = _response_calls(ctx)
     outcomes = sum(1 for call in calls if call.tool_name == OUTCOME_TOOL)
     if outcomes > 1:
         return f"{outcomes} {OUTCOME_TOOL} calls in one response; none was applied. Finish with exactly one outcome."
-    known = {"nh_eval", "nh_assign", OUTCOME_TOOL, *visible_tools(), *step.tool_scope.tools}
+    known = {"nh_eval", "nh_assign", OUTCOME_TOOL, *step.tools, *step.tool_scope.tools}
     unknown = sorted({call.tool_name for call in calls} - known)
     if unknown:
         return (
@@ -413,8 +402,6 @@ def _hold_back_outcome(ctx: Any, envelope: str) -> str:
     if not envelope.startswith(_FAILURE_PREFIX):
         return envelope
     from pydantic_ai import ModelRetry
-
-    from .outcome import OUTCOME_TOOL
 
     for call in _response_calls(ctx):
         if call.tool_call_id == ctx.tool_call_id:
@@ -438,7 +425,7 @@ def _user_tool(definition: Any) -> Any:
 
     from pydantic_ai import Tool
 
-    from ._loop import call_user
+    from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
 
     function = definition.function
 

@@ -3,25 +3,37 @@
 The outcome is a union discriminated by `kind`. Each kind has exactly its own keys (extra keys are
 rejected). Which kinds a step may use, and which exception types a `raise` may name, are per step; the
 JSON schema of `raise_error_type` is an enum over those names, and the host checks the name again.
+
+The models and `Resolution` are plain data in `_outcome_kinds.py`, the schema in `_outcome_schema.py`, both
+below the step (which carries its schema and records its resolution). This module checks and evaluates an
+outcome against a step, and re-exports them.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, assert_never
+from typing import assert_never
 
 import pydantic
 
+from ._boundary import ToolBoundaryError
 from ._evaluate import clip, start_evaluation
+from ._loop import await_user, on_user_thread
+from ._outcome_kinds import (
+    OUTCOME_MODELS,
+    BreakOutcome,
+    ContinueOutcome,
+    Outcome,
+    PassOutcome,
+    RaiseOutcome,
+    Resolution,
+    ReturnOutcome,
+)
+from ._outcome_schema import OUTCOME_TOOL, outcome_schema
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
-from .tools import ToolBoundaryError
-
-if TYPE_CHECKING:
-    from .step import StepContext
+from .step import StepContext
 
 __all__ = [
     "OUTCOME_TOOL",
@@ -36,77 +48,6 @@ __all__ = [
     "parse_outcome",
     "resolve_outcome",
 ]
-
-
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class PassOutcome(_Strict):
-    """Finish the step; the program continues after the block."""
-
-    kind: Literal["pass"]
-
-
-class ReturnOutcome(_Strict):
-    """Finish the step and return the value of `return_expression` from the enclosing function."""
-
-    kind: Literal["return"]
-    return_expression: str = pydantic.Field(description="Python expression for the value to return.")
-
-
-class BreakOutcome(_Strict):
-    """Finish the step and break out of the enclosing loop."""
-
-    kind: Literal["break"]
-
-
-class ContinueOutcome(_Strict):
-    """Finish the step and continue with the next iteration of the enclosing loop."""
-
-    kind: Literal["continue"]
-
-
-class RaiseOutcome(_Strict):
-    """Finish the step by raising an exception in the program, when it cannot be done."""
-
-    kind: Literal["raise"]
-    raise_message: str
-    raise_error_type: str | None = None
-
-
-Outcome: TypeAlias = Annotated[
-    PassOutcome | ReturnOutcome | BreakOutcome | ContinueOutcome | RaiseOutcome, pydantic.Discriminator("kind")
-]
-
-OUTCOME_MODELS: dict[str, type[_Strict]] = {
-    "pass": PassOutcome,
-    "return": ReturnOutcome,
-    "break": BreakOutcome,
-    "continue": ContinueOutcome,
-    "raise": RaiseOutcome,
-}
-
-
-OUTCOME_TOOL = "nh_outcome"
-"""The one output tool that ends a step; its arguments are the outcome object."""
-
-
-def outcome_schema(allowed: tuple[str, ...], raise_types: tuple[str, ...]) -> dict[str, object]:
-    """The JSON schema of the outcome object a step may end with.
-
-    One flat object keeps the tool definition short (one tool instead of one per kind, no per-kind
-    titles or descriptions: the system prompt explains the kinds once). `kind` is an enum of the allowed
-    kinds and `raise_error_type` an enum of the offered exception names; which keys go with which kind is
-    enforced by `parse_outcome`, whose refusal reaches the model as a correction.
-    """
-    properties: dict[str, object] = {"kind": {"type": "string", "enum": list(allowed)}}
-    if "return" in allowed:
-        properties["return_expression"] = {"type": "string"}
-    if "raise" in allowed:
-        properties["raise_message"] = {"type": "string"}
-        properties["raise_error_type"] = {"type": "string", "enum": list(raise_types)}
-    return {"type": "object", "properties": properties, "required": ["kind"], "additionalProperties": False}
 
 
 def parse_outcome(data: object, step: StepContext) -> Outcome:
@@ -151,21 +92,6 @@ def parse_outcome(data: object, step: StepContext) -> Outcome:
     return outcome  # type: ignore[return-value]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Resolution:
-    """An outcome turned into Python terms."""
-
-    outcome: Outcome
-    value: object = None
-    """The validated return value (`return` only)."""
-    exception: BaseException | None = None
-    """The exception to raise (`raise` only)."""
-
-    @property
-    def kind(self) -> str:
-        return self.outcome.kind
-
-
 async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     """Evaluate what an outcome asks for: the return value (validated) or the exception to raise.
 
@@ -176,8 +102,6 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     outcome = parse_outcome(outcome, step)  # the host checks again, whatever the executor enforced
     match outcome:
         case ReturnOutcome(return_expression=expression):
-            from ._loop import await_user, on_user_thread
-
             shown = clip(repr(expression), 300)
             try:
                 evaluation = await on_user_thread(

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from string import Template
-from typing import TYPE_CHECKING
 
 from ._secrets import current_scrubber
 from .configuration import StepExecutorConfiguration
+from .context import render_globals_summary, render_locals_summary
 from .runtime import prompt_suffix_fragments
-
-if TYPE_CHECKING:
-    from .step import StepContext
+from .step import StepContext
 
 __all__ = ["render_prompts"]
 
 
 def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) -> tuple[str, str]:
     """Return `(system_prompt, user_prompt)` for `step`; summaries are bounded by the context limits."""
-    from .context import render_globals_summary, render_locals_summary
-
     policy = step.rendering
     options = {
         "limits": policy.limits,

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from . import events
 from ._deadline import DeadlinePassed, bounded_by
+from ._report import shown_short
 from ._secrets import scrub_exception, scrubbing_step
+from ._tool_registry import push_tool_scope, visible_tools
 from .block import Program
 from .budget import Deadline, step_deadline
 from .configuration import StepExecutorConfiguration
@@ -31,10 +33,10 @@ from .errors import (
 from .frame import Frame
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor
 from .step import StepContext, activate, build_step
-from .tools import push_tool_scope
 
 if TYPE_CHECKING:
-    from .outcome import Resolution
+    # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
+    from ._outcome_kinds import Resolution
 
 __all__ = ["BlockResult", "run_block", "run_block_async"]
 
@@ -68,12 +70,18 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
     executor = get_step_executor()
     ensure_telemetry()
     configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION
-    step = build_step(program, frame, execution_context=current_execution_context(), configuration=configuration)
+    step = build_step(
+        program,
+        frame,
+        execution_context=current_execution_context(),
+        configuration=configuration,
+        tools=visible_tools(),
+    )
     # The wall-time budget runs from here: rendering the prompt and every call of user code count.
     deadline = step_deadline(configuration.step_budget)
     # Everything the step sends out (model requests, events, logs, the exception it raises) is scrubbed of
     # the secret values in its scope while this is current.
-    with scrubbing_step(step) as scrubber, bounded_by(deadline):
+    with scrubbing_step(step.rendering.redaction, step.step_locals, step.program.reads) as scrubber, bounded_by(deadline):
         result = await _run_step(program, executor, step, deadline)
         if result.exception is not None:
             scrub_exception(result.exception, scrubber)
@@ -109,8 +117,6 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
                 success = await on_user_thread(lambda: _success_events(step, resolution, result, before, started))
     except BaseException as exc:
         if isinstance(exc, Exception):  # not an interrupt or a cancellation
-            from ._report import shown_short  # the error path only: keeps `import nighthawk` small
-
             record_error(shown_short(exc))
         if listening:
             _emit_failure(step, exc, started)
@@ -152,7 +158,7 @@ async def _execute(executor: object, step: StepContext, listening: bool) -> Reso
         raise
     if listening:
         events.emit(events.ExecutorFinished(invocation_id=step.invocation_id, error=None))
-    from .outcome import resolve_outcome
+    from .outcome import resolve_outcome  # here: it imports pydantic, which `import nighthawk` leaves out
 
     if step.resolution is not None and step.resolution.outcome is outcome:
         # The executor already checked and evaluated it (with retries): evaluating the return expression
@@ -163,8 +169,6 @@ async def _execute(executor: object, step: StepContext, listening: bool) -> Reso
 
 def _result(step: StepContext, resolution: Resolution) -> BlockResult:
     if resolution.exception is not None:
-        from ._report import shown_short
-
         # A `raise` outcome is a failure of the block too: `last_error()` must not show an older one.
         record_error(shown_short(resolution.exception))
         return BlockResult(kind=resolution.kind, exception=resolution.exception)

@@ -13,15 +13,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from . import events
+from ._tool_registry import ToolScope, push_tool_scope
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
-from .executor import StepExecutor
-from .tools import ToolScope, push_tool_scope
+from .step import ExecutionContext, StepContext
+
+if TYPE_CHECKING:
+    # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
+    from ._outcome_kinds import Outcome
 
 __all__ = [
     "ExecutionContext",
+    "StepExecutor",
     "get_execution_context",
     "get_step_executor",
     "prompt_suffix_fragments",
@@ -31,14 +37,16 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExecutionContext:
-    """Who is running: the outermost run and the current (possibly nested) scope."""
+@runtime_checkable
+class StepExecutor(Protocol):
+    """Anything that can finish a step: read the step, use the tools on it, return an outcome.
 
-    run_id: str
-    """Id of the outermost run: the trace root shared by everything it starts."""
-    scope_id: str
-    """Id of the current scope."""
+    Declared here, where executors are chosen and held; `executor.py` implements it with pydantic-ai.
+    """
+
+    async def run_step(self, step: StepContext) -> Outcome:
+        """Execute the step and return its (unchecked) outcome; the runner validates and evaluates it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,7 @@ def ensure_telemetry() -> None:
     """Register the OpenTelemetry emitter once; it stays idle until a tracer provider is configured."""
     global _telemetry_installed
     if not _telemetry_installed:
-        from .telemetry import install_default_listener
+        from .telemetry import install_default_listener  # here: `import nighthawk` stays free of OpenTelemetry
 
         install_default_listener()
         _telemetry_installed = True

@@ -3,6 +3,9 @@
 A step starts from the frame (stage 2): its locals are the parent step's locals, overlaid with the
 caller's Python locals, overlaid with the resolved read bindings. Tools change only the step; nothing
 reaches Python until the runner commits the write bindings.
+
+The step carries what its executor offers the model, handed over when it is built: the user tools of the
+enclosing scopes, the schema of the outcomes it may end with, and the policy that renders its values.
 """
 
 from __future__ import annotations
@@ -15,20 +18,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._boundary import ToolBoundaryError
+from ._outcome_schema import outcome_schema
+from ._render import render_value
+from ._tokens import BUDGET_COUNTER, TokenCounter
+from ._tool_registry import ToolDefinition, ToolScope
+from ._validation import ValidationSetupError, infer_binding_type, type_label, validate_value
 from .block import OUTCOME_KINDS, Program
+from .budget import StepUsage
 from .configuration import StepContextLimits, StepExecutorConfiguration
 from .errors import NaturalParseError, NighthawkError, ToolValidationError
 from .frame import Frame
 from .redaction import ContextRedaction
-from .tools import ToolBoundaryError, ToolScope
 
 if TYPE_CHECKING:
-    from ._tokens import TokenCounter
-    from .budget import StepUsage
-    from .outcome import Resolution
-    from .runtime import ExecutionContext
+    # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
+    from ._outcome_kinds import Resolution
 
-__all__ = ["RenderingPolicy", "StepContext", "get_current_step_context"]
+__all__ = ["ExecutionContext", "RenderingPolicy", "StepContext", "get_current_step_context"]
 
 # Exception types every step may raise by name, on top of exception classes found in its scope.
 _BUILTIN_RAISE_TYPES: tuple[str, ...] = (
@@ -51,6 +58,16 @@ _BUILTIN_RAISE_TYPES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExecutionContext:
+    """Who is running: the outermost run and the current (possibly nested) scope."""
+
+    run_id: str
+    """Id of the outermost run: the trace root shared by everything it starts."""
+    scope_id: str
+    """Id of the current scope."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class RenderingPolicy:
     """How values are rendered into prompts, tool results and event previews."""
 
@@ -70,14 +87,10 @@ class RenderingPolicy:
     def counter(self) -> TokenCounter:
         # Always the estimate, never the configured tokenizer: a prompt must not depend on whether a
         # vocabulary can be loaded on this machine (see `_tokens`).
-        from ._tokens import BUDGET_COUNTER
-
         return BUDGET_COUNTER
 
     def render(self, value: object, max_tokens: int, *, name: str | None = None) -> str:
         """Bounded, masked JSON-ish text of `value`."""
-        from ._render import render_value
-
         if name is not None and self.redaction.is_sensitive_name(name):
             return '"' + self.redaction.placeholder + '"'
         return render_value(
@@ -113,6 +126,10 @@ class StepContext:
     execution_context: ExecutionContext
     rendering: RenderingPolicy
     parent: StepContext | None = None
+    tools: Mapping[str, ToolDefinition] = field(default_factory=dict)
+    """User tools of the enclosing scopes, handed over when the step was built."""
+    outcome_schema: Mapping[str, object] = field(default_factory=dict)
+    """JSON schema of the outcome object this step may end with (its allowed kinds and raise types)."""
     tool_scope: ToolScope = field(default_factory=ToolScope)
     """Tools registered while this step runs (the innermost scope)."""
     resolution: Resolution | None = None
@@ -138,8 +155,6 @@ class StepContext:
             ToolBoundaryError: `invalid_input` when the value does not fit; `internal` when the type cannot be
                 checked at all (not something the model can fix by sending another value).
         """
-        from ._validation import ValidationSetupError, type_label, validate_value
-
         expected = self.binding_types.get(name, object)
         try:
             return validate_value(expected, value)
@@ -231,10 +246,13 @@ def build_step(
     *,
     execution_context: ExecutionContext,
     configuration: StepExecutorConfiguration,
+    tools: Mapping[str, ToolDefinition] | None = None,
 ) -> StepContext:
-    """Build the step for one execution of a block in `frame` (spec order of the state layers)."""
-    from ._validation import infer_binding_type
+    """Build the step for one execution of a block in `frame` (spec order of the state layers).
 
+    `tools` are the user tools of the enclosing scopes; the caller hands them over, and the executor offers
+    them with those the step itself registers.
+    """
     parent = current_step()
     step_locals: dict[str, object] = dict(parent.step_locals) if parent is not None else {}
     own_names = frame.python_locals.keys() | frame.read_values.keys()
@@ -248,6 +266,8 @@ def build_step(
     for name in program.writes:
         declared = frame.binding_types.get(name, object)
         binding_types[name] = infer_binding_type(declared, step_locals.get(name)) if frame.infer_types else declared
+    allowed = allowed_outcomes(program, frame)
+    raise_types = _raise_types(step_locals, step_globals, program.references)
     return StepContext(
         step_id=frame.step_id,
         invocation_id=uuid.uuid4().hex,
@@ -255,12 +275,14 @@ def build_step(
         step_locals=step_locals,
         step_globals=step_globals,
         binding_types=binding_types,
-        allowed_outcomes=allowed_outcomes(program, frame),
-        raise_types=_raise_types(step_locals, step_globals, program.references),
+        allowed_outcomes=allowed,
+        raise_types=raise_types,
         is_async=frame.is_async,
         return_type=frame.return_type,
         execution_context=execution_context,
         rendering=RenderingPolicy.from_configuration(configuration),
         parent=parent,
         inherited=inherited,
+        tools=dict(tools or {}),
+        outcome_schema=outcome_schema(allowed, tuple(raise_types)),
     )

@@ -23,18 +23,17 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .configuration import StepExecutorConfiguration
 from .errors import ExecutionError
+from .executor import AgentStepExecutor
 from .outcome import BreakOutcome, ContinueOutcome, Outcome, PassOutcome, RaiseOutcome, ReturnOutcome, parse_outcome
+from .step import StepContext
 from .tools import assign_value, eval_expression, invoke_tool
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import Model
     from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-    from .configuration import StepExecutorConfiguration
-    from .executor import AgentStepExecutor
-    from .step import StepContext
 
 __all__ = [
     "CallbackExecutor",
@@ -321,9 +320,6 @@ def agent_executor(
 
     from pydantic_ai.models import Model
     from pydantic_ai.models.function import FunctionModel
-
-    from .configuration import StepExecutorConfiguration
-    from .executor import AgentStepExecutor
 
     if not isinstance(model, Model):
         model = FunctionModel(model)

@@ -2,7 +2,8 @@
 
 Every tool answers with the same envelope, `{"value": ..., "error": null}` or
 `{"value": null, "error": {"kind", "message", "guidance"}}`, so a failed call never aborts the step:
-the model reads the error and tries again.
+the model reads the error and tries again. The `@tool` registry (`_tool_registry.py`) and the error a tool
+reports (`_boundary.py`) live below the step and are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,20 +12,18 @@ import inspect
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from . import events
+from ._boundary import ErrorKind, ToolBoundaryError
 from ._evaluate import Evaluation, clip, start_evaluation
 from ._secrets import current_scrubber
-from ._tool_signature import check_tool_signature
-from .errors import StepAbortedError, ToolEvaluationError, ToolRegistrationError, ToolValidationError
-
-if TYPE_CHECKING:
-    from .step import StepContext
+from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
+from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
+from .errors import StepAbortedError, ToolEvaluationError, ToolValidationError
+from .step import StepContext
 
 __all__ = [
     "ErrorKind",
@@ -39,28 +38,13 @@ __all__ = [
     "visible_tools",
 ]
 
-ErrorKind: TypeAlias = Literal["invalid_input", "resolution", "execution", "transient", "internal"]
-"""What a failed tool call reports; a value that does not fit its type is `invalid_input`."""
 
-_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TRANSIENT = (TimeoutError, ConnectionError)
 _PLAIN = frozenset({int, float, bool, str, bytes, type(None)})
 """Types whose rendering runs no user code: rendered where the tool call ends, saving a trip to the user's thread."""
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 _AWAITING = object()  # the expression's value must be awaited before `then` can run
-
-
-class ToolBoundaryError(Exception):
-    """A tool failure the model can act on: it becomes the `error` of the envelope."""
-
-    def __init__(self, kind: ErrorKind, message: str, guidance: str = "") -> None:
-        super().__init__(message)
-        self.kind: ErrorKind = kind
-        self.message = message
-        self.guidance = guidance
 
 
 # --- envelopes --------------------------------------------------------------------------------------
@@ -124,7 +108,7 @@ async def _evaluate_awaiting(
 
     The result carries the warnings the expression raised, for the model to read.
     """
-    from ._loop import await_user, on_user_thread
+    from ._loop import await_user, on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
     evaluation: Evaluation | None = None
 
@@ -186,7 +170,7 @@ async def assign_value(step: StepContext, target_path: str, expression: str) -> 
         raise ToolBoundaryError(
             "invalid_input", f"target_path {target_path!r} names a dunder attribute", "Dunder targets are reserved."
         )
-    from ._loop import on_user_thread
+    from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
     root, *attributes = segments
     owner: object = None
@@ -249,8 +233,6 @@ def _store(
 
 
 def _validate_attribute(owner: object, attribute: str, value: object) -> object:
-    from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
-
     expected = declared_attribute_type(type(owner), attribute)
     if expected is None:
         return value
@@ -271,7 +253,7 @@ async def invoke_tool(
     step: StepContext, tool_name: str, arguments: Mapping[str, object], call: Callable[[], Any], call_id: str = ""
 ) -> str:
     """Run one tool call and wrap its result (or failure) in the envelope, emitting the call's events."""
-    from ._loop import on_user_thread
+    from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
     listening = events.listening()
     call_id = call_id or f"{tool_name}-{time.perf_counter_ns()}"
@@ -317,120 +299,3 @@ async def invoke_tool(
             )
         )
     return envelope
-
-
-# --- user tools -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolDefinition:
-    """A user tool: a callable whose first parameter receives the pydantic-ai `RunContext[StepContext]`."""
-
-    name: str
-    function: Callable[..., Any]
-    description: str | None
-    metadata: Mapping[str, Any] | None
-
-
-@dataclass(kw_only=True)
-class ToolScope:
-    """Tools registered while a scope (global, run, scope or step) is innermost."""
-
-    tools: dict[str, ToolDefinition] = field(default_factory=dict)
-
-    def register(self, definition: ToolDefinition, *, overwrite: bool) -> None:
-        if definition.name in self.tools and not overwrite:
-            raise ToolRegistrationError(
-                f"a tool named {definition.name!r} is already registered in this scope; "
-                "pass `overwrite=True` or choose another `name=`"
-            )
-        self.tools[definition.name] = definition
-
-
-_GLOBAL_SCOPE = ToolScope()
-_scopes: ContextVar[tuple[ToolScope, ...]] = ContextVar("nighthawk_tool_scopes", default=())
-
-
-@contextmanager
-def push_tool_scope(scope: ToolScope) -> Iterator[ToolScope]:
-    """Make `scope` the innermost tool scope inside the `with` block."""
-    token = _scopes.set((*_scopes.get(), scope))
-    try:
-        yield scope
-    finally:
-        _scopes.reset(token)
-
-
-def visible_tools() -> dict[str, ToolDefinition]:
-    """User tools visible now; an inner scope's tool hides an outer one of the same name."""
-    visible = dict(_GLOBAL_SCOPE.tools)
-    for scope in _scopes.get():
-        visible.update(scope.tools)
-    return visible
-
-
-_RESERVED_PREFIX = "nh_"
-
-
-@overload
-def tool(function: F, /) -> F: ...
-@overload
-def tool(
-    *,
-    name: str | None = None,
-    overwrite: bool = False,
-    description: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> Callable[[F], F]: ...
-def tool(
-    function: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    overwrite: bool = False,
-    description: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> Any:
-    """Register a function as a tool the model can call, in the innermost active scope.
-
-    The function's first parameter receives pydantic-ai's `RunContext[StepContext]` and is hidden from the
-    model; the others form the tool's JSON schema. Used bare (`@nighthawk.tool`) or with arguments.
-
-    Args:
-        function: The tool, when used without arguments.
-        name: Tool name shown to the model; defaults to the function's `__name__`.
-        overwrite: Replace a tool of the same name in the same scope instead of raising.
-        description: Defaults to the function's docstring.
-        metadata: Free-form data attached to the tool definition.
-
-    Raises:
-        ToolRegistrationError: Invalid name, a reserved `nh_` name, a clash without `overwrite=True`, a first
-            parameter that cannot receive the run context, or parameters pydantic-ai has no schema for.
-    """
-
-    def register(func: F) -> F:
-        tool_name = name or func.__name__
-        if not tool_name.isascii() or not _TOOL_NAME.match(tool_name):
-            raise ToolRegistrationError(
-                f"invalid tool `name` {tool_name!r}: use ASCII letters, digits and underscores, not starting "
-                "with a digit"
-            )
-        if tool_name.startswith(_RESERVED_PREFIX):
-            raise ToolRegistrationError(
-                f"tool `name` {tool_name!r} uses the reserved `nh_` prefix of built-in tools; choose another name"
-            )
-        definition = ToolDefinition(
-            name=tool_name,
-            function=func,
-            description=description if description is not None else inspect.getdoc(func),
-            metadata=metadata,
-        )
-        check_tool_signature(definition.name, func, definition.description)
-        scopes = _scopes.get()
-        (scopes[-1] if scopes else _GLOBAL_SCOPE).register(definition, overwrite=overwrite)
-        return func
-
-    if function is not None:
-        return register(function)
-    return register
-

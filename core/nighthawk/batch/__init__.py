@@ -14,6 +14,7 @@ from typing import Any, Literal
 from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError, MapItemError, NighthawkError
 from ..runtime import get_step_executor
+from .progress import LineProgress, wanted
 from .ratelimit import rate_limit_wait
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
 
@@ -73,8 +74,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         BudgetExceededError: An enclosing budget ran out; what finished is kept for the next run.
     """
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
-    from .driver import drive
-    from .progress import LineProgress, wanted
+    from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
     fingerprint = program_fingerprint(function)
     model = _model_identity()
