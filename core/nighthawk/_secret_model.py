@@ -56,11 +56,9 @@ def _scrubbed_message(message: ModelMessage, scrubber: SecretScrubber) -> ModelM
     return copied
 
 
-def _scrubbed(
-    messages: list[ModelMessage], parameters: ModelRequestParameters
-) -> tuple[list[ModelMessage], ModelRequestParameters]:
+def _scrubbed(messages: list[ModelMessage]) -> list[ModelMessage]:
     scrubber = current_scrubber()
-    return [_scrubbed_message(message, scrubber) for message in messages], parameters
+    return [_scrubbed_message(message, scrubber) for message in messages]
 
 
 class SecretScrubbingModel(WrapperModel):
@@ -72,7 +70,7 @@ class SecretScrubbingModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        messages, model_request_parameters = _scrubbed(messages, model_request_parameters)
+        messages = _scrubbed(messages)
         return await self.wrapped.request(messages, model_settings, model_request_parameters)
 
     async def count_tokens(
@@ -81,7 +79,7 @@ class SecretScrubbingModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> RequestUsage:
-        messages, model_request_parameters = _scrubbed(messages, model_request_parameters)
+        messages = _scrubbed(messages)
         return await self.wrapped.count_tokens(messages, model_settings, model_request_parameters)
 
     @asynccontextmanager
@@ -92,7 +90,7 @@ class SecretScrubbingModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
-        messages, model_request_parameters = _scrubbed(messages, model_request_parameters)
+        messages = _scrubbed(messages)
         async with self.wrapped.request_stream(
             messages, model_settings, model_request_parameters, run_context
         ) as stream:

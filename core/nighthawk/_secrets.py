@@ -14,11 +14,12 @@ prints a password inside ordinary text, an exception message quotes it. So each 
 * logs: `LogScrubber` is a filter on the `nighthawk` logger.
 
 The values are found where the step looks, never by walking its scope (a module, the IPython shell, a big
-table the block never reads): the step's credential-named variables and the credential-named environment
-variables when it starts, what its read bindings hold under credential names, and, for every expression it
-runs, the values its names lead to and the value it returns. Inside those, only dicts, sequences,
-dataclasses and pydantic models are followed, never an arbitrary object's attributes. A value is kept
-when it sits under a credential name and is not ordinary text (`looks_ordinary`), or has a credential shape.
+table the block never reads): when it starts, the step's credential-named variables and globals (only the
+names of the others are read), the credential-named environment variables, what its read bindings hold
+under credential names, and what the fields of an f-string block lead to; for every expression it runs,
+the values its names lead to and the value it returns. Inside those, only dicts, sequences, dataclasses
+and pydantic models are followed (`_secret_values`). A value is kept when it sits under a credential name
+and is not ordinary text (`looks_ordinary`), or has a credential shape.
 
 Besides the exact value, a few forms derived from it are masked: its JSON and `repr` escapes, upper and
 lower case, reversed, base64, and any piece of it at least half its length (a secret split in two).
@@ -28,13 +29,13 @@ from __future__ import annotations
 
 import ast
 import base64
+import copy
 import dataclasses
 import json
 import logging
 import os
 import re
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping
 from contextvars import ContextVar
 from contextlib import contextmanager
 from functools import lru_cache
@@ -42,12 +43,8 @@ from itertools import islice
 from types import ModuleType
 from typing import TypeVar
 
-from .redaction import (
-    SHORTEST_CREDENTIAL_CHARS,
-    SHORTEST_SECRET_CHARS,
-    ContextRedaction,
-    looks_ordinary,
-)
+from ._secret_values import collect_into, collect_secret_values, field_names
+from .redaction import SHORTEST_CREDENTIAL_CHARS, SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
 __all__ = [
     "MIN_SECRET_VALUE_CHARS",
@@ -67,20 +64,11 @@ MIN_SECRET_VALUE_CHARS = SHORTEST_SECRET_CHARS
 """Shorter values are not masked in all outgoing text (see `looks_ordinary`); they are still masked where
 they are shown under their name."""
 
-# Each look into a value is breadth first and bounded, so a huge table named by an expression costs a
-# bounded time; a secret near the top (a key of a config dict, a field of a settings model) is found first.
-_MAX_NODES = 1_000
-_MAX_DEPTH = 8
-# Strings longer than this are neither collected nor searched for credential shapes while collecting (they
-# are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
-_MAX_SCANNED_CHARS = 8_192
 # Each secret value adds a few substring tests to every text sent: a table of passwords under one name
 # (`passwords = [...]`) contributes its first values only. The rest stay masked where shown under the name.
 _MAX_VALUES = 256
 # Derived pieces (prefixes, suffixes) are masked for secrets up to this size; a PEM key is matched by shape.
 _MAX_SPLIT_CHARS = 64
-# The password of `scheme://user:password@host`, so that `urlparse(dsn).password` is masked on its own too.
-_URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
 # Environment variables the `pwd` name pattern matches by accident: they hold directories, not passwords.
 _NOT_SECRET_ENVIRONMENT = frozenset({"PWD", "OLDPWD"})
 
@@ -212,26 +200,19 @@ class SecretScrubber:
             return dict(pairs) if changed else data
         if dataclasses.is_dataclass(data) and not isinstance(data, type):
             changes = {}
-            for name in _field_names(type(data)):
+            for name in field_names(type(data)):
                 value = getattr(data, name, None)
                 scrubbed = self._scrub_data(value, depth + 1)
                 if scrubbed is not value:
                     changes[name] = scrubbed
             if not changes:
                 return data
-            import copy
-
             # A shallow copy keeps fields that `dataclasses.replace` could not pass (`init=False`).
             copied = copy.copy(data)
             for name, value in changes.items():
                 object.__setattr__(copied, name, value)
             return copied
         return data
-
-
-@lru_cache(maxsize=256)
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(item.name for item in dataclasses.fields(cls))
 
 
 @lru_cache(maxsize=256)
@@ -251,114 +232,6 @@ def current_scrubber() -> SecretScrubber:
 # --- collecting -------------------------------------------------------------------------------------
 
 
-def _is_pydantic_model(value: object) -> bool:
-    return hasattr(type(value), "model_fields") and hasattr(value, "__dict__")
-
-
-def _children(value: object) -> Iterator[tuple[str | None, object]]:
-    """(name, child) pairs of a data value: dict items, sequence items, dataclass and pydantic fields.
-
-    Nothing else is entered (modules, classes, functions, arbitrary objects), and no user code runs but the
-    `__iter__` of builtin containers.
-    """
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield (key if isinstance(key, str) else None), item
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            yield None, item
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for name in _field_names(type(value)):
-            yield name, getattr(value, name, None)
-    elif _is_pydantic_model(value):
-        # Pydantic keeps a model's field values in its instance dictionary: no property runs.
-        fields = type(value).model_fields  # type: ignore[attr-defined]
-        yield from ((name, item) for name, item in vars(value).items() if name in fields)
-
-
-def _secret_text(value: object) -> str | None:
-    """The text of a value that is secret whatever its name (pydantic's `SecretStr` and `SecretBytes`)."""
-    if type(value).__name__ in ("SecretStr", "SecretBytes") and hasattr(value, "get_secret_value"):
-        secret = value.get_secret_value()
-        return secret.decode("utf-8", "replace") if isinstance(secret, bytes) else str(secret)
-    return None
-
-
-def collect_secret_values(
-    roots: Iterable[tuple[str | None, object]], redaction: ContextRedaction, *, secret: bool = False
-) -> frozenset[str]:
-    """The secret texts inside `roots`, a sequence of (name, value) pairs.
-
-    A string is secret when a credential name is on its path (`config["db"]["password"]`, every string under
-    `credentials = {...}`) and it is not ordinary text, when it is a `SecretStr`, or, for a part of it, when
-    it has a credential shape or is the password of a URL. With `secret`, the roots themselves are under a
-    credential name.
-    """
-    found: set[str] = set()
-    _collect(roots, redaction, found, set(), secret=secret)
-    return frozenset(found)
-
-
-def _collect(
-    roots: Iterable[tuple[str | None, object]],
-    redaction: ContextRedaction,
-    found: set[str],
-    looked_at: set[int],
-    *,
-    secret: bool = False,
-) -> None:
-    if not redaction.enabled:
-        return
-    queue: deque[tuple[str | None, object, int, bool]] = deque((name, value, 0, secret) for name, value in roots)
-    visited = 0
-    while queue and visited < _MAX_NODES:
-        name, value, depth, inherited = queue.popleft()
-        visited += 1
-        sensitive = inherited or (name is not None and redaction.is_sensitive_name(name))
-        if isinstance(value, (str, bytes)):
-            if not SHORTEST_SECRET_CHARS <= len(value) <= _MAX_SCANNED_CHARS:
-                continue  # too short to mask everywhere; a long text is data (its credential shapes still go)
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-            if sensitive and not looks_ordinary(text):
-                found.add(text)
-            elif (key := id(value) * 2) not in looked_at:
-                looked_at.add(key)  # the same text repeated down a column is searched once
-                found.update(_shaped_parts(text, redaction))
-            continue
-        special = _secret_text(value)
-        if special is not None:
-            if len(special) >= SHORTEST_SECRET_CHARS:
-                found.add(special)
-            continue
-        # A container met under a credential name is looked at again even if it was seen innocently.
-        key = id(value) * 2 + sensitive
-        if value is None or depth >= _MAX_DEPTH or key in looked_at:
-            continue
-        looked_at.add(key)
-        room = _MAX_NODES - visited - len(queue)
-        if room <= 0:
-            continue
-        try:
-            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in _first(_children(value), room))
-        except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
-            continue
-
-
-def _first(items: Iterator[T], count: int) -> Iterator[T]:
-    # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy of it.
-    for index, item in enumerate(items):
-        if index >= count:
-            return
-        yield item
-
-
-def _shaped_parts(text: str, redaction: ContextRedaction) -> Iterator[str]:
-    """The credential-shaped substrings of `text`, and URL passwords on their own."""
-    yield from (part for part in redaction.credential_parts(text) if len(part) >= SHORTEST_SECRET_CHARS)
-    if "://" in text:
-        yield from (match.group(1) for match in _URL_PASSWORD.finditer(text) if len(match.group(1)) >= SHORTEST_SECRET_CHARS)
-
-
 def _environment_secrets(redaction: ContextRedaction) -> list[str]:
     # `nh_eval("os.environ['DB_PASSWORD']")` reaches the environment without any variable in scope.
     return [
@@ -368,22 +241,62 @@ def _environment_secrets(redaction: ContextRedaction) -> list[str]:
     ]
 
 
-def step_scrubber(redaction: ContextRedaction, step_locals: Mapping[str, object], reads: Iterable[str]) -> SecretScrubber:
+def step_scrubber(
+    redaction: ContextRedaction,
+    *,
+    step_locals: Mapping[str, object],
+    step_globals: Mapping[str, object],
+    reads: Iterable[str],
+    interpolated: Iterable[str] = (),
+) -> SecretScrubber:
     """The scrubber for a step as it starts: its parent's values, the credential-named environment variables,
-    its own credential-named variables (`step_locals`), and what its read bindings (`reads`) hold under
-    credential names."""
+    its own credential-named variables and globals, what its read bindings (`reads`) hold under credential
+    names, and what the fields of an f-string block (`interpolated`, their sources) lead to."""
     parent = _active.get()
     scrubber = SecretScrubber(redaction=redaction, values=parent.values if parent is not None else ())
     if not redaction.enabled:
         return scrubber
     found = set(_environment_secrets(redaction))
-    # Names only: a variable's value is looked into when its name is a credential name.
-    named = [(name, value) for name, value in step_locals.items() if redaction.is_sensitive_name(name)]
-    _collect(named, redaction, found, scrubber._looked_at, secret=True)
+    # Names only: a variable's value is looked into when its name is a credential name. A module global
+    # counts too (`DB_PASSWORD = ...` read by a helper the step calls), but nothing under any other global
+    # name is looked at: a notebook namespace holds big tables, modules and the IPython shell.
+    named = [(name, step_locals[name]) for name in _credential_names(step_locals.keys(), redaction)]
+    named += [
+        (name, step_globals[name])
+        for name in _credential_names(step_globals.keys(), redaction)
+        if name not in step_locals
+    ]
+    collect_into(named, redaction, found, scrubber._looked_at, secret=True)
     read = [(name, step_locals[name]) for name in reads if name in step_locals]
-    _collect(read, redaction, found, scrubber._looked_at)
+    collect_into(read, redaction, found, scrubber._looked_at)
     scrubber.add(found)
+    # An f-string block's text already holds the values of its fields: they are looked up as if each field
+    # were an expression the step runs (`{DB_PASSWORD}`, `{cfg["db"]["password"]}`, `{settings}`).
+    for source in interpolated:
+        _note_paths(source, step_locals, step_globals, scrubber)
     return scrubber
+
+
+@lru_cache(maxsize=16)
+def _tested_names(redaction: ContextRedaction) -> tuple[set[str], set[str]]:
+    """The names `redaction` has already judged: (not credential names, credential names)."""
+    return set(), set()
+
+
+# Above this many remembered names the memory is dropped and names are judged again.
+_MAX_TESTED_NAMES = 100_000
+
+
+def _credential_names(names: KeysView[str], redaction: ContextRedaction) -> set[str]:
+    """The credential names among `names`. Each name is judged once: a notebook namespace of thousands of
+    names then costs one set difference per step."""
+    plain, credential = _tested_names(redaction)
+    if len(plain) > _MAX_TESTED_NAMES:
+        plain.clear()
+    for name in names - plain - credential:
+        if isinstance(name, str):
+            (credential if redaction.is_sensitive_name(name) else plain).add(name)
+    return names & credential
 
 
 # --- expressions ------------------------------------------------------------------------------------
@@ -465,6 +378,13 @@ def note_expression(expression: str, step_locals: Mapping[str, object], step_glo
     scrubber = _active.get()
     if scrubber is None or not scrubber.redaction.enabled:
         return False
+    return _note_paths(expression, step_locals, step_globals, scrubber)
+
+
+def _note_paths(
+    expression: str, step_locals: Mapping[str, object], step_globals: Mapping[str, object], scrubber: SecretScrubber
+) -> bool:
+    """Add to `scrubber` the secrets the names of `expression` lead to; whether it mentions a credential name."""
     redaction = scrubber.redaction
     paths, words = _paths(expression)
     derived = any(redaction.is_sensitive_name(word) for word in words)
@@ -486,8 +406,8 @@ def note_expression(expression: str, step_locals: Mapping[str, object], step_glo
         (secrets if sensitive else roots).append((name, value))
     found: set[str] = set()
     try:
-        _collect(secrets, redaction, found, scrubber._looked_at, secret=True)
-        _collect(roots, redaction, found, scrubber._looked_at)
+        collect_into(secrets, redaction, found, scrubber._looked_at, secret=True)
+        collect_into(roots, redaction, found, scrubber._looked_at)
     except Exception:  # looking for secrets must never fail the user's expression
         return derived
     scrubber.add(found)
@@ -502,7 +422,7 @@ def note_value(value: object, *, derived: bool = False) -> None:
         return
     found: set[str] = set()
     try:
-        _collect([(None, value)], scrubber.redaction, found, scrubber._looked_at, secret=derived)
+        collect_into([(None, value)], scrubber.redaction, found, scrubber._looked_at, secret=derived)
     except Exception:
         return
     scrubber.add(found)
@@ -510,13 +430,20 @@ def note_value(value: object, *, derived: bool = False) -> None:
 
 @contextmanager
 def scrubbing_step(
-    redaction: ContextRedaction, step_locals: Mapping[str, object], reads: Iterable[str]
+    redaction: ContextRedaction,
+    *,
+    step_locals: Mapping[str, object],
+    step_globals: Mapping[str, object],
+    reads: Iterable[str],
+    interpolated: Iterable[str] = (),
 ) -> Iterator[SecretScrubber]:
     """Make the scrubber of a step current (see `step_scrubber` for what it masks); an exception leaving the
     block has its messages scrubbed."""
     _install_log_scrubber()
     parent = _active.get()
-    scrubber = step_scrubber(redaction, step_locals, reads)
+    scrubber = step_scrubber(
+        redaction, step_locals=step_locals, step_globals=step_globals, reads=reads, interpolated=interpolated
+    )
     token = _active.set(scrubber)
     try:
         yield scrubber

@@ -51,6 +51,8 @@ class Program:
     """Root names of every unescaped `<name>` and `<name.attr>`: candidates for the globals summary."""
     denied: frozenset[str]
     """Outcome kinds removed by frontmatter."""
+    interpolated: tuple[str, ...] = ()
+    """Source of each `{...}` field of an f-string block: the secrets its text may hold are looked up there."""
 
     @property
     def prompt_text(self) -> str:

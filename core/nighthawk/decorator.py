@@ -17,7 +17,7 @@ import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ._validation import resolve_annotation
@@ -44,6 +44,8 @@ class _BlockSpec:
     writes: tuple[str, ...]
     line: int
     in_loop: bool
+    fields: tuple[str, ...] = ()
+    """Source of each `{...}` field of an f-string block."""
 
 
 def natural_function(function: F) -> F:
@@ -358,13 +360,15 @@ def _block_statements(
         program = parse_program(strip_sentinel(literal.value) or "", filename=filename, line=line + 1)
         reads, writes = program.reads, program.writes
         rendered: ast.expr = ast.Constant(None)
+        fields: tuple[str, ...] = ()
     else:
         program = None
         static_text = "".join(part.value if isinstance(part, ast.Constant) else "\x00" for part in literal.values)
         reads, writes = scan_bindings(static_text)
         rendered = _escaping_interpolations(literal)
+        fields = tuple(ast.unparse(node.value) for node in ast.walk(literal) if isinstance(node, ast.FormattedValue))
     index = len(specs)
-    specs.append(_BlockSpec(program=program, reads=reads, writes=writes, line=line, in_loop=in_loop))
+    specs.append(_BlockSpec(program=program, reads=reads, writes=writes, line=line, in_loop=in_loop, fields=fields))
     call = f"{_RUNTIME}.{'run_async' if is_async else 'run'}({index}, locals(), {_READS}, None)"
     # Read bindings are plain Python name lookups, so scoping is Python's own; a name that resolves to
     # nothing gets a hint, since `<li>`-style text in a program reads as a binding.
@@ -494,7 +498,7 @@ class _FunctionRuntime:
                 filename=self.filename,
                 line=spec.line,
             )
-        return program
+        return replace(program, interpolated=spec.fields)
 
     def run(self, index: int, python_locals: dict[str, object], read_values: tuple[object, ...], rendered: str | None) -> BlockResult:
         spec = self.specs[index]

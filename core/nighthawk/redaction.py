@@ -106,17 +106,32 @@ def _value_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
-def _name_parts(name: str) -> tuple[str, ...]:
-    parts = _WORD_PARTS.findall(name)
+def _name_parts(parts: list[str]) -> tuple[str, ...]:
     pairs = [a + b for a, b in zip(parts, parts[1:])]
     return tuple(parts + pairs)
 
 
-# Every step asks again about the same variable, field and environment names: remember the answers.
-@lru_cache(maxsize=4096)
+# A name whose last part says what *kind* of thing it holds names something about a credential, not the
+# credential itself: `token_url`, `password_file`, `HF_TOKEN_PATH`, `SSH_AUTH_SOCK`, `AUTH_MODE`, `api_key_name`.
+# (`id` is not one of them: `session_id` is a credential.)
+_DESCRIPTOR_PARTS = frozenset(
+    "url urls uri uris path paths dir dirs directory folder file files filename name names type kind mode"
+    " domain host hostname port endpoint sock socket count limit size length len ttl expiry expires"
+    " expiration timeout format header prefix suffix scope scopes env var version".split()
+)
+
+
+# Every step asks again about the same variable, field and environment names (a notebook namespace holds
+# thousands): remember the answers.
+@lru_cache(maxsize=65_536)
 def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
     matcher = _name_matcher(patterns)
-    return matcher is not None and any(matcher.fullmatch(part) for part in _name_parts(name[:_MAX_NAME_CHARS]))
+    if matcher is None:
+        return False
+    words = _WORD_PARTS.findall(name[:_MAX_NAME_CHARS])
+    if len(words) > 1 and words[-1].lower() in _DESCRIPTOR_PARTS:
+        return matcher.fullmatch(words[-1]) is not None  # only a pattern naming the descriptor itself
+    return any(matcher.fullmatch(part) for part in _name_parts(words))
 
 
 def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
@@ -182,10 +197,25 @@ _WORDLIKE = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")
 SHORTEST_SECRET_CHARS = 6
 
 
+# Also ordinary: a URL without user info or query (`https://oauth2.example.com/token`; a password or a
+# `?access_token=` stays secret), an absolute or home path without spaces (`/run/user/1000/ssh.sock`,
+# `~/.cache/hf/token`) and an ISO date or time (`2026-11-25`, `2026-11-25T08:30:00Z`). They are where a
+# credential lives or when it expires; masked everywhere, they would rewrite every link and path that
+# shares their prefix.
+_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@?#]+(?:/[^\s@?#]*)?")
+_PLAIN_PATH = re.compile(r"(?:~|/)[^\s@?#:]*")
+_ISO_TIME = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2})?(?:(?:^|[T ])\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+
+
 def looks_ordinary(text: str) -> bool:
-    """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier."""
+    """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier,
+    a plain URL or path, a date or time."""
     stripped = text.strip()
     if len(stripped) < SHORTEST_SECRET_CHARS or _WORDLIKE.fullmatch(stripped):
+        return True
+    if _PLAIN_URL.fullmatch(stripped) or _PLAIN_PATH.fullmatch(stripped) or _ISO_TIME.fullmatch(stripped):
         return True
     try:
         float(stripped.replace("_", ""))
@@ -244,29 +274,31 @@ class ContextRedaction:
 
         The scan is linear in `len(text)`; callers pass text they have already cut to their budget.
         """
-        if not self.enabled:
-            return text
-        placeholder = self.placeholder
-        matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
-        if matcher is not None:
-            # A function replacement keeps backslashes in the placeholder literal.
-            text = matcher.sub(lambda _match: placeholder, text)
-        if self.mask_random_tokens:
-            for start, end in reversed(_random_tokens(text)):
-                text = text[:start] + placeholder + text[end:]
-        return text
+        return self._replace_credentials(text, [])
 
     def credential_parts(self, text: str) -> list[str]:
         """The credential-shaped substrings of `text` (what `scrub_text` would replace)."""
-        if not self.enabled:
-            return []
         found: list[str] = []
+        self._replace_credentials(text, found)
+        return found
+
+    def _replace_credentials(self, text: str, found: list[str]) -> str:
+        """`text` with its credential-shaped substrings replaced by the placeholder, each appended to `found`."""
+        if not self.enabled:
+            return text
+        placeholder = self.placeholder
+
+        def masked(piece: str) -> str:
+            found.append(piece)
+            return placeholder  # returned by a function, so backslashes in the placeholder stay literal
+
         matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
         if matcher is not None:
-            found += [match.group(0) for match in matcher.finditer(text)]
+            text = matcher.sub(lambda match: masked(match.group(0)), text)
         if self.mask_random_tokens:
-            found += [text[start:end] for start, end in _random_tokens(text)]
-        return found
+            for start, end in reversed(_random_tokens(text)):
+                text = text[:start] + masked(text[start:end]) + text[end:]
+        return text
 
     def mask_value(self, name: str | None, value: object) -> object:
         """Return the placeholder when `name` is sensitive or `value` is wholly a credential, else `value`.

@@ -81,7 +81,14 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
     deadline = step_deadline(configuration.step_budget)
     # Everything the step sends out (model requests, events, logs, the exception it raises) is scrubbed of
     # the secret values in its scope while this is current.
-    with scrubbing_step(step.rendering.redaction, step.step_locals, step.program.reads) as scrubber, bounded_by(deadline):
+    secrets = scrubbing_step(
+        step.rendering.redaction,
+        step_locals=step.step_locals,
+        step_globals=step.step_globals,
+        reads=step.program.reads,
+        interpolated=step.program.interpolated,
+    )
+    with secrets as scrubber, bounded_by(deadline):
         result = await _run_step(program, executor, step, deadline)
         if result.exception is not None:
             scrub_exception(result.exception, scrubber)

@@ -1,0 +1,136 @@
+"""Finding the secret values inside a step's data: the strings under credential names, `SecretStr`s, and
+credential-shaped text, in dicts, sequences, dataclasses and pydantic models.
+
+Only data containers are entered, never an arbitrary object's attributes, a module or a class, and no user
+code runs but the `__iter__` of builtin containers. Each look is breadth first and bounded, so a huge table
+costs a bounded time and a secret near the top (a key of a config dict, a field of a settings model) is
+found first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from itertools import islice
+
+from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
+
+__all__ = ["collect_into", "collect_secret_values", "field_names"]
+
+_MAX_NODES = 1_000
+_MAX_DEPTH = 8
+# Strings longer than this are neither collected nor searched for credential shapes while collecting (they
+# are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
+_MAX_SCANNED_CHARS = 8_192
+# The password of `scheme://user:password@host`, so that `urlparse(dsn).password` is masked on its own too.
+_URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
+
+
+@lru_cache(maxsize=256)
+def field_names(cls: type) -> tuple[str, ...]:
+    """The field names of dataclass `cls`."""
+    return tuple(item.name for item in dataclasses.fields(cls))
+
+
+def _is_pydantic_model(value: object) -> bool:
+    return hasattr(type(value), "model_fields") and hasattr(value, "__dict__")
+
+
+def _children(value: object) -> Iterator[tuple[str | None, object]]:
+    """(name, child) pairs of a data value: dict items, sequence items, dataclass and pydantic fields.
+
+    Nothing else is entered (modules, classes, functions, arbitrary objects), and no user code runs but the
+    `__iter__` of builtin containers.
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield (key if isinstance(key, str) else None), item
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield None, item
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for name in field_names(type(value)):
+            yield name, getattr(value, name, None)
+    elif _is_pydantic_model(value):
+        # Pydantic keeps a model's field values in its instance dictionary: no property runs.
+        fields = type(value).model_fields  # type: ignore[attr-defined]
+        yield from ((name, item) for name, item in vars(value).items() if name in fields)
+
+
+def _secret_text(value: object) -> str | None:
+    """The text of a value that is secret whatever its name (pydantic's `SecretStr` and `SecretBytes`)."""
+    if type(value).__name__ in ("SecretStr", "SecretBytes") and hasattr(value, "get_secret_value"):
+        secret = value.get_secret_value()
+        return secret.decode("utf-8", "replace") if isinstance(secret, bytes) else str(secret)
+    return None
+
+
+def collect_secret_values(
+    roots: Iterable[tuple[str | None, object]], redaction: ContextRedaction, *, secret: bool = False
+) -> frozenset[str]:
+    """The secret texts inside `roots`, a sequence of (name, value) pairs.
+
+    A string is secret when a credential name is on its path (`config["db"]["password"]`, every string under
+    `credentials = {...}`) and it is not ordinary text, when it is a `SecretStr`, or, for a part of it, when
+    it has a credential shape or is the password of a URL. With `secret`, the roots themselves are under a
+    credential name.
+    """
+    found: set[str] = set()
+    collect_into(roots, redaction, found, set(), secret=secret)
+    return frozenset(found)
+
+
+def collect_into(
+    roots: Iterable[tuple[str | None, object]],
+    redaction: ContextRedaction,
+    found: set[str],
+    looked_at: set[int],
+    *,
+    secret: bool = False,
+) -> None:
+    if not redaction.enabled:
+        return
+    queue: deque[tuple[str | None, object, int, bool]] = deque((name, value, 0, secret) for name, value in roots)
+    visited = 0
+    while queue and visited < _MAX_NODES:
+        name, value, depth, inherited = queue.popleft()
+        visited += 1
+        sensitive = inherited or (name is not None and redaction.is_sensitive_name(name))
+        if isinstance(value, (str, bytes)):
+            if not SHORTEST_SECRET_CHARS <= len(value) <= _MAX_SCANNED_CHARS:
+                continue  # too short to mask everywhere; a long text is data (its credential shapes still go)
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            if sensitive and not looks_ordinary(text):
+                found.add(text)
+            elif (key := id(value) * 2) not in looked_at:
+                looked_at.add(key)  # the same text repeated down a column is searched once
+                found.update(_shaped_parts(text, redaction))
+            continue
+        special = _secret_text(value)
+        if special is not None:
+            if len(special) >= SHORTEST_SECRET_CHARS:
+                found.add(special)
+            continue
+        # A container met under a credential name is looked at again even if it was seen innocently.
+        key = id(value) * 2 + sensitive
+        if value is None or depth >= _MAX_DEPTH or key in looked_at:
+            continue
+        looked_at.add(key)
+        room = _MAX_NODES - visited - len(queue)
+        if room <= 0:
+            continue
+        try:
+            # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy.
+            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in islice(_children(value), room))
+        except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
+            continue
+
+
+def _shaped_parts(text: str, redaction: ContextRedaction) -> Iterator[str]:
+    """The credential-shaped substrings of `text`, and URL passwords on their own."""
+    yield from (part for part in redaction.credential_parts(text) if len(part) >= SHORTEST_SECRET_CHARS)
+    if "://" in text:
+        yield from (match.group(1) for match in _URL_PASSWORD.finditer(text) if len(match.group(1)) >= SHORTEST_SECRET_CHARS)
