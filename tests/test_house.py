@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,23 @@ def test_the_circle_check_sees_a_function_level_import() -> None:
     # The check must count imports hidden inside functions, the usual way a circle is dodged.
     dependencies = _own_dependencies("nighthawk", PACKAGES["nighthawk"] / "__init__.py")
     assert "nighthawk_ipython" in dependencies
+
+
+ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+_NAMED_PATH = re.compile(r"`((?:core/nighthawk|nighthawk_ipython)/[\w/.]*)`")
+
+
+@pytest.mark.parametrize("path", sorted(set(_NAMED_PATH.findall(ARCHITECTURE))))
+def test_every_path_architecture_names_exists(path: str) -> None:
+    assert (ROOT / path).exists(), f"ARCHITECTURE.md names {path}, which is not there"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_has_its_place_in_architecture(module: str) -> None:
+    path = MODULES[module].relative_to(ROOT).as_posix()
+    folder = path.rpartition("/")[0] + "/"
+    # A module is placed by its own path, or by its subpackage's folder (`core/nighthawk/replay/`); the
+    # package folders themselves place nothing.
+    subpackage = folder not in ("core/nighthawk/", "nighthawk_ipython/")
+    placed = f"`{path}`" in ARCHITECTURE or (subpackage and f"`{folder}`" in ARCHITECTURE)
+    assert placed, f"ARCHITECTURE.md does not say what {path} does"
