@@ -28,6 +28,11 @@ if importlib.util.find_spec("ray") is None:
         pytest.fail(_reason, pytrace=False)
     pytest.skip(_reason, allow_module_level=True)
 
+# Before Ray is imported (it reads them then; its workers inherit them): no auth token file in the home
+# folder, and every address on loopback (Ray would otherwise bind its node to the machine's own address).
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 import ray  # noqa: E402
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
@@ -45,28 +50,20 @@ pytestmark = [
 
 ROWS = 500
 
+# The actors cannot import this test module (it is not on their path when the suite runs from an installed
+# package): send what it defines by value, as a notebook's functions are sent.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A local two-CPU cluster on loopback, logs in a temporary folder; yields its address."""
+    """A local two-CPU cluster, its logs in a temporary folder; yields its address."""
     temp_dir = tempfile.mkdtemp(prefix="nh-ray-")  # short: Ray's socket paths live under it
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"
     try:
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            _node_ip_address="127.0.0.1",
-            _temp_dir=temp_dir,
-        )
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
@@ -208,7 +205,7 @@ def test_a_natural_function_of_a_main_script_runs_on_the_actors_with_rows_in_fli
     script = tmp_path / "tickets_job.py"
     script.write_text(textwrap.dedent(SCRIPT))
     done = subprocess.run(
-        [sys.executable, str(script), cluster], capture_output=True, text=True, timeout=240, env={**os.environ, "RAY_AUTH_MODE": "disabled"}
+        [sys.executable, str(script), cluster], capture_output=True, text=True, timeout=240
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == sorted(f"ROW {n} together" for n in range(16))
