@@ -6,7 +6,7 @@ nighthawk's CPU per call: the figure is how well actors add up, not how well wai
 
 Each pool is timed on N and on 2N rows; the rate is N / (time(2N) - time(N)), so starting the actors and
 the first batches (the same in both runs) is left out. The wall time of the 2N run, startup included, is
-printed too.
+printed too, and the load average: on a shared machine two actors only add up when two CPUs are free.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ def main() -> None:
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
-    print(f"(f) Ray, zero latency, {ROWS} and {2 * ROWS} rows, concurrency 8 per actor, 2 CPUs")
+    load = ", ".join(f"{figure:.2f}" for figure in os.getloadavg())
+    print(f"(f) Ray, zero latency, {ROWS} and {2 * ROWS} rows, concurrency 8 per actor, {os.cpu_count()} CPUs (load {load})")
     print(f"    1 actor : {one:7.1f} rows/s past startup  ({2 * ROWS} rows in {one_wall:.1f} s wall)")
     print(f"    2 actors: {two:7.1f} rows/s past startup  ({2 * ROWS} rows in {two_wall:.1f} s wall)")
     print(f"    2 actors / 1 actor: {two / one:.2f}x (goal >= 1.7x)")
