@@ -18,7 +18,8 @@ try:
     import ray.data
 except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typing_extensions it imports
     raise ModuleNotFoundError(
-        f'`nighthawk.ray` needs Ray Data, which cannot be imported here ({_missing}): install it with `pip install "nighthawk-jupyter[ray]"`',
+        f"`nighthawk.ray` needs Ray Data, which cannot be imported here ({_missing}): install it with "
+        '`pip install "nighthawk-jupyter[ray]"`',
         name=_missing.name,
     ) from _missing
 

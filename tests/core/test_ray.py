@@ -140,6 +140,16 @@ def test_a_failed_row_stops_the_dataset_naming_the_row(cluster: str) -> None:
     assert 'on_error="collect"' in str(caught.value)
 
 
+@pytest.mark.timeout(120)
+def test_rows_read_by_ray_tasks_are_mapped_without_the_actors_starving_the_reads(cluster: str) -> None:
+    # With whole-CPU actors on two CPUs, a dataset that Ray reads with tasks of its own never finishes.
+    read = ray.data.range(40).map(lambda row: {"ticket": f"ticket-{row['id']}", "priority": row["id"] % 3})
+    dataset = nighthawk.ray.map_batches(
+        read, triage, input_columns=["ticket", "priority"], output_column="team", executor=executor, on_error="collect"
+    )
+    assert len(dataset.take_all()) == 40
+
+
 def test_each_row_carries_its_own_usage(cluster: str) -> None:
     row = routed(tickets(12), on_error="collect")[3]
     assert row["team_requests"] == 1
