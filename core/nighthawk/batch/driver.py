@@ -129,8 +129,9 @@ class _Driver:
     # --- one item ---------------------------------------------------------------------------------------
 
     def _start(self, index: int, args: tuple[Any, ...], *, attempt: int, spent: UsageTotals | None = None) -> None:
-        item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy(), spent=UsageTotals() if spent is None else spent)
-        item.context.run(count_in_context, item.spent)
+        spent = UsageTotals() if spent is None else spent
+        item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy(), spent=spent)
+        item.context.run(count_in_context, spent)  # every step of the item adds to it, whatever else counts
         try:
             # A twin or an async function only makes its coroutine here. A sync callable that is not a
             # natural function runs whole, here.
