@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up a fresh virtual environment per supported Python, install the project with its test extras, and
-# run the whole test suite in each: unit and kernel tests, the install/autoload check, and on the first
+# Set up a fresh virtual environment per supported Python, install the project with its test and Ray extras,
+# and run the whole test suite in each: unit and kernel tests (the Ray ones on a local cluster, required:
+# a missing Ray fails them rather than skipping), the install/autoload check, and on the first
 # Python also the example notebooks under nbval (twice: as they are, and with an exact tokenizer available)
 # and the real-browser check. Installs chromium through apt when it is missing.
 # Usage: bash scripts/test.sh [extra pytest args...]
@@ -43,11 +44,11 @@ first=1
 for python in "${pythons[@]}"; do
     version="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
     venv="$root/build/venv-$version"
-    extras="test"
+    extras="test,ray"
     targets=("$root/tests")
     notebooks=("$root/notebooks" --nbval --nbval-sanitize-with "$root/notebooks/sanitize.cfg")
     if [ "$first" = 1 ]; then
-        extras="test,browser"
+        extras="test,browser,ray"
         targets=("$root/tests" "${notebooks[@]}")
     fi
     echo "=== Python $version: installing into build/venv-$version"
@@ -57,8 +58,9 @@ for python in "${pythons[@]}"; do
     "$venv/bin/python" -m pip install --quiet ".[$extras]"
     echo "=== Python $version: running the tests"
     # Run from a folder outside the checkout's import path so the installed package is what gets tested.
-    # The first Python must run the real-browser check; it may not skip it for a missing tool.
-    (cd "$root/build" && NIGHTHAWK_REQUIRE_BROWSER="$first" "$venv/bin/python" -m pytest -c "$root/pyproject.toml" --rootdir "$root" \
+    # The first Python must run the real-browser check, every Python the Ray tests; neither may skip for a
+    # missing tool.
+    (cd "$root/build" && NIGHTHAWK_REQUIRE_BROWSER="$first" NIGHTHAWK_REQUIRE_RAY=1 "$venv/bin/python" -m pytest -c "$root/pyproject.toml" --rootdir "$root" \
         "${targets[@]}" "$@")
     if [ "$first" = 1 ]; then
         # The same notebooks where tiktoken's vocabulary loads: a stand-in encoding (one token per byte, no

@@ -23,7 +23,7 @@ def test_every_exported_name_resolves() -> None:
         assert getattr(nighthawk, name) is not None
 
 
-def test_import_nighthawk_imports_neither_ipython_nor_pydantic_ai() -> None:
-    code = "import sys, nighthawk; print(sorted(m for m in ('IPython', 'pydantic_ai', 'tiktoken', 'yaml') if m in sys.modules))"
+def test_import_nighthawk_imports_neither_ipython_nor_pydantic_ai_nor_ray() -> None:
+    code = "import sys, nighthawk; print(sorted(m for m in ('IPython', 'pydantic_ai', 'tiktoken', 'yaml', 'ray') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -1,7 +1,7 @@
 """Nighthawk: Python controls the flow, an LLM executes small Natural blocks against live Python state.
 
-`import nighthawk` imports neither IPython nor pydantic-ai; `%load_ext nighthawk` forwards to
-`nighthawk_ipython`.
+`import nighthawk` imports neither IPython nor pydantic-ai, nor Ray (`nighthawk.ray` is imported when first
+used); `%load_ext nighthawk` forwards to `nighthawk_ipython`.
 """
 
 from __future__ import annotations
@@ -100,3 +100,12 @@ def unload_ipython_extension(ipython: _Any) -> None:
     import nighthawk_ipython  # here for the same reason as in `load_ipython_extension`
 
     nighthawk_ipython.unload_ipython_extension(ipython)
+
+
+def __getattr__(name: str) -> _Any:
+    # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
+    if name == "ray":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.ray")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,6 +34,7 @@ __all__ = [
     "UsageTotals",
     "active_budgets",
     "budget",
+    "count_in_context",
     "record_usage",
     "session_usage",
     "step_deadline",
@@ -197,6 +198,12 @@ def budget(
 def active_budgets() -> tuple[BudgetScope, ...]:
     """The budget scopes the current step counts against, outermost first."""
     return _scopes.get()
+
+
+def count_in_context(totals: UsageTotals) -> None:
+    """Add what every step run in the current context spends to `totals` too: an unbounded group without a
+    `with`, for a context that is dropped whole when its work ends (one item of a map)."""
+    _scopes.set((*_scopes.get(), BudgetScope(limit=UsageBudget(), spent=totals)))
 
 
 @dataclass(frozen=True, kw_only=True)

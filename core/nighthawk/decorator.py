@@ -87,6 +87,9 @@ class _Compiled:
     code: types.CodeType
     reads_late: bool
     """Whether some read binding is taken from the enclosing frame when the block runs."""
+    source: str
+    """The function's source as read at decoration: what `nighthawk.map` compiles its twin from, so no file
+    is read again (a function sent to another process by value has none there)."""
 
 
 # A nested def with blocks is decorated each time its enclosing function runs: parse and compile it once.
@@ -113,6 +116,7 @@ def _compile(function: types.FunctionType, enclosing: types.FrameType | None) ->
         filename=code.co_filename,
         enclosing_types=_enclosing_types(function, compiled_blocks.annotated, enclosing_locals),
         enclosing=enclosing if compiled_blocks.reads_late else None,  # else: do not keep the frame alive
+        source=compiled_blocks.source,
     )
     cells = {name: cell for name, cell in zip(code.co_freevars, function.__closure__ or (), strict=True)}
     cells[_RUNTIME] = types.CellType(runtime)
@@ -131,22 +135,27 @@ def _compile(function: types.FunctionType, enclosing: types.FrameType | None) ->
 
 
 def _compile_blocks(
-    function: types.FunctionType, enclosing: types.FrameType | None, *, as_coroutine: bool = False
+    function: types.FunctionType,
+    enclosing: types.FrameType | None,
+    *,
+    as_coroutine: bool = False,
+    source: str | None = None,
 ) -> _Compiled | None:
     """Rewrite and compile `function`'s blocks; `None` when it has none (nor nested natural functions).
 
     `as_coroutine` compiles a sync function as an `async def` awaiting its blocks (what `nighthawk.map`
-    drives to overlap many calls on one thread)."""
+    drives to overlap many calls on one thread), from `source` as kept at decoration."""
     code = function.__code__
     filename = code.co_filename
-    try:
-        source = textwrap.dedent(inspect.getsource(function))
-    except (OSError, TypeError) as exc:
-        raise NaturalParseError(
-            f"the source of {function.__qualname__!r} is not available, so its Natural blocks cannot be read "
-            "(define it in a file or a notebook cell)",
-            filename=filename,
-        ) from exc
+    if source is None:
+        try:
+            source = textwrap.dedent(inspect.getsource(function))
+        except (OSError, TypeError) as exc:
+            raise NaturalParseError(
+                f"the source of {function.__qualname__!r} is not available, so its Natural blocks cannot be read "
+                "(define it in a file or a notebook cell)",
+                filename=filename,
+            ) from exc
     tree = ast.parse(source)
     node = tree.body[0]
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != function.__name__:
@@ -171,7 +180,7 @@ def _compile_blocks(
     if late:
         _read_late(node, late)
         new_code = _build_code(node, function, filename, free_names)
-    return _Compiled(specs=specs, annotated=annotated, code=new_code, reads_late=bool(late))
+    return _Compiled(specs=specs, annotated=annotated, code=new_code, reads_late=bool(late), source=source)
 
 
 def _build_code(node: ast.stmt, function: types.FunctionType, filename: str, free_names: list[str]) -> types.CodeType:
@@ -428,8 +437,10 @@ class _FunctionRuntime:
         filename: str,
         enclosing_types: Mapping[str, object],
         enclosing: types.FrameType | None,
+        source: str,
     ) -> None:
         self.function = function
+        self.source = source
         self.enclosing_types = enclosing_types
         self.enclosing = enclosing
         self.specs = specs

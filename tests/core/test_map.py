@@ -8,12 +8,15 @@ thread against the item's own arguments.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
+import linecache
 import os
 import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from pydantic_ai import RunContext
@@ -169,6 +172,23 @@ def test_runs_concurrency_items_at_once(function: Callable[..., object]) -> None
     with nh.run(model.executor()):
         nh.map(function, range(40), range(40), concurrency=8, progress=False)
     assert model.peak == 8
+
+
+def test_a_sync_function_whose_source_file_is_gone_still_has_its_items_in_flight_together(tmp_path: Path) -> None:
+    # As on a Ray actor, which receives the function by value and has no file to read it from.
+    path = tmp_path / "vanishing.py"
+    path.write_text('import nighthawk as nh\n\n\n@nh.natural_function\ndef add(a: int, b: int) -> int:\n    """natural\n    Add <a> and <b>.\n    """\n')
+    spec = importlib.util.spec_from_file_location("vanishing", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path.unlink()
+    linecache.clearcache()
+    model = Model("a + b", gate=4)
+    with nh.run(model.executor()):
+        result = nh.map(module.add, range(4), range(4), concurrency=4, progress=False)
+    assert list(result) == [0, 2, 4, 6]
+    assert model.peak == 4
 
 
 finished: list[int] = []

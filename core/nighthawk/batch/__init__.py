@@ -18,7 +18,7 @@ from .progress import LineProgress, wanted
 from .ratelimit import rate_limit_wait
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
 
-__all__ = ["MapResult", "map"]
+__all__ = ["MapResult", "map", "map_reporting_items"]
 
 _map = map  # the builtin, before this module's own `map` hides it
 
@@ -73,6 +73,25 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             far are on `.partial`).
         BudgetExceededError: An enclosing budget ran out; what finished is kept for the next run.
     """
+    return map_reporting_items(
+        function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=store, progress=progress
+    )
+
+
+def map_reporting_items(
+    function: Callable[..., Any],
+    iterables: tuple[Iterable[Any], ...],
+    *,
+    concurrency: int = 8,
+    on_error: Literal["raise", "collect"] = "raise",
+    retries: int = 0,
+    store: str | None = None,
+    progress: bool | None = None,
+    item_usage: Callable[[int, UsageTotals], None] | None = None,
+) -> MapResult:
+    """`map`, also handing each item that ran, as it ends (done or failed for good), with what its steps spent
+    over all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns). Items
+    answered from a store spent nothing and are not reported."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -108,13 +127,17 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
                 keys[index] = (key, anchors)
                 yield index, args
 
-        def settle(index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None) -> float | None:
+        def settle(
+            index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None, spent: UsageTotals
+        ) -> float | None:
             if error is None:
                 key, anchors = keys.pop(index)
                 if disk is not None:
                     disk.put(key, value)  # first, so a value it cannot hold fails the map at once
                 session.put(key, value, anchors)
                 results[index] = value
+                if item_usage is not None:
+                    item_usage(index, spent)
                 if shown is not None:
                     shown.finished_item()
                 return None
@@ -132,6 +155,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
                     partial=results,
                 ) from error
             results.errors[index] = error
+            if item_usage is not None:
+                item_usage(index, spent)
             if shown is not None:
                 shown.failed_item()
             return None

@@ -30,15 +30,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
+from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
 from .twin import StepRequest, coroutine_twin
 
 __all__ = ["Settle", "drive"]
 
-Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None], float | None]
-"""`settle(index, args, attempt, value, error)` on the caller's thread: `None` when the item is done, else
-the seconds after which to run it again; more than 0 means the provider asked to slow down. Raising stops
-the map."""
+Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None, UsageTotals], float | None]
+"""`settle(index, args, attempt, value, error, spent)` on the caller's thread (`spent`: what the item's steps
+spent over its attempts so far): `None` when the item is done, else the seconds after which to run it
+again; more than 0 means the provider asked to slow down. Raising stops the map."""
 
 
 @dataclass(eq=False, kw_only=True)
@@ -47,6 +48,8 @@ class _Item:
     args: tuple[Any, ...]
     attempt: int
     context: contextvars.Context
+    spent: UsageTotals
+    """What the item's steps spent, over all its attempts."""
     twin: Coroutine[Any, Any, Any] | None = None
     """A sync natural function's paused twin; `None` for an async item (the task is the whole call)."""
     task: asyncio.Task[Any] | None = None
@@ -96,7 +99,7 @@ class _Driver:
                 while not paused and len(self.in_flight) < self.limit:
                     if self.again:
                         item = self.again.popleft()
-                        self._start(item.index, item.args, attempt=item.attempt + 1)
+                        self._start(item.index, item.args, attempt=item.attempt + 1, spent=item.spent)
                         continue
                     following = None if exhausted else next(items, None)
                     if following is None:
@@ -125,8 +128,10 @@ class _Driver:
 
     # --- one item ---------------------------------------------------------------------------------------
 
-    def _start(self, index: int, args: tuple[Any, ...], *, attempt: int) -> None:
-        item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy())
+    def _start(self, index: int, args: tuple[Any, ...], *, attempt: int, spent: UsageTotals | None = None) -> None:
+        spent = UsageTotals() if spent is None else spent
+        item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy(), spent=spent)
+        item.context.run(count_in_context, spent)  # every step of the item adds to it, whatever else counts
         try:
             # A twin or an async function only makes its coroutine here. A sync callable that is not a
             # natural function runs whole, here.
@@ -190,7 +195,7 @@ class _Driver:
             self._finish(item, value, error)
 
     def _finish(self, item: _Item, value: object, error: BaseException | None) -> None:
-        after_s = self.settle(item.index, item.args, item.attempt, value, error)
+        after_s = self.settle(item.index, item.args, item.attempt, value, error, item.spent)
         if after_s is None:
             self._finished()
             return

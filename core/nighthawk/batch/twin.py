@@ -4,6 +4,8 @@ One thread cannot hold many sync calls half-way through, yet a map must keep eve
 caller's thread while many items wait for the model. So a sync natural function gets a twin compiled from
 the same source as an `async def`: its Python runs as it would, and each block, instead of running its
 step, hands the step out (`StepRequest`) and pauses until the driver sends back the step's result. The
+source is the text kept at decoration, never read again: a function sent by value to another process (a
+Ray actor) has no file to read there, and one whose file changed since must twin what it runs. The
 driver runs the steps' conversations on the background loop and resumes the twins on the caller's thread.
 Prompts are those of a plain call (the frame says the function is sync), so replays and stores agree.
 """
@@ -18,7 +20,6 @@ from typing import Any
 
 from ..block import Program
 from ..decorator import _RUNTIME, _compile_blocks, _FunctionRuntime
-from ..errors import NaturalParseError
 from ..frame import Frame
 from ..runner import BlockResult, run_block_async
 
@@ -73,8 +74,7 @@ _TWINS: weakref.WeakKeyDictionary[types.FunctionType, Callable[..., Coroutine[An
 
 
 def coroutine_twin(function: object) -> Callable[..., Coroutine[Any, Any, Any]] | None:
-    """The twin of a sync natural function (a bound one keeps its `self`); `None` for anything else, or when
-    its source can no longer be read (the map then calls it one item at a time)."""
+    """The twin of a sync natural function (a bound one keeps its `self`); `None` for anything else."""
     bound_self = getattr(function, "__self__", None) if inspect.ismethod(function) else None
     plain = function.__func__ if inspect.ismethod(function) else function  # type: ignore[attr-defined]
     runtime = natural_runtime(plain)
@@ -85,10 +85,7 @@ def coroutine_twin(function: object) -> Callable[..., Coroutine[Any, Any, Any]] 
         return None  # async ones are coroutines already; a generator's result is not its value
     twin = _TWINS.get(plain)
     if twin is None:
-        try:
-            twin = _build(plain, original, runtime)
-        except NaturalParseError:  # its source changed on disk since it was decorated: call it plainly
-            return None
+        twin = _build(plain, original, runtime)
         _TWINS[plain] = twin
     return twin if bound_self is None else types.MethodType(twin, bound_self)
 
@@ -96,7 +93,7 @@ def coroutine_twin(function: object) -> Callable[..., Coroutine[Any, Any, Any]] 
 def _build(
     compiled: types.FunctionType, original: types.FunctionType, runtime: _FunctionRuntime
 ) -> Callable[..., Coroutine[Any, Any, Any]]:
-    blocks = _compile_blocks(original, runtime.enclosing, as_coroutine=True)
+    blocks = _compile_blocks(original, runtime.enclosing, as_coroutine=True, source=runtime.source)
     assert blocks is not None  # the function has blocks: it was compiled from the same source
     cells = dict(zip(compiled.__code__.co_freevars, compiled.__closure__ or (), strict=True))
     cells[_RUNTIME] = types.CellType(_DeferredRuntime(runtime))

@@ -1,0 +1,202 @@
+"""`nighthawk.ray.map_batches`: one natural function over a Ray dataset, on a pool of actors.
+
+Each actor makes its executor once, from a factory run inside the actor (API keys, HTTP clients and models
+are made where they are used, never pickled), then maps every batch it gets with a local `nighthawk.map`,
+so `concurrency` rows of a batch wait for the model at once. The function reaches the actors by value
+(cloudpickle): its Natural program and the source its map twin is compiled from were kept when it was
+decorated, so a function from a notebook cell or a `__main__` script runs there without any file to read.
+
+Imported only when used: `import nighthawk` never imports Ray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+try:
+    import ray.data
+except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typing_extensions it imports
+    raise ModuleNotFoundError(
+        f"`nighthawk.ray` needs Ray Data, which cannot be imported here ({_missing}): install it with "
+        '`pip install "nighthawk-jupyter[ray]"`',
+        name=_missing.name,
+    ) from _missing
+
+import numpy as np
+
+from .batch import map_reporting_items
+from .budget import UsageTotals
+from .errors import MapItemError, NighthawkError
+from .executor import StepExecutor
+from .runtime import run
+
+__all__ = ["map_batches"]
+
+_ACTOR_CPUS = 0.5
+"""What each actor reserves: it mostly waits for the model. Whole CPUs would also starve the dataset's own
+read tasks on a small machine (two one-CPU actors on two CPUs hang a `ray.data.range` pipeline)."""
+
+_ROWS_PER_SLOT = 16
+"""Default batch size per item in flight: enough that the tail of a batch, where fewer items are in flight,
+costs little, and small enough that a few hundred rows still spread over the actors."""
+
+
+def map_batches(
+    dataset: ray.data.Dataset,
+    function: Callable[..., Any],
+    *,
+    input_columns: Sequence[str],
+    output_column: str,
+    executor: Callable[[], StepExecutor],
+    actors: int = 2,
+    concurrency: int = 8,
+    on_error: Literal["raise", "collect"] = "raise",
+    batch_size: int | None = None,
+) -> ray.data.Dataset:
+    """Call `function` on every row of `dataset` on `actors` Ray actors; the rows come back with its results.
+
+    Lazy, as Ray datasets are: nothing runs until the dataset is consumed (`take_all`, `to_pandas`,
+    `write_parquet`, ...).
+
+    Args:
+        dataset: The rows to map.
+        function: A natural function (sync or async) or a callable calling them; one parameter per input
+            column. It is sent to the actors by value, as are the globals it names.
+        input_columns: The columns passed to `function`, in the order of its parameters.
+        output_column: Where the results go. Beside it, per row: `<output_column>_requests`,
+            `_input_tokens`, `_output_tokens` and `_cost_usd` (`None` for a model without a price), and with
+            `on_error="collect"` `_error` (the failure's message, `None` for a row that succeeded).
+        executor: A function without arguments that makes the step executor; each actor calls it once.
+        actors: Actors mapping batches at once (each holds one executor).
+        concurrency: Rows of a batch in flight at once, in each actor.
+        on_error: `"raise"` stops the dataset at the first failed row; `"collect"` keeps going and leaves
+            `None` in the output column and the message in the error column.
+        batch_size: Rows per batch (at most); by default 16 times `concurrency`.
+
+    Raises:
+        TypeError: An argument has the wrong kind (`executor` must make the executor, not be one).
+        ValueError: A number is out of range or `on_error` is unknown.
+    """
+    _check(input_columns=input_columns, output_column=output_column, executor=executor, actors=actors, on_error=on_error)
+    _positive("concurrency", concurrency)
+    if batch_size is not None:
+        _positive("batch_size", batch_size)
+    return dataset.map_batches(
+        _Rows,
+        fn_constructor_kwargs={
+            "function": function,
+            "executor": executor,
+            "input_columns": tuple(input_columns),
+            "output_column": output_column,
+            "concurrency": concurrency,
+            "on_error": on_error,
+        },
+        batch_format="numpy",
+        batch_size=batch_size or _ROWS_PER_SLOT * concurrency,
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_cpus=_ACTOR_CPUS,
+    )
+
+
+class _Rows:
+    """One actor: its executor, made once; a local map for each batch."""
+
+    def __init__(
+        self,
+        *,
+        function: Callable[..., Any],
+        executor: Callable[[], StepExecutor],
+        input_columns: tuple[str, ...],
+        output_column: str,
+        concurrency: int,
+        on_error: Literal["raise", "collect"],
+    ) -> None:
+        self.function = function
+        self.executor = executor()
+        self.input_columns = input_columns
+        self.output_column = output_column
+        self.concurrency = concurrency
+        self.on_error = on_error
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        missing = [name for name in self.input_columns if name not in batch]
+        if missing:
+            raise KeyError(f"`input_columns` names {missing!r}, which the dataset does not have; it has {sorted(batch)!r}")
+        columns = [batch[name].tolist() for name in self.input_columns]  # numpy scalars become Python values
+        count = len(columns[0])
+        spent: dict[int, UsageTotals] = {}
+        try:
+            with run(self.executor):
+                results = map_reporting_items(
+                    self.function,
+                    tuple(columns),
+                    concurrency=self.concurrency,
+                    on_error=self.on_error,
+                    progress=False,
+                    item_usage=spent.__setitem__,
+                )
+        except MapItemError as exc:
+            row = {name: column[exc.index] for name, column in zip(self.input_columns, columns, strict=True)}
+            # Ray re-raises this on the caller, by value: a plain message travels where the map's error (which
+            # holds the partial results) would not.
+            raise NighthawkError(
+                f"the row {_short(row)} failed: {_message(exc.__cause__)}. The dataset stopped; set `on_error=\"collect\"` "
+                f"to map the other rows and find each failure in the `{self.output_column}_error` column"
+            ) from None
+        out = dict(batch)
+        out[self.output_column] = _objects(results)
+        if self.on_error == "collect":
+            out[f"{self.output_column}_error"] = _objects(
+                None if (error := results.errors.get(index)) is None else _message(error) for index in range(count)
+            )
+        rows = [spent.get(index, UsageTotals()) for index in range(count)]
+        out[f"{self.output_column}_requests"] = np.array([usage.requests for usage in rows], dtype=np.int64)
+        out[f"{self.output_column}_input_tokens"] = np.array([usage.input_tokens for usage in rows], dtype=np.int64)
+        out[f"{self.output_column}_output_tokens"] = np.array([usage.output_tokens for usage in rows], dtype=np.int64)
+        out[f"{self.output_column}_cost_usd"] = _objects(
+            None if usage.unpriced_requests else usage.cost_usd for usage in rows
+        )
+        return out
+
+
+def _objects(values: Any) -> np.ndarray:
+    """A one-dimensional object column: `np.array` would turn a list of lists into a matrix."""
+    items = list(values)
+    column = np.empty(len(items), dtype=object)
+    for index, value in enumerate(items):
+        column[index] = value
+    return column
+
+
+def _message(error: BaseException | None) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _short(row: dict[str, object]) -> str:
+    text = repr(row)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _check(
+    *, input_columns: Sequence[str], output_column: str, executor: object, actors: int, on_error: str
+) -> None:
+    if isinstance(input_columns, str) or not input_columns or not all(isinstance(name, str) for name in input_columns):
+        raise TypeError(
+            f"`input_columns` must be a list of column names, one per parameter of the function, got {input_columns!r}"
+        )
+    if not isinstance(output_column, str) or not output_column:
+        raise TypeError(f"`output_column` must be a column name, got {output_column!r}")
+    if not callable(executor) or hasattr(executor, "run_step"):
+        raise TypeError(
+            "`executor` must be a function without arguments that makes the step executor (each actor calls it "
+            f"once, so API keys and clients are made there), got {executor!r}; wrap it: `executor=lambda: ...`"
+        )
+    _positive("actors", actors)
+    if on_error not in ("raise", "collect"):
+        raise ValueError(f'`on_error` must be "raise" or "collect", got {on_error!r}')
+
+
+def _positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a whole number of at least 1, got {value!r}")

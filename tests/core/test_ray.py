@@ -1,0 +1,235 @@
+"""`nighthawk.ray.map_batches`: a natural function over a Ray dataset, on a local two-CPU Ray cluster.
+
+The model is scripted and deterministic: it reads the ticket number from the step's prompt and answers with
+a label derived from it, so the same rows give the same answers wherever they run. Skipped when Ray is not
+installed, unless `NIGHTHAWK_REQUIRE_RAY=1` (the test script sets it), when it fails instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("ray") is None:
+    _reason = 'the Ray tests need Ray Data (pip install "nighthawk-jupyter[ray]")'
+    if os.environ.get("NIGHTHAWK_REQUIRE_RAY") == "1":
+        pytest.fail(_reason, pytrace=False)
+    pytest.skip(_reason, allow_module_level=True)
+
+# Before Ray is imported (it reads them then; its workers inherit them): no auth token file in the home
+# folder, and every address on loopback (Ray would otherwise bind its node to the machine's own address).
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+import ray  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+
+import nighthawk as nh  # noqa: E402
+import nighthawk.ray  # noqa: E402
+from nighthawk.batch.store import session_store  # noqa: E402
+
+pytestmark = [
+    # A cluster that stops answering (see the engineering notes on two-CPU machines) fails the test, not CI.
+    pytest.mark.timeout(300),
+    # Ray Data's own settings object warns about its own deprecated fields when it is copied to the actors.
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context"),
+]
+
+ROWS = 500
+
+# The actors cannot import this test module (it is not on their path when the suite runs from an installed
+# package): send what it defines by value, as a notebook's functions are sent.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A local two-CPU cluster, its logs in a temporary folder; yields its address."""
+    temp_dir = tempfile.mkdtemp(prefix="nh-ray-")  # short: Ray's socket paths live under it
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_session_store() -> Iterator[None]:
+    session_store().clear()
+    yield
+    session_store().clear()
+
+
+@nh.natural_function
+def triage(ticket: str, priority: int) -> str:
+    """natural
+    Route <ticket> (priority <priority>) to a team.
+    """
+
+
+def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The label is a function of the ticket number in the prompt; every 50th ticket is refused."""
+    number = int(re.search(r"ticket-(\d+)", str(messages[0]))[1])  # type: ignore[index]
+    if number % 50 == 7:
+        outcome: dict[str, Any] = {"kind": "raise", "raise_message": f"no team for ticket {number}"}
+        outcome["raise_error_type"] = "ValueError"
+    else:
+        outcome = {"kind": "return", "return_expression": f"{'team-' + str(number % 5)!r} + '/p' + str(priority)"}
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", outcome)])
+
+
+def executor() -> nh.AgentStepExecutor:
+    return nh.AgentStepExecutor.from_configuration(
+        configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer, model_name="scripted-triage"))
+    )
+
+
+def tickets(count: int) -> list[dict[str, Any]]:
+    return [{"ticket": f"ticket-{n}", "priority": n % 3} for n in range(count)]
+
+
+def by_ticket(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda row: int(row["ticket"].split("-")[1]))
+
+
+def routed(rows: list[dict[str, Any]], **options: Any) -> list[dict[str, Any]]:
+    """The rows through `triage` on the cluster's actors, in ticket order."""
+    dataset = nighthawk.ray.map_batches(
+        ray.data.from_items(rows), triage, input_columns=["ticket", "priority"], output_column="team", executor=executor, **options
+    )
+    return by_ticket(dataset.take_all())
+
+
+def test_rows_get_exactly_the_results_of_a_local_map(cluster: str) -> None:
+    rows = tickets(ROWS)
+    with nh.run(executor()):
+        local = nh.map(
+            triage, [row["ticket"] for row in rows], [row["priority"] for row in rows], on_error="collect", progress=False
+        )
+    mapped = routed(rows, on_error="collect")
+    assert [row["team"] for row in mapped] == list(local)
+    assert [row["ticket"] for row in mapped] == [row["ticket"] for row in rows]
+
+
+def test_collected_failures_leave_their_message_in_the_error_column(cluster: str) -> None:
+    failed = [row for row in routed(tickets(60), on_error="collect") if row["team_error"] is not None]
+    assert [(row["ticket"], row["team"], row["team_error"]) for row in failed] == [
+        ("ticket-7", None, "ValueError: no team for ticket 7"),
+        ("ticket-57", None, "ValueError: no team for ticket 57"),
+    ]
+
+
+def test_a_failed_row_stops_the_dataset_naming_the_row(cluster: str) -> None:
+    failure = r"the row \{'ticket': 'ticket-7', 'priority': 1\} failed: ValueError: no team for ticket 7"
+    with pytest.raises(Exception, match=failure) as caught:  # Ray's own error, carrying ours
+        routed(tickets(10))
+    assert 'on_error="collect"' in str(caught.value)
+
+
+@pytest.mark.timeout(120)
+def test_rows_read_by_ray_tasks_are_mapped_without_the_actors_starving_the_reads(cluster: str) -> None:
+    # With whole-CPU actors on two CPUs, a dataset that Ray reads with tasks of its own never finishes.
+    read = ray.data.range(40).map(lambda row: {"ticket": f"ticket-{row['id']}", "priority": row["id"] % 3})
+    dataset = nighthawk.ray.map_batches(
+        read, triage, input_columns=["ticket", "priority"], output_column="team", executor=executor, on_error="collect"
+    )
+    assert len(dataset.take_all()) == 40
+
+
+def test_each_row_carries_its_own_usage(cluster: str) -> None:
+    row = routed(tickets(12), on_error="collect")[3]
+    assert row["team_requests"] == 1
+    assert row["team_input_tokens"] > 0
+    assert row["team_output_tokens"] > 0
+    assert row["team_cost_usd"] is None  # a scripted model has no price
+
+
+SCRIPT = '''
+import asyncio
+import json
+import os
+import sys
+
+import ray
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+import nighthawk as nh
+
+
+@nh.natural_function
+def shout(text: str) -> str:
+    """natural
+    Shout <text>.
+    """
+
+
+class Gated:
+    """Holds each request until four are in flight in this actor (at most 2 s): rows that were really mapped
+    together answer `together`, rows run one at a time answer `alone`."""
+
+    def __init__(self):
+        self.in_flight = self.peak = 0
+
+    async def __call__(self, messages, info):
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        for _ in range(200):
+            if self.peak >= 4:
+                break
+            await asyncio.sleep(0.01)
+        self.in_flight -= 1
+        expression = "text.upper() + ' together'" if self.peak >= 4 else "'alone'"
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": expression})])
+
+
+def executor():
+    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(Gated())))
+
+
+# Like a notebook cell's code on a remote machine: no file the actors could read the function from.
+os.remove(__file__)
+ray.init(address=sys.argv[1], log_to_driver=False)
+rows = ray.data.from_items([{"text": f"row {n}"} for n in range(16)])
+mapped = nh.ray.map_batches(
+    rows, shout, input_columns=["text"], output_column="loud", executor=executor, concurrency=4, batch_size=8
+)
+print(json.dumps(sorted(row["loud"] for row in mapped.take_all())))
+ray.shutdown()
+'''
+
+
+def test_a_natural_function_of_a_main_script_runs_on_the_actors_with_rows_in_flight_together(
+    cluster: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "tickets_job.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    done = subprocess.run([sys.executable, str(script), cluster], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == sorted(f"ROW {n} together" for n in range(16))
+
+
+def test_nh_ray_is_reachable_from_a_plain_import_nighthawk() -> None:
+    import nighthawk as plain
+
+    assert plain.ray.map_batches is nighthawk.ray.map_batches
+
+
+def test_an_executor_instead_of_its_factory_is_refused_before_anything_runs(cluster: str) -> None:
+    rows = ray.data.from_items(tickets(2))
+    with pytest.raises(TypeError, match=r"`executor` must be a function without arguments that makes the step executor"):
+        nighthawk.ray.map_batches(rows, triage, input_columns=["ticket"], output_column="team", executor=executor())  # type: ignore[arg-type]
