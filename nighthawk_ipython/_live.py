@@ -94,6 +94,7 @@ class StepDisplayer:
         self._cell: CellView | None = None
         self._live: _Live | None = None
         self._hooked: Any = None
+        self._muted = 0
         self._lock = threading.RLock()
         self.last_view: CellView | None = None
         """The most recently displayed cell (for tests and `%nighthawk status`)."""
@@ -105,6 +106,12 @@ class StepDisplayer:
 
     def _mode(self) -> str:
         return _mode_override.get() or self._default_mode()
+
+    def mute(self, muted: bool) -> None:
+        """Stop (`True`) or resume (`False`) showing new top-level steps; calls nest. A map shows its own
+        display, and 1,000 items must not add 1,000 steps to the cell's."""
+        with self._lock:
+            self._muted += 1 if muted else -1
 
     def _show(self, obj: Any, **kwargs: Any) -> Any:
         display = self._display
@@ -146,6 +153,8 @@ class StepDisplayer:
                 self._parents[event.invocation_id] = parent
                 parent.add_child(view)
             else:
+                if self._muted:
+                    return  # a map runs: its own display shows it (`_mapview`)
                 cell = self._cell
                 if cell is None:
                     mode = self._mode()

@@ -53,9 +53,33 @@ class KernelState:
 
             from ._live import StepDisplayer
 
+            from nighthawk.batch.progress import use_renderer
+
             self.displayer = StepDisplayer(lambda: self.settings.display)
             add_process_listener(self.displayer)
+            use_renderer(self.map_renderer)
         _guard_exit(self.shell)
+
+    def map_renderer(self, total: int | None, usage: Any, progress: bool | None) -> Any:
+        """Show a `nighthawk.map` in the notebook, hiding its items' steps. `None` (the map's progress is then
+        the stderr line) in terminal IPython, and in display mode `none`, where no step is shown anyway."""
+        from ._live import _comms_live
+
+        mode = self.settings.display
+        if mode == "none" or self.displayer is None or not _comms_live():
+            return None
+        from IPython.display import display
+
+        from ._mapview import MapView
+
+        return MapView(
+            total,
+            usage,
+            mode=mode if progress is not False else "none",
+            show=display,
+            live=progress is not False and mode == "widget",
+            mute=self.displayer.mute,
+        )
 
     def display_mode(self, mode: str | None) -> AbstractContextManager[None]:
         """Show the steps run inside the `with` block in `mode` (`None`: the kernel setting)."""
@@ -91,8 +115,13 @@ class KernelState:
         if self.displayer is not None:
             from nighthawk.events import remove_process_listener  # imported with the displayer, a lookup only
 
+            from nighthawk.batch.progress import use_renderer
+
             remove_process_listener(self.displayer)
             self.displayer = None
+            previous = use_renderer(None)
+            if previous != self.map_renderer:  # another shell's: leave it
+                use_renderer(previous)
         _unguard_exit(self.shell)
         self.settings.uninstall()
 

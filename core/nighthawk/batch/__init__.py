@@ -6,7 +6,6 @@ it got (`progress`), and leaves each call to take the road exactly as a plain ca
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from typing import Any, Literal
@@ -14,7 +13,7 @@ from typing import Any, Literal
 from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError, MapItemError, NighthawkError
 from ..runtime import get_step_executor
-from .progress import LineProgress, wanted
+from .progress import open_progress
 from .ratelimit import rate_limit_wait
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
 
@@ -66,7 +65,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             flight afterwards, before the item runs again.
         store: A sqlite file keeping finished items across sessions (values as JSON via the return
             annotation).
-        progress: A progress line on stderr; by default in a terminal or a notebook.
+        progress: Show how far the map is: a line on stderr, or one live display in a notebook with the
+            kernel extension loaded; by default in a terminal or a notebook. `False` shows nothing.
 
     Raises:
         MapItemError: An item failed with `on_error="raise"` (its exception is the cause; the results so
@@ -106,7 +106,7 @@ def map_reporting_items(
         disk = DiskStore(store, return_type(function)) if store is not None else None
         if disk is not None:
             stack.callback(disk.close)
-        shown = LineProgress(_total(iterables), usage) if wanted(progress, sys.stderr) else None
+        shown = open_progress(progress, _total(iterables), usage)
         if shown is not None:
             stack.callback(shown.close)
 
@@ -158,7 +158,7 @@ def map_reporting_items(
             if item_usage is not None:
                 item_usage(index, spent)
             if shown is not None:
-                shown.failed_item()
+                shown.failed_item(index, error)
             return None
 
         drive(function, pending(), concurrency=concurrency, settle=settle)

@@ -1,20 +1,71 @@
-"""One line on stderr that tells how far a map is: done/total, failed, items/s, tokens, cost, ETA.
+"""How far a map is: done/total, failed, items/s, tokens, cost, ETA; and who shows it.
 
-Redrawn in place (`\\r`) at most ten times a second, and once more when the map ends, then left as the
-summary. tqdm would do, but it would be a dependency for one line; the figures here are the map's own.
+`MapTally` counts and formats the figures. `LineProgress` draws them as one line on stderr, redrawn in place
+(`\\r`) at most ten times a second and once more when the map ends, then left as the summary. tqdm would
+do, but it would be a dependency for one line; the figures here are the map's own.
+
+A front end can show a map its own way (the kernel extension shows one live display per map in a notebook):
+it registers a factory with `use_renderer`. The core knows nothing of it beyond the `ProgressRenderer`
+protocol; a factory that returns `None` leaves the map to the stderr line.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from collections.abc import Callable
+from typing import Protocol, TextIO
 
 from ..budget import UsageTotals
 
-__all__ = ["LineProgress", "wanted"]
+__all__ = ["LineProgress", "MapTally", "ProgressRenderer", "RendererFactory", "open_progress", "use_renderer", "wanted"]
 
 _INTERVAL_S = 0.1
+
+
+class ProgressRenderer(Protocol):
+    """What a map tells whoever shows its progress, always from the map's own thread."""
+
+    def kept_item(self) -> None:
+        """An item was answered from a store."""
+
+    def finished_item(self) -> None:
+        """An item ran and returned."""
+
+    def failed_item(self, index: int, error: BaseException) -> None:
+        """An item failed for good (collected with `on_error="collect"`)."""
+
+    def close(self) -> None:
+        """The map ended, finished or stopped: show the summary."""
+
+
+RendererFactory = Callable[[int | None, UsageTotals, bool | None], ProgressRenderer | None]
+"""`factory(total, usage, progress)`: a renderer for a new map (`total` is `None` for a generator; `progress` as
+the map was given it), or `None`. A renderer is asked for even with `progress=False`: a front end may have
+to know that a map runs (the kernel extension then hides each item's steps) while it shows nothing."""
+
+_factory: RendererFactory | None = None
+
+
+def use_renderer(factory: RendererFactory | None) -> RendererFactory | None:
+    """Show the progress of the maps of this process with `factory` (`None`: the stderr line again).
+
+    Returns:
+        The factory in use before, so a caller can put it back.
+    """
+    global _factory
+    previous, _factory = _factory, factory
+    return previous
+
+
+def open_progress(progress: bool | None, total: int | None, usage: UsageTotals) -> ProgressRenderer | None:
+    """The renderer of a new map: the registered one if it takes the map, else the stderr line if wanted
+    (`progress`: `True`, `False` or `None` for a terminal or a kernel)."""
+    if _factory is not None:
+        shown = _factory(total, usage, progress)
+        if shown is not None:
+            return shown
+    return LineProgress(total, usage) if wanted(progress, sys.stderr) else None
 
 
 def wanted(progress: bool | None, stream: TextIO) -> bool:
@@ -27,32 +78,93 @@ def wanted(progress: bool | None, stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
-class LineProgress:
-    """The progress line of one map."""
+class MapTally:
+    """The counts of one map and the figures made from them (every renderer shows the same ones)."""
 
-    def __init__(self, total: int | None, usage: UsageTotals, stream: TextIO | None = None) -> None:
+    def __init__(self, total: int | None, usage: UsageTotals) -> None:
         self.total = total
         self.usage = usage
-        self.stream = stream if stream is not None else sys.stderr
         self.done = 0
         self.failed = 0
         self.kept = 0
+        self.failures: list[tuple[int, BaseException]] = []
+        """The first failed items, by position (a handful: a summary lists them, it does not log them)."""
         self._started = time.monotonic()
+
+    def kept_item(self) -> None:
+        self.kept += 1
+        self.done += 1
+
+    def finished_item(self) -> None:
+        self.done += 1
+
+    def failed_item(self, index: int, error: BaseException) -> None:
+        self.failed += 1
+        if len(self.failures) < 5:
+            self.failures.append((index, error))
+
+    @property
+    def elapsed(self) -> float:
+        return max(time.monotonic() - self._started, 1e-9)
+
+    @property
+    def rate(self) -> float:
+        """Items run per second (items answered from a store took no time and do not count)."""
+        return (self.done - self.kept) / self.elapsed
+
+    @property
+    def left(self) -> int | None:
+        return None if self.total is None else self.total - self.done - self.failed
+
+    def done_text(self) -> str:
+        return f"{self.done}/{self.total}" if self.total is not None else str(self.done)
+
+    def cost_text(self) -> str:
+        if self.usage.unpriced_requests and not self.usage.cost_usd:
+            return "cost unknown"  # no price for this model
+        return f"${self.usage.cost_usd:.4f}" + ("+" if self.usage.unpriced_requests else "")
+
+    def time_text(self) -> str:
+        """The ETA while items are left and a rate is known, else the time so far."""
+        left, rate = self.left, self.rate
+        if left and rate > 0:
+            return f"ETA {clock(left / rate)}"
+        return f"{clock(self.elapsed)} elapsed"
+
+    def parts(self) -> list[str]:
+        """The figures, in the order every renderer shows them."""
+        parts = [self.done_text()]
+        if self.kept:
+            parts.append(f"{self.kept} kept")
+        parts += [
+            f"{self.failed} failed",
+            f"{self.rate:.1f} items/s",
+            f"{self.usage.total_tokens:,} tokens",
+            self.cost_text(),
+            self.time_text(),
+        ]
+        return parts
+
+
+class LineProgress(MapTally):
+    """The progress line of one map."""
+
+    def __init__(self, total: int | None, usage: UsageTotals, stream: TextIO | None = None) -> None:
+        super().__init__(total, usage)
+        self.stream = stream if stream is not None else sys.stderr
         self._drawn = 0.0
         self._width = 0
 
     def kept_item(self) -> None:
-        """An item answered from a store (counts as done, not in the rate)."""
-        self.kept += 1
-        self.done += 1
+        super().kept_item()
         self._draw(final=False)
 
     def finished_item(self) -> None:
-        self.done += 1
+        super().finished_item()
         self._draw(final=False)
 
-    def failed_item(self) -> None:
-        self.failed += 1
+    def failed_item(self, index: int, error: BaseException) -> None:
+        super().failed_item(index, error)
         self._draw(final=False)
 
     def close(self) -> None:
@@ -61,26 +173,7 @@ class LineProgress:
         self.stream.flush()
 
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self._started, 1e-9)
-        ran = self.done - self.kept
-        rate = ran / elapsed
-        of = f"/{self.total}" if self.total is not None else ""
-        parts = [f"nighthawk.map {self.done}{of}"]
-        if self.kept:
-            parts.append(f"{self.kept} kept")
-        parts.append(f"{self.failed} failed")
-        parts.append(f"{rate:.1f} items/s")
-        parts.append(f"{self.usage.total_tokens:,} tokens")
-        if self.usage.unpriced_requests and not self.usage.cost_usd:
-            parts.append("cost unknown")  # no price for this model
-        else:
-            parts.append(f"${self.usage.cost_usd:.4f}" + ("+" if self.usage.unpriced_requests else ""))
-        left = None if self.total is None else self.total - self.done - self.failed
-        if left and rate > 0:
-            parts.append(f"ETA {_clock(left / rate)}")
-        else:
-            parts.append(f"{_clock(elapsed)} elapsed")
-        return " | ".join(parts)
+        return "nighthawk.map " + " | ".join(self.parts())
 
     def _draw(self, *, final: bool) -> None:
         now = time.monotonic()
@@ -94,7 +187,8 @@ class LineProgress:
         self.stream.flush()
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """`m:ss`, or `h:mm:ss` from an hour on."""
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
