@@ -109,7 +109,7 @@ class MapView(MapTally):
 
     def _figures(self, *, final: bool) -> list[str]:
         parts = self.parts()
-        parts.insert(-2, f"{self.usage.requests:,} requests")
+        parts.insert(-3, f"{self.usage.requests:,} requests")
         if final:
             left = self.left
             parts[-1] = f"{clock(self.elapsed)} elapsed" + (f", stopped with {left} left" if left else "")

@@ -124,6 +124,32 @@ def _label(request: Request) -> list[Call]:
     return [assign("label", repr(label)), pass_()]
 
 
+_NOT_TICKETS = ('= "asdf"', '= "???"', '= "test test"')
+_BILLING = ("charged", "invoice", "refund", "billed", "card", "pay by", "discount")
+_FEATURES = ("idea", "would be great", "could you add", "please add", "would help", "would you consider")
+_BUGS = ("crash", "down", "never", "blank", "twice", "not render", "does nothing", "returns 500", "drops")
+
+
+def _ticket_label(request: Request) -> list[Call]:
+    # 07-batch: a map over a table of tickets, so the answer depends on the row.
+    ticket = request.local("ticket").lower()
+    if ticket.endswith(_NOT_TICKETS):
+        return [raise_("This is not a support ticket: there is nothing to label.", "ValueError")]
+    for label, words in (("billing", _BILLING), ("feature", _FEATURES), ("bug", _BUGS)):
+        if any(word in ticket for word in words):
+            return [return_(repr(label))]
+    return [return_("'question'")]
+
+
+def _ticket_urgency(request: Request) -> list[Call]:
+    ticket = request.local("ticket").lower()
+    if any(word in ticket for word in ("down", "crash", "drops", "returns 500")):
+        return [return_("3")]
+    if any(word in ticket for word in _BILLING + _BUGS):
+        return [return_("2")]
+    return [return_("1")]
+
+
 def _triage(request: Request) -> list[Call]:
     ticket = request.local("ticket").lower()
     if "click here" in ticket:
@@ -207,6 +233,10 @@ ANSWERS: dict[str, list[Answer]] = {
     ],
     "06-real-provider": [
         Answer("capital of", [[assign("country", "'Portugal'"), pass_()]]),
+    ],
+    "07-batch": [
+        Answer("Label the support ticket", [_ticket_label]),
+        Answer("how urgent", [_ticket_urgency]),
     ],
 }
 
