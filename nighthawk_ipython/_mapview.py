@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nighthawk.batch.progress import MapTally, clock
+from nighthawk.budget import UsageTotals
 
 __all__ = ["MapSummary", "MapView"]
 
@@ -56,7 +57,7 @@ class MapView(MapTally):
     """
 
     def __init__(
-        self, total: int | None, usage: Any, *, mode: str, show: Callable[..., Any], live: bool, mute: Callable[[bool], None]
+        self, total: int | None, usage: UsageTotals, *, mode: str, show: Callable[..., Any], live: bool, mute: Callable[[bool], None]
     ) -> None:
         super().__init__(total, usage)
         self.mode = mode
