@@ -1,6 +1,6 @@
 """`nighthawk.map` through the HTTP path, and how much of each item's request a prompt cache can reuse.
 
-Run: `python bench/bench_map_http.py [--quick]` (with nighthawk installed or PYTHONPATH=core). Prints figures;
+Run: `python bench/bench_map_http.py [--quick] [--prefix-only]` (with nighthawk installed or PYTHONPATH=core). Prints figures;
 asserts nothing. The provider is the test suite's OpenAI-compatible server (`tests/support/openai_server.py`)
 in a child process on loopback, so its CPU is not the map's: every request is answered after a fixed
 latency with one `nh_outcome` call, over the real `openai` client and pydantic-ai's Chat Completions model.
@@ -8,7 +8,7 @@ latency with one `nh_outcome` call, over the real `openai` client and pydantic-a
 (c) 1,000 items at 200 ms latency, concurrency 32, sync and async functions: floor / elapsed as in
     `bench_map.py` (b), CPU per item from a plain loop of the same calls at zero latency; and the TCP
     connections the server saw (reused: about `concurrency`, not one per item);
-(e) a notebook-style `classify(ticket)` over distinct tickets: the longest prefix that every item's first
+(e) a notebook-style `classify(ticket)` over distinct tickets (and a variant reading the categories from a global): the longest prefix that every item's first
     request shares, as a share of each request, serialized in the order a provider builds its prompt
     (tool schemas, then the messages in order; OpenAI and Anthropic both put tools first), and in the
     body's own key order. Where the shared prefix ends, what comes next is shown.
@@ -41,7 +41,13 @@ def serve(latency_s: float, expression: str) -> None:
     """Child process: answer every request after `latency_s`; print the base URL, then on stdin's end the
     request and connection counts and every request body (as JSON on one line)."""
     sys.path.insert(0, str(TESTS))
+    from http.server import ThreadingHTTPServer
+
     from support.openai_server import Reply, ScriptedOpenAIServer, tool_call
+
+    # 32 clients connecting at once overflow the default listen backlog of 5 on a loaded machine: dropped
+    # connects then fail items. A provider's front end accepts them; so does this one (in this child only).
+    ThreadingHTTPServer.request_queue_size = 128
 
     def script(request: Any) -> Reply:
         time.sleep(latency_s)  # the handler's own thread: requests wait side by side, as at a provider
@@ -159,6 +165,16 @@ def classify(ticket: str) -> Literal["billing", "bug", "account", "other"]:
     """
 
 
+CATEGORIES = ["billing", "bug", "account", "other"]
+
+
+@nh.natural_function
+def classify_into(ticket: str) -> str:
+    """natural
+    Read the support ticket <ticket> and classify it into one of <CATEGORIES>.
+    """
+
+
 TICKETS = [
     "I was charged twice for my March invoice, please refund one of the payments.",
     "The export button crashes the app when the table has more than 1,000 rows.",
@@ -183,10 +199,10 @@ def common_prefix(texts: list[str]) -> int:
     return length
 
 
-def shared_prefix() -> None:
+def shared_prefix(function: Any) -> None:
     with provider(0.0, '"billing"') as seen, nh.run(executor()):
-        nh.map(classify, TICKETS, concurrency=4, progress=False)
-    print(f"(e) shared prefix of the first request of {len(TICKETS)} `classify(ticket)` items")
+        nh.map(function, TICKETS, concurrency=4, progress=False)
+    print(f"(e) shared prefix of the first request of {len(TICKETS)} `{function.__name__}(ticket)` items")
     for name, serialize in (("tools, then messages", provider_order), ("body key order", json.dumps)):
         texts_ = [serialize(body) for body in seen.bodies]
         shared = common_prefix(texts_)
@@ -211,8 +227,10 @@ def main() -> None:
         serve(float(sys.argv[2]), sys.argv[3])
         return
     os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")  # no tokenizer vocabulary download for gpt-bench
-    shared_prefix()
-    http_throughput()
+    shared_prefix(classify)  # the categories in the return annotation
+    shared_prefix(classify_into)  # the categories a notebook global the program reads
+    if "--prefix-only" not in sys.argv:
+        http_throughput()
 
 
 if __name__ == "__main__":
