@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import nighthawk as nh
-from nighthawk.batch.store import session_store
+from bench_map import (  # bench/ is this script's path
+    label,
+    label_async,
+    load,
+    texts,
+    timed,
+    timed_with_cpu,
+)
 
 QUICK = "--quick" in sys.argv
 TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -106,35 +113,6 @@ def executor() -> nh.AgentStepExecutor:
 # --- (c) --------------------------------------------------------------------------------------------------
 
 
-@nh.natural_function
-def label(text: str) -> str:
-    """natural
-    Label <text>.
-    """
-
-
-@nh.natural_function
-async def label_async(text: str) -> str:
-    """natural
-    Label <text>.
-    """
-
-
-def texts(count: int, tag: str) -> list[str]:
-    return [f"{tag} review number {n}" for n in range(count)]
-
-
-def timed(action: Any) -> float:
-    session_store().clear()  # every measurement runs its items, none is answered from memory
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
-def load() -> str:
-    return f"load average {os.getloadavg()[0]:.2f}"
-
-
 def http_throughput() -> None:
     count, latency_s, concurrency = (300 if QUICK else 1000), 0.2, 32
     loop_count = 50 if QUICK else 150
@@ -148,9 +126,11 @@ def http_throughput() -> None:
     for name, function in (("sync", label), ("async", label_async)):
         with provider(latency_s, "text.upper()") as seen, nh.run(executor()):
             nh.map(function, texts(4, "warm"), progress=False)
-            elapsed = timed(lambda: nh.map(function, texts(count, name), concurrency=concurrency, progress=False))
+            elapsed, cpu = timed_with_cpu(
+                lambda function=function, name=name: nh.map(function, texts(count, name), concurrency=concurrency, progress=False)
+            )
         print(
-            f"    {name:5}: {elapsed:6.2f} s, floor / elapsed {floor / elapsed:.2f}; "
+            f"    {name:5}: {elapsed:6.2f} s, floor / elapsed {floor / elapsed:.2f}, process CPU {cpu:.2f} s; "
             f"{seen.requests} requests over {seen.connections} connections ({load()})"
         )
 
