@@ -14,15 +14,15 @@ asserts nothing. A scripted async model answers one request per item after a fix
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 import tracemalloc
 
-from pydantic_ai.messages import ModelResponse, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-
 import nighthawk as nh
 from nighthawk.batch.store import session_store
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 QUICK = "--quick" in sys.argv
 
@@ -55,11 +55,22 @@ def texts(count: int, tag: str) -> list[str]:
     return [f"{tag} review number {n}" for n in range(count)]
 
 
+def load() -> str:
+    """The machine's load: figures taken on a shared machine are read against it."""
+    return f"load average {os.getloadavg()[0]:.2f}"
+
+
 def timed(action) -> float:
+    return timed_with_cpu(action)[0]
+
+
+def timed_with_cpu(action) -> tuple[float, float]:
+    """Elapsed and process CPU seconds: elapsed well above both the latency bound and the CPU used is
+    time spent waiting (thread hand-offs, a machine busy with other work), not work."""
     session_store().clear()  # every measurement runs its items, none is answered from memory
-    started = time.perf_counter()
+    cpu, started = time.process_time(), time.perf_counter()
     action()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def warm_up() -> None:
@@ -83,10 +94,10 @@ def zero_latency() -> float:
         async_loop_s = timed(lambda: asyncio.run(sequential()))
         async_map_s = timed(lambda: nh.map(label_async, texts(count, "amap"), concurrency=8, progress=False))
     print(f"(a) zero latency, {count} items, concurrency 8")
-    print(f"    sync:  loop {count / loop_s:7.1f} items/s, map {count / map_s:7.1f} items/s, ratio {loop_s / map_s:.2f}")
+    print(f"    sync:  loop {count / loop_s:7.1f} items/s, map {count / map_s:7.1f} items/s, ratio {loop_s / map_s:.2f} ({load()})")
     print(
         f"    async: loop {count / async_loop_s:7.1f} items/s, map {count / async_map_s:7.1f} items/s, "
-        f"ratio {async_loop_s / async_map_s:.2f}"
+        f"ratio {async_loop_s / async_map_s:.2f} ({load()})"
     )
     return loop_s / count
 
@@ -98,8 +109,10 @@ def latency_bound(cpu_per_item_s: float) -> None:
     with nh.run(executor(latency_s)):
         warm_up()
         for name, function in (("sync", label), ("async", label_async)):
-            elapsed = timed(lambda: nh.map(function, texts(count, name), concurrency=concurrency, progress=False))
-            print(f"    {name:5}: {elapsed:6.2f} s, floor / elapsed {floor / elapsed:.2f}")
+            elapsed, cpu = timed_with_cpu(
+                lambda function=function, name=name: nh.map(function, texts(count, name), concurrency=concurrency, progress=False)
+            )
+            print(f"    {name:5}: {elapsed:6.2f} s, floor / elapsed {floor / elapsed:.2f}, process CPU {cpu:.2f} s ({load()})")
 
 
 async def echo(text: str) -> str:
@@ -125,7 +138,7 @@ def peak_memory() -> None:
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             assert len(result) == count
-            print(f"    {name}: {count:,} items, peak {peak / 2**20:.1f} MiB ({peak / count:.0f} B/item), {elapsed:.1f} s traced")
+            print(f"    {name}: {count:,} items, peak {peak / 2**20:.1f} MiB ({peak / count:.0f} B/item), {elapsed:.1f} s traced ({load()})")
             del result
     session_store().clear()
 
