@@ -1,5 +1,6 @@
 """Finding the secret values inside a step's data: the strings under credential names, `SecretStr`s, and
-credential-shaped text, in dicts, sequences, dataclasses and pydantic models.
+credential-shaped text, in dicts, sequences, dataclasses and pydantic models, and the leading cells of a
+table's credential-named columns.
 
 Only data containers are entered, never an arbitrary object's attributes, a module or a class, and no user
 code runs but the `__iter__` of builtin containers. Each look is breadth first and bounded, so a huge table
@@ -18,9 +19,11 @@ from itertools import islice
 
 from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
-__all__ = ["collect_into", "collect_secret_values", "field_names"]
+__all__ = ["MAX_TABLE_CELLS", "collect_into", "collect_secret_values", "credential_cells", "field_names", "is_table"]
 
 _MAX_NODES = 1_000
+# The cells of a table's credential-named columns looked at: as many as a step masks values (see `_secrets`).
+MAX_TABLE_CELLS = 256
 _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
 # are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
@@ -58,6 +61,34 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
         # Pydantic keeps a model's field values in its instance dictionary: no property runs.
         fields = type(value).model_fields  # type: ignore[attr-defined]
         yield from ((name, item) for name, item in vars(value).items() if name in fields)
+
+
+def is_table(value: object) -> bool:
+    """Whether `value` is a pandas-like DataFrame or Series (duck typed: pandas is never imported)."""
+    cls = type(value)
+    return hasattr(cls, "iloc") and hasattr(cls, "shape") and not isinstance(value, type)
+
+
+def credential_cells(value: object, redaction: ContextRedaction, sensitive: bool = False) -> list[object]:
+    """The leading cells of the credential-named columns of table `value` (every column when `sensitive`),
+    at most `MAX_TABLE_CELLS` in all; of a Series, its leading values when its name is a credential name.
+
+    Other columns are never read, so a big table costs the same whatever it holds.
+    """
+    if hasattr(type(value), "columns"):
+        columns = islice(enumerate(value.columns), _MAX_NODES)  # type: ignore[attr-defined]
+        chosen = [i for i, name in columns if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name))]
+        cells: list[object] = []
+        for position in chosen:
+            room = MAX_TABLE_CELLS - len(cells)
+            if room <= 0:
+                break
+            cells.extend(value.iloc[:room, position].tolist())  # type: ignore[attr-defined]
+        return cells
+    name = getattr(value, "name", None)
+    if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name)):
+        return list(value.iloc[:MAX_TABLE_CELLS].tolist())  # type: ignore[attr-defined]
+    return []
 
 
 def _secret_text(value: object) -> str | None:
@@ -123,6 +154,9 @@ def collect_into(
         if room <= 0:
             continue
         try:
+            if is_table(value):
+                queue.extend((None, cell, depth + 1, True) for cell in credential_cells(value, redaction, sensitive)[:room])
+                continue
             # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy.
             queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in islice(_children(value), room))
         except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
