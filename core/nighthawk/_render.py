@@ -41,6 +41,7 @@ from collections.abc import (
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from ._secret_values import credential_columns
 from .redaction import looks_ordinary
 
 if TYPE_CHECKING:
@@ -348,22 +349,21 @@ class _Walker:
             # Column names once with their dtypes, then rows as plain lists: records would repeat every
             # column name in every row.
             small = value.iloc[:_FRAME_ROWS, :_FRAME_COLUMNS]  # type: ignore[attr-defined]
-            # A credential-named column shows its dtype; its cells are masked as the step's scrubber would.
-            credential = [isinstance(c, str) and self.redaction.is_sensitive_name(c) for c in small.columns]
+            # A credential-named column shows its dtype; its cells are masked as the step's scrubber masks them.
+            masked = self._credential_positions(value)
             rows = small.to_dict(orient="split")["data"]
             summary: dict[str, object] = {
                 "shape": list(shape),
                 "columns": {str(c): _Label(t) for c, t in small.dtypes.items()},
-                "rows": [[self._cell(cell, masked) for cell, masked in zip(row, credential)] for row in rows],
+                "rows": [[self._cell(cell, i in masked) for i, cell in enumerate(row)] for row in rows],
             }
         elif hasattr(cls, "iloc"):  # a Series
-            name = getattr(value, "name", None)
-            credential_series = isinstance(name, str) and self.redaction.is_sensitive_name(name)
+            masked = self._credential_positions(value)
             head = value.iloc[:_FRAME_ROWS].to_dict()  # type: ignore[attr-defined]
             summary = {
                 "shape": list(shape),
                 "dtype": str(getattr(value, "dtype", "?")),
-                "head": {key: self._cell(cell, credential_series) for key, cell in head.items()},
+                "head": {key: self._cell(cell, None in masked) for key, cell in head.items()},
             }
         else:
             rows = _ArrayRows(value, shape[0])
@@ -371,9 +371,16 @@ class _Walker:
         return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
 
 
+    def _credential_positions(self, table: object) -> set[int | None]:
+        """The positions of the columns of `table` that hold credentials (`None`: the Series itself)."""
+        if not self.redaction.enabled:
+            return set()
+        columns = credential_columns(table, self.redaction)
+        return {column.position for column in columns if column.holds_credentials}
+
     def _cell(self, cell: object, credential: bool) -> object:
-        """A table cell as shown: the placeholder for text in a credential-named column that is not ordinary
-        (exactly the cells the step's scrubber masks everywhere, so the preview and tool results agree)."""
+        """A table cell as shown: the placeholder for text that is not ordinary in a column that holds
+        credentials (the cells the step's scrubber masks everywhere, so the preview and tool results agree)."""
         if credential and isinstance(cell, str) and not looks_ordinary(cell):
             return self.redaction.placeholder
         return cell

@@ -1,6 +1,6 @@
 """Finding the secret values inside a step's data: the strings under credential names, `SecretStr`s, and
 credential-shaped text, in dicts, sequences, dataclasses and pydantic models, and the leading cells of a
-table's credential-named columns.
+table's credential-named columns when they look like credentials.
 
 Only data containers are entered, never an arbitrary object's attributes, a module or a class, and no user
 code runs but the `__iter__` of builtin containers. Each look is breadth first and bounded, so a huge table
@@ -19,11 +19,22 @@ from itertools import islice
 
 from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
-__all__ = ["MAX_TABLE_CELLS", "collect_into", "collect_secret_values", "credential_cells", "field_names", "is_table"]
+__all__ = [
+    "MAX_TABLE_CELLS",
+    "CredentialColumn",
+    "collect_into",
+    "collect_secret_values",
+    "credential_cells",
+    "credential_columns",
+    "field_names",
+    "is_table",
+]
 
 _MAX_NODES = 1_000
-# The cells of a table's credential-named columns looked at: as many as a step masks values (see `_secrets`).
+# The leading cells of a table's credential-named columns looked at: as many as a step masks values (see
+# `_secrets`), of at most this many such columns.
 MAX_TABLE_CELLS = 256
+_MAX_TABLE_COLUMNS = 16
 _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
 # are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
@@ -69,26 +80,51 @@ def is_table(value: object) -> bool:
     return hasattr(cls, "iloc") and hasattr(cls, "shape") and not isinstance(value, type)
 
 
-def credential_cells(value: object, redaction: ContextRedaction, sensitive: bool = False) -> list[object]:
-    """The leading cells of the credential-named columns of table `value` (every column when `sensitive`),
-    at most `MAX_TABLE_CELLS` in all; of a Series, its leading values when its name is a credential name.
+@dataclasses.dataclass(frozen=True)
+class CredentialColumn:
+    """A credential-named column of a table and its leading cells."""
 
-    Other columns are never read, so a big table costs the same whatever it holds.
+    position: int | None
+    """Its position among the table's columns; `None` for a Series (the column is the Series itself)."""
+    name: object
+    cells: list[object]
+    """At most `MAX_TABLE_CELLS` leading cells."""
+
+    @property
+    def holds_credentials(self) -> bool:
+        """Whether its cells look like credentials: more than a quarter of its text cells are not ordinary.
+
+        A `token` column of words (`The`, `quick`, `brown-fox`) or a `session_id` column of serial ids is
+        data; a `password` column of passwords is not, though some of its passwords are plain words.
+        """
+        texts = [cell for cell in self.cells if isinstance(cell, str)]
+        return 4 * sum(not looks_ordinary(text) for text in texts) > len(texts)
+
+
+def credential_columns(table: object, redaction: ContextRedaction, sensitive: bool = False) -> list[CredentialColumn]:
+    """The credential-named columns of `table` (all of them when `sensitive`, the table being under a
+    credential name; a Series is one column named by its `.name`), with their leading cells.
+
+    Only the names of the other columns are read, so a big table costs the same whatever they hold. At
+    most `_MAX_TABLE_COLUMNS` columns are taken.
     """
-    if hasattr(type(value), "columns"):
-        columns = islice(enumerate(value.columns), _MAX_NODES)  # type: ignore[attr-defined]
-        chosen = [i for i, name in columns if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name))]
-        cells: list[object] = []
-        for position in chosen:
-            room = MAX_TABLE_CELLS - len(cells)
-            if room <= 0:
-                break
-            cells.extend(value.iloc[:room, position].tolist())  # type: ignore[attr-defined]
-        return cells
-    name = getattr(value, "name", None)
+    if hasattr(type(table), "columns"):
+        named = islice(enumerate(table.columns), _MAX_NODES)  # type: ignore[attr-defined]
+        chosen = [(i, name) for i, name in named if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name))]
+        return [
+            CredentialColumn(i, name, table.iloc[:MAX_TABLE_CELLS, i].tolist())  # type: ignore[attr-defined]
+            for i, name in chosen[:_MAX_TABLE_COLUMNS]
+        ]
+    name = getattr(table, "name", None)
     if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name)):
-        return list(value.iloc[:MAX_TABLE_CELLS].tolist())  # type: ignore[attr-defined]
+        return [CredentialColumn(None, name, table.iloc[:MAX_TABLE_CELLS].tolist())]  # type: ignore[attr-defined]
     return []
+
+
+def credential_cells(table: object, redaction: ContextRedaction, sensitive: bool = False) -> list[object]:
+    """The leading cells of the columns of `table` that hold credentials (see `credential_columns`)."""
+    columns = credential_columns(table, redaction, sensitive)
+    return [cell for column in columns if column.holds_credentials for cell in column.cells]
 
 
 def _secret_text(value: object) -> str | None:

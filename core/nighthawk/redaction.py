@@ -209,23 +209,22 @@ _ISO_TIME = re.compile(
 )
 
 
-# Also ordinary, as a table column holds them: a phrase of at most three words of letters joined by one kind
-# of separator (`brown-fox`, `New York`, `read.only`; four or more words, `correct-horse-battery-staple`, is a
-# passphrase), and a serial identifier: a short letter prefix, a separator and groups of digits (`s-000123`,
-# `user_42`, `order-2024-001`), digits alone included. `hunter2-blue-42` is neither: a word holds a digit.
-_PHRASE = re.compile(r"[^\W\d_]+(?:([-. ])[^\W\d_]+)?(?:\1[^\W\d_]+)?")
-_SERIAL = re.compile(r"(?:[^\W\d_]{1,8}[-_.:#/ ])?\d+(?:[-_.:/]\d+)*")
+# Also ordinary: a serial identifier, a short letter prefix, a separator and groups of digits (`s-000123`,
+# `user_42`, `order-2024-001`). `hunter2-blue-42` is not one (a word holds a digit), nor is a PIN such as
+# `7391-4482` (no prefix). Words joined by hyphens are not ordinary on their own: `quartz-lantern` under
+# `secret` is a passphrase. (A table column of such words is data; see `_secret_values.CredentialColumn`.)
+_SERIAL = re.compile(r"[^\W\d_]{1,8}[-_.:#/ ]\d+(?:[-_.:/]\d+)*")
 # Text of so few distinct characters that it carries under 2 bits per character (`aaaa-aaaa`, `xx-xx-xx-xx`).
 _LOW_BITS = 2.0
 
 
 def looks_ordinary(text: str) -> bool:
     """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier,
-    a phrase of up to three words, a serial identifier, low-entropy text, a plain URL or path, a date or time."""
+    a serial identifier, low-entropy text, a plain URL or path, a date or time."""
     stripped = text.strip()
     if len(stripped) < SHORTEST_SECRET_CHARS or _WORDLIKE.fullmatch(stripped):
         return True
-    if _PHRASE.fullmatch(stripped) or _SERIAL.fullmatch(stripped) or _entropy(stripped) < _LOW_BITS:
+    if _SERIAL.fullmatch(stripped) or _entropy(stripped) < _LOW_BITS:
         return True
     if _PLAIN_URL.fullmatch(stripped) or _PLAIN_PATH.fullmatch(stripped) or _ISO_TIME.fullmatch(stripped):
         return True
