@@ -214,17 +214,18 @@ _ISO_TIME = re.compile(
 # `7391-4482` (no prefix). Words joined by hyphens are not ordinary on their own: `quartz-lantern` under
 # `secret` is a passphrase. (A table column of such words is data; see `_secret_values.CredentialColumn`.)
 _SERIAL = re.compile(r"[^\W\d_]{1,8}[-_.:#/ ]\d+(?:[-_.:/]\d+)*")
-# Text of so few distinct characters that it carries under 2 bits per character (`aaaa-aaaa`, `xx-xx-xx-xx`).
-_LOW_BITS = 2.0
+# Text of at most 4 distinct characters carries at most log2(4) = 2 bits per character (`aaaa-aaaa`,
+# `xx-xx-xx-xx`, `00000000`): far below a password's, and counted faster than its entropy is measured.
+_FEW_CHARACTERS = 4
 
 
 def looks_ordinary(text: str) -> bool:
     """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier,
-    a serial identifier, low-entropy text, a plain URL or path, a date or time."""
+    a serial identifier, text of at most 4 distinct characters, a plain URL or path, a date or time."""
     stripped = text.strip()
     if len(stripped) < SHORTEST_SECRET_CHARS or _WORDLIKE.fullmatch(stripped):
         return True
-    if _SERIAL.fullmatch(stripped) or _entropy(stripped) < _LOW_BITS:
+    if len(set(stripped)) <= _FEW_CHARACTERS or _SERIAL.fullmatch(stripped):
         return True
     if _PLAIN_URL.fullmatch(stripped) or _PLAIN_PATH.fullmatch(stripped) or _ISO_TIME.fullmatch(stripped):
         return True

@@ -119,7 +119,7 @@ def test_a_token_column_of_words_keeps_its_dtype_in_the_prompt() -> None:
 
 
 @pytest.mark.parametrize("text", ["s-000123", "user_42", "order-2024-001", "INV#0042", "aaaa-aaaa"])
-def test_serial_identifiers_and_low_entropy_text_are_ordinary(text: str) -> None:
+def test_serial_identifiers_and_text_of_few_characters_are_ordinary(text: str) -> None:
     assert looks_ordinary(text)
 
 
