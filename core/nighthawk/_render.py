@@ -370,7 +370,6 @@ class _Walker:
             summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?")), "data": rows}
         return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
 
-
     def _credential_positions(self, table: object) -> set[int | None]:
         """The positions of the columns of `table` that hold credentials (`None`: the Series itself)."""
         if not self.redaction.enabled:

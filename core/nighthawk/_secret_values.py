@@ -20,7 +20,6 @@ from itertools import islice
 from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
 __all__ = [
-    "MAX_TABLE_CELLS",
     "CredentialColumn",
     "collect_into",
     "collect_secret_values",
@@ -33,7 +32,7 @@ __all__ = [
 _MAX_NODES = 1_000
 # The leading cells of a table's credential-named columns looked at: as many as a step masks values (see
 # `_secrets`), of at most this many such columns.
-MAX_TABLE_CELLS = 256
+_MAX_TABLE_CELLS = 256
 _MAX_TABLE_COLUMNS = 16
 _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
@@ -88,7 +87,7 @@ class CredentialColumn:
     """Its position among the table's columns; `None` for a Series (the column is the Series itself)."""
     name: object
     cells: list[object]
-    """At most `MAX_TABLE_CELLS` leading cells."""
+    """At most `_MAX_TABLE_CELLS` leading cells."""
 
     @property
     def holds_credentials(self) -> bool:
@@ -112,12 +111,12 @@ def credential_columns(table: object, redaction: ContextRedaction, sensitive: bo
         named = islice(enumerate(table.columns), _MAX_NODES)  # type: ignore[attr-defined]
         chosen = [(i, name) for i, name in named if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name))]
         return [
-            CredentialColumn(i, name, table.iloc[:MAX_TABLE_CELLS, i].tolist())  # type: ignore[attr-defined]
+            CredentialColumn(i, name, table.iloc[:_MAX_TABLE_CELLS, i].tolist())  # type: ignore[attr-defined]
             for i, name in chosen[:_MAX_TABLE_COLUMNS]
         ]
     name = getattr(table, "name", None)
     if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name)):
-        return [CredentialColumn(None, name, table.iloc[:MAX_TABLE_CELLS].tolist())]  # type: ignore[attr-defined]
+        return [CredentialColumn(None, name, table.iloc[:_MAX_TABLE_CELLS].tolist())]  # type: ignore[attr-defined]
     return []
 
 

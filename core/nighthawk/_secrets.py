@@ -18,8 +18,9 @@ table the block never reads): when it starts, the step's credential-named variab
 names of the others are read), the credential-named environment variables, what its read bindings hold
 under credential names, and what the fields of an f-string block lead to; for every expression it runs,
 the values its names lead to and the value it returns. Inside those, only dicts, sequences, dataclasses,
-pydantic models and the credential-named columns of tables are followed (`_secret_values`). A value is kept when it sits under a credential name
-and is not ordinary text (`looks_ordinary`), or has a credential shape.
+pydantic models and the credential-named columns of tables are followed (`_secret_values`). A value is
+kept when it sits under a credential name and is not ordinary text (`looks_ordinary`), or has a
+credential shape.
 
 Besides the exact value, a few forms derived from it are masked: its JSON and `repr` escapes, upper and
 lower case, reversed, base64, and any piece of it at least half its length (a secret split in two).
