@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import random
+import string
 import sys
 import tempfile
 import types
@@ -81,7 +83,10 @@ def password_table() -> object:
     except ImportError:
         return None
     n = 100_000
-    return pd.DataFrame({"user": [f"user_{i}" for i in range(n)], "password": [f"Zq{i}x!Lm{i}#w" for i in range(n)], "score": range(n)})
+    rng = random.Random(0)
+    alphabet = string.ascii_letters + string.digits + "!#%&*"
+    passwords = ["".join(rng.choices(alphabet, k=12)) for _ in range(n)]
+    return pd.DataFrame({"user": [f"user_{i}" for i in range(n)], "password": passwords, "score": range(n)})
 
 
 def measure(script, label: str, block) -> float:

@@ -30,9 +30,11 @@ __all__ = [
 ]
 
 _MAX_NODES = 1_000
-# The leading cells of a table's credential-named columns looked at: as many as a step masks values (see
-# `_secrets`), of at most this many such columns.
-_MAX_TABLE_CELLS = 256
+# The leading cells of each credential-named column looked at (of at most this many columns), and the most
+# a table adds to a step's secret values. A step masks at most 256 values (`_secrets`), each at a cost in
+# every text sent: one table must neither cost a step tens of milliseconds nor leave no room for a secret
+# met later in the step.
+_MAX_TABLE_CELLS = 64
 _MAX_TABLE_COLUMNS = 16
 _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
@@ -91,7 +93,8 @@ class CredentialColumn:
 
     @property
     def holds_credentials(self) -> bool:
-        """Whether its cells look like credentials: more than a quarter of its text cells are not ordinary.
+        """Whether its cells look like credentials: more than a quarter of its text leading cells are not
+        ordinary.
 
         A `token` column of words (`The`, `quick`, `brown-fox`) or a `session_id` column of serial ids is
         data; a `password` column of passwords is not, though some of its passwords are plain words.
@@ -121,9 +124,10 @@ def credential_columns(table: object, redaction: ContextRedaction, sensitive: bo
 
 
 def credential_cells(table: object, redaction: ContextRedaction, sensitive: bool = False) -> list[object]:
-    """The leading cells of the columns of `table` that hold credentials (see `credential_columns`)."""
+    """The leading cells of the columns of `table` that hold credentials (see `credential_columns`), at most
+    `_MAX_TABLE_CELLS` in all."""
     columns = credential_columns(table, redaction, sensitive)
-    return [cell for column in columns if column.holds_credentials for cell in column.cells]
+    return [cell for column in columns if column.holds_credentials for cell in column.cells][:_MAX_TABLE_CELLS]
 
 
 def _secret_text(value: object) -> str | None:
