@@ -41,6 +41,9 @@ from collections.abc import (
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from ._secret_values import credential_columns
+from .redaction import looks_ordinary
+
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
     from .configuration import JsonRendererStyle
@@ -327,7 +330,7 @@ class _Walker:
         if key_json is None or len(key_json) + 2 > share:
             return None
         room = share - len(key_json) - 1
-        if sensitive:
+        if sensitive and not isinstance(item, _Label):
             value_json = self.text(self.redaction.placeholder, room)
         elif isinstance(item, _Unavailable):
             value_json = self.text(f"<unavailable: {item.error}>", room)
@@ -346,21 +349,44 @@ class _Walker:
             # Column names once with their dtypes, then rows as plain lists: records would repeat every
             # column name in every row.
             small = value.iloc[:_FRAME_ROWS, :_FRAME_COLUMNS]  # type: ignore[attr-defined]
+            # A credential-named column shows its dtype; its cells are masked as the step's scrubber masks them.
+            masked = self._credential_positions(value)
+            rows = small.to_dict(orient="split")["data"]
             summary: dict[str, object] = {
                 "shape": list(shape),
-                "columns": {str(c): str(t) for c, t in small.dtypes.items()},
-                "rows": small.to_dict(orient="split")["data"],
+                "columns": {str(c): _Label(t) for c, t in small.dtypes.items()},
+                "rows": [[self._cell(cell, i in masked) for i, cell in enumerate(row)] for row in rows],
             }
         elif hasattr(cls, "iloc"):  # a Series
+            masked = self._credential_positions(value)
+            head = value.iloc[:_FRAME_ROWS].to_dict()  # type: ignore[attr-defined]
             summary = {
                 "shape": list(shape),
                 "dtype": str(getattr(value, "dtype", "?")),
-                "head": value.iloc[:_FRAME_ROWS].to_dict(),  # type: ignore[attr-defined]
+                "head": {key: self._cell(cell, None in masked) for key, cell in head.items()},
             }
         else:
             rows = _ArrayRows(value, shape[0])
             summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?")), "data": rows}
         return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
+
+    def _credential_positions(self, table: object) -> set[int | None]:
+        """The positions of the columns of `table` that hold credentials (`None`: the Series itself)."""
+        if not self.redaction.enabled:
+            return set()
+        columns = credential_columns(table, self.redaction)
+        return {column.position for column in columns if column.holds_credentials}
+
+    def _cell(self, cell: object, credential: bool) -> object:
+        """A table cell as shown: the placeholder for text that is not ordinary in a column that holds
+        credentials (the cells the step's scrubber masks everywhere, so the preview and tool results agree)."""
+        if credential and isinstance(cell, str) and not looks_ordinary(cell):
+            return self.redaction.placeholder
+        return cell
+
+
+class _Label(str):
+    """Text Nighthawk writes about a value (a column's dtype): shown even under a credential name."""
 
 
 _NOT_SCALAR = object()

@@ -1,5 +1,6 @@
 """Finding the secret values inside a step's data: the strings under credential names, `SecretStr`s, and
-credential-shaped text, in dicts, sequences, dataclasses and pydantic models.
+credential-shaped text, in dicts, sequences, dataclasses and pydantic models, and the leading cells of a
+table's credential-named columns when they look like credentials.
 
 Only data containers are entered, never an arbitrary object's attributes, a module or a class, and no user
 code runs but the `__iter__` of builtin containers. Each look is breadth first and bounded, so a huge table
@@ -18,9 +19,23 @@ from itertools import islice
 
 from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
-__all__ = ["collect_into", "collect_secret_values", "field_names"]
+__all__ = [
+    "CredentialColumn",
+    "collect_into",
+    "collect_secret_values",
+    "credential_cells",
+    "credential_columns",
+    "field_names",
+    "is_table",
+]
 
 _MAX_NODES = 1_000
+# The leading cells of each credential-named column looked at (of at most this many columns), and the most
+# a table adds to a step's secret values. A step masks at most 256 values (`_secrets`), each at a cost in
+# every text sent: one table must neither cost a step tens of milliseconds nor leave no room for a secret
+# met later in the step.
+_MAX_TABLE_CELLS = 64
+_MAX_TABLE_COLUMNS = 16
 _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
 # are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
@@ -58,6 +73,61 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
         # Pydantic keeps a model's field values in its instance dictionary: no property runs.
         fields = type(value).model_fields  # type: ignore[attr-defined]
         yield from ((name, item) for name, item in vars(value).items() if name in fields)
+
+
+def is_table(value: object) -> bool:
+    """Whether `value` is a pandas-like DataFrame or Series (duck typed: pandas is never imported)."""
+    cls = type(value)
+    return hasattr(cls, "iloc") and hasattr(cls, "shape") and not isinstance(value, type)
+
+
+@dataclasses.dataclass(frozen=True)
+class CredentialColumn:
+    """A credential-named column of a table and its leading cells."""
+
+    position: int | None
+    """Its position among the table's columns; `None` for a Series (the column is the Series itself)."""
+    name: object
+    cells: list[object]
+    """At most `_MAX_TABLE_CELLS` leading cells."""
+
+    @property
+    def holds_credentials(self) -> bool:
+        """Whether its cells look like credentials: more than a quarter of its text leading cells are not
+        ordinary.
+
+        A `token` column of words (`The`, `quick`, `brown-fox`) or a `session_id` column of serial ids is
+        data; a `password` column of passwords is not, though some of its passwords are plain words.
+        """
+        texts = [cell for cell in self.cells if isinstance(cell, str)]
+        return 4 * sum(not looks_ordinary(text) for text in texts) > len(texts)
+
+
+def credential_columns(table: object, redaction: ContextRedaction, sensitive: bool = False) -> list[CredentialColumn]:
+    """The credential-named columns of `table` (all of them when `sensitive`, the table being under a
+    credential name; a Series is one column named by its `.name`), with their leading cells.
+
+    Only the names of the other columns are read, so a big table costs the same whatever they hold. At
+    most `_MAX_TABLE_COLUMNS` columns are taken.
+    """
+    if hasattr(type(table), "columns"):
+        named = islice(enumerate(table.columns), _MAX_NODES)  # type: ignore[attr-defined]
+        chosen = [(i, name) for i, name in named if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name))]
+        return [
+            CredentialColumn(i, name, table.iloc[:_MAX_TABLE_CELLS, i].tolist())  # type: ignore[attr-defined]
+            for i, name in chosen[:_MAX_TABLE_COLUMNS]
+        ]
+    name = getattr(table, "name", None)
+    if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name)):
+        return [CredentialColumn(None, name, table.iloc[:_MAX_TABLE_CELLS].tolist())]  # type: ignore[attr-defined]
+    return []
+
+
+def credential_cells(table: object, redaction: ContextRedaction, sensitive: bool = False) -> list[object]:
+    """The leading cells of the columns of `table` that hold credentials (see `credential_columns`), at most
+    `_MAX_TABLE_CELLS` in all."""
+    columns = credential_columns(table, redaction, sensitive)
+    return [cell for column in columns if column.holds_credentials for cell in column.cells][:_MAX_TABLE_CELLS]
 
 
 def _secret_text(value: object) -> str | None:
@@ -123,6 +193,9 @@ def collect_into(
         if room <= 0:
             continue
         try:
+            if is_table(value):
+                queue.extend((None, cell, depth + 1, True) for cell in credential_cells(value, redaction, sensitive)[:room])
+                continue
             # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy.
             queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in islice(_children(value), room))
         except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal

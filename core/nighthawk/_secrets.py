@@ -17,9 +17,10 @@ The values are found where the step looks, never by walking its scope (a module,
 table the block never reads): when it starts, the step's credential-named variables and globals (only the
 names of the others are read), the credential-named environment variables, what its read bindings hold
 under credential names, and what the fields of an f-string block lead to; for every expression it runs,
-the values its names lead to and the value it returns. Inside those, only dicts, sequences, dataclasses
-and pydantic models are followed (`_secret_values`). A value is kept when it sits under a credential name
-and is not ordinary text (`looks_ordinary`), or has a credential shape.
+the values its names lead to and the value it returns. Inside those, only dicts, sequences, dataclasses,
+pydantic models and the credential-named columns of tables are followed (`_secret_values`). A value is
+kept when it sits under a credential name and is not ordinary text (`looks_ordinary`), or has a
+credential shape.
 
 Besides the exact value, a few forms derived from it are masked: its JSON and `repr` escapes, upper and
 lower case, reversed, base64, and any piece of it at least half its length (a secret split in two).
@@ -43,7 +44,7 @@ from itertools import islice
 from types import ModuleType
 from typing import TypeVar
 
-from ._secret_values import collect_into, collect_secret_values, field_names
+from ._secret_values import collect_into, collect_secret_values, credential_columns, field_names, is_table
 from .redaction import SHORTEST_CREDENTIAL_CHARS, SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
 __all__ = [
@@ -387,7 +388,7 @@ def _note_paths(
     """Add to `scrubber` the secrets the names of `expression` lead to; whether it mentions a credential name."""
     redaction = scrubber.redaction
     paths, words = _paths(expression)
-    derived = any(redaction.is_sensitive_name(word) for word in words)
+    credential_words = {word for word in words if redaction.is_sensitive_name(word)}
     roots: list[tuple[str | None, object]] = []
     secrets: list[tuple[str | None, object]] = []
     for name, steps in paths:
@@ -398,12 +399,18 @@ def _note_paths(
             continue
         sensitive = redaction.is_sensitive_name(name)
         for kind, key in steps:
+            if is_table(value):
+                # `words.token` names a column: what it gives is derived from a secret only when the column
+                # holds credentials (a `token` column of words is data). The table is looked into below.
+                credential_words -= _data_column_names(value, redaction)
+                break
             child = _step_into(value, kind, key)
             if child is _MISSING:  # a method, a property, a module attribute: the path stops here
                 break
             value = child
             sensitive = sensitive or (isinstance(key, str) and redaction.is_sensitive_name(key))
         (secrets if sensitive else roots).append((name, value))
+    derived = bool(credential_words)
     found: set[str] = set()
     try:
         collect_into(secrets, redaction, found, scrubber._looked_at, secret=True)
@@ -412,6 +419,14 @@ def _note_paths(
         return derived
     scrubber.add(found)
     return derived
+
+
+def _data_column_names(table: object, redaction: ContextRedaction) -> set[str]:
+    """The credential-named columns of `table` that hold data, not credentials."""
+    try:
+        return {str(column.name) for column in credential_columns(table, redaction) if not column.holds_credentials}
+    except Exception:  # an odd table-like object: its credential words count as usual
+        return set()
 
 
 def note_value(value: object, *, derived: bool = False) -> None:

@@ -209,11 +209,23 @@ _ISO_TIME = re.compile(
 )
 
 
+# Also ordinary: a serial identifier, a short letter prefix, a separator and groups of digits (`s-000123`,
+# `user_42`, `order-2024-001`). `hunter2-blue-42` is not one (a word holds a digit), nor is a PIN such as
+# `7391-4482` (no prefix). Words joined by hyphens are not ordinary on their own: `quartz-lantern` under
+# `secret` is a passphrase. (A table column of such words is data; see `_secret_values.CredentialColumn`.)
+_SERIAL = re.compile(r"[^\W\d_]{1,8}[-_.:#/ ]\d+(?:[-_.:/]\d+)*")
+# Text of at most 4 distinct characters carries at most log2(4) = 2 bits per character (`aaaa-aaaa`,
+# `xx-xx-xx-xx`, `00000000`): far below a password's, and counted faster than its entropy is measured.
+_FEW_CHARACTERS = 4
+
+
 def looks_ordinary(text: str) -> bool:
     """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier,
-    a plain URL or path, a date or time."""
+    a serial identifier, text of at most 4 distinct characters, a plain URL or path, a date or time."""
     stripped = text.strip()
     if len(stripped) < SHORTEST_SECRET_CHARS or _WORDLIKE.fullmatch(stripped):
+        return True
+    if len(set(stripped)) <= _FEW_CHARACTERS or _SERIAL.fullmatch(stripped):
         return True
     if _PLAIN_URL.fullmatch(stripped) or _PLAIN_PATH.fullmatch(stripped) or _ISO_TIME.fullmatch(stripped):
         return True
