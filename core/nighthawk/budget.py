@@ -6,6 +6,12 @@ group every step is limited to what the group has left, so the group's limit hol
 cell starts. The limits are enforced by pydantic-ai's `UsageLimits` (requests, tokens, cost priced by
 genai-prices) plus a deadline for wall time; crossing one ends the step with `BudgetExceededError` and
 nothing is committed.
+
+Steps of a group may run at once (a `nighthawk.map`, threads, tasks), so a group is also checked at every
+model request, under one lock: a request is counted in every enclosing group before it is sent, and refused
+when a group has no request left or has already spent its tokens or money. The request limit therefore
+holds exactly; tokens and cost are known only when a response comes back, so the requests already in
+flight when a group reaches its limit may still take it over by what they return.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ __all__ = [
     "budget",
     "count_in_context",
     "record_usage",
+    "reserve_request",
+    "running_step",
     "session_usage",
     "step_deadline",
     "step_limits",
@@ -133,6 +141,19 @@ class UsageTotals:
         return self.input_tokens + self.output_tokens
 
 
+class _Running(Protocol):
+    """What a step in progress has spent so far (pydantic-ai's `RunUsage`, updated in place)."""
+
+    @property
+    def total_tokens(self) -> int: ...
+    @property
+    def cost(self) -> object: ...
+
+
+_LOCK = threading.Lock()
+"""Guards the live figures of every group, so a request is counted in all its groups at once or in none."""
+
+
 @dataclass(kw_only=True, eq=False)
 class BudgetScope:
     """A group of steps sharing one budget (all steps of a cell, or of a `with nighthawk.budget(...)`)."""
@@ -140,17 +161,53 @@ class BudgetScope:
     limit: UsageBudget
     level: BudgetLevel = "cell"
     spent: UsageTotals = field(default_factory=UsageTotals)
+    """What the group's finished steps spent."""
     started: float = field(default_factory=time.monotonic)
+    sent: int = field(default=0, init=False)
+    """Requests sent by the group's steps, those still in flight included."""
+    _running: dict[int, _Running] = field(default_factory=dict, init=False, repr=False)
+    """What the group's steps in progress have spent so far, by identity."""
+
+    @property
+    def gates_requests(self) -> bool:
+        """Whether each request must be checked against this group (it bounds requests, tokens or cost)."""
+        limit = self.limit
+        return limit.requests is not None or limit.total_tokens is not None or limit.cost_usd is not None
+
+    # The figures as they stand, steps in progress and requests in flight included (read under `_LOCK`).
+    def _requests(self) -> int:
+        return max(self.sent, self.spent.requests)
+
+    def _tokens(self) -> int:
+        return self.spent.total_tokens + sum(running.total_tokens for running in self._running.values())
+
+    def _cost(self) -> float:
+        return self.spent.cost_usd + sum(float(running.cost or 0) for running in self._running.values())  # type: ignore[arg-type]
+
+    def _spent_now(self) -> dict[str, float]:
+        return {
+            "requests": self._requests(),
+            "total_tokens": self._tokens(),
+            "cost_usd": self._cost(),
+            "wall_time_s": time.monotonic() - self.started,
+        }
+
+    def _refuse_request(self) -> None:
+        """Raise when the group has nothing left of a figure bounded at each request (under `_LOCK`)."""
+        limit = self.limit
+        for name, bound, figure in (
+            ("requests", limit.requests, self._requests),
+            ("total_tokens", limit.total_tokens, self._tokens),
+            ("cost_usd", limit.cost_usd, self._cost),
+        ):
+            if bound is not None and (reached := figure()) >= bound:
+                raise BudgetExceededError(level=self.level, budget=name, limit=bound, reached=reached)
 
     def remaining(self) -> UsageBudget:
         """What a new step may still spend, or raise when the group's budget is already used up."""
-        limit, spent = self.limit, self.spent
-        spent_now = {
-            "requests": spent.requests,
-            "total_tokens": spent.total_tokens,
-            "cost_usd": spent.cost_usd,
-            "wall_time_s": time.monotonic() - self.started,
-        }
+        limit = self.limit
+        with _LOCK:
+            spent_now = self._spent_now()
         left: dict[str, float | None] = {}
         for name, figure in spent_now.items():
             bound = getattr(limit, name)
@@ -279,10 +336,40 @@ def step_deadline(step_budget: UsageBudget) -> Deadline | None:
     return min(candidates, key=lambda deadline: deadline.at, default=None)
 
 
-def record_usage(usage: StepUsage) -> None:
-    """Add a finished (or failed) step's usage to every enclosing group and to the session ledger."""
-    for scope in active_budgets():
-        scope.spent.add(usage)
+def reserve_request() -> None:
+    """Count a model request about to be sent in every enclosing group that bounds spending.
+
+    Raises:
+        BudgetExceededError: A group has no request left, or has already spent its tokens or money; the
+            request is then counted nowhere and must not be sent.
+    """
+    scopes = [scope for scope in _scopes.get() if scope.gates_requests]
+    if not scopes:
+        return
+    with _LOCK:
+        for scope in scopes:
+            scope._refuse_request()
+        for scope in scopes:
+            scope.sent += 1
+
+
+def running_step(running: _Running) -> None:
+    """Let what a step spends count in its groups' limits while it runs, before its usage is recorded
+    (`record_usage(..., running=running)` ends this)."""
+    with _LOCK:
+        for scope in _scopes.get():
+            if scope.gates_requests:
+                scope._running[id(running)] = running
+
+
+def record_usage(usage: StepUsage, *, running: _Running | None = None) -> None:
+    """Add a finished (or failed) step's usage to every enclosing group and to the session ledger; the
+    step's in-progress figures (`running_step`) are dropped in the same move, so none is counted twice."""
+    with _LOCK:
+        for scope in active_budgets():
+            scope.spent.add(usage)
+            if running is not None:
+                scope._running.pop(id(running), None)
     _LEDGER.add(usage)
 
 

@@ -75,6 +75,9 @@ class BudgetExceededError(ExecutionError):
         self.limit = limit
         self.reached = reached
         """The figure when the step stopped (at least `limit`)."""
+        self.partial: object = None
+        """When it stopped a `nighthawk.map`: the map's results so far (a `MapResult`, `None` where an item
+        had not finished)."""
         super().__init__(
             f"the {level} budget `{budget}` of {_figure(budget, limit)} was reached ({_figure(budget, reached)}); "
             f"nothing was committed. {_RAISE_IT[level].format(budget=budget)}"

@@ -17,7 +17,7 @@ from ._evaluate import clip
 from ._report import connection_error_message, http_error_message, trim_advice
 from ._secrets import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL
-from .budget import StepLimits, StepUsage, record_usage, step_limits
+from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError
 from .prompt import render_prompts
@@ -104,10 +104,12 @@ class AgentStepExecutor:
                 from pydantic_ai.models.fallback import FallbackModel
 
                 model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
-            from ._secret_model import SecretScrubbingModel  # here: it subclasses a pydantic-ai model
+            from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
+            from ._secret_model import SecretScrubbingModel
 
-            # Every request passes the step's secret scrubber before the model (or a replay store) sees it.
-            self._model = SecretScrubbingModel(model)
+            # Every request is first counted in its budget groups (or refused), then passes the step's secret
+            # scrubber before the model (or a replay store) sees it.
+            self._model = BudgetGateModel(SecretScrubbingModel(model))
         return self._model
 
     def _get_agent(self, step: StepContext) -> Any:
@@ -158,6 +160,7 @@ class AgentStepExecutor:
             _user_thread_callables(),
         ):
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
+            running_step(usage)  # its groups see what it spends as it goes, not only once it ends
             try:
                 result = await agent.run(
                     user_prompt,
@@ -194,7 +197,7 @@ class AgentStepExecutor:
                     cost_usd=None if usage.cost is None else float(usage.cost),
                 )
                 step.usage = spent
-                record_usage(spent)
+                record_usage(spent, running=usage)
         return result.output
 
 

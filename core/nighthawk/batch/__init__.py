@@ -71,7 +71,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     Raises:
         MapItemError: An item failed with `on_error="raise"` (its exception is the cause; the results so
             far are on `.partial`).
-        BudgetExceededError: An enclosing budget ran out; what finished is kept for the next run.
+        BudgetExceededError: An enclosing budget ran out (whatever `on_error` and `retries` say); the results
+            so far are on `.partial`, and what finished is kept for the next run.
     """
     return map_reporting_items(
         function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=store, progress=progress
@@ -142,6 +143,7 @@ def map_reporting_items(
                     shown.finished_item()
                 return None
             if isinstance(error, BudgetExceededError):
+                error.partial = results
                 raise error  # the group is spent: no item can run any more
             if isinstance(error, Exception) and attempt < retries:
                 return rate_limit_wait(error) or 0.0

@@ -181,6 +181,8 @@ class _Driver:
     def _landed(self, item: _Item, task: asyncio.Task[Any]) -> None:
         self.in_flight.discard(item)
         if self.cancelling:
+            if not task.cancelled():
+                task.exception()  # read, so asyncio does not log a "never retrieved" error the map already ended on
             if item.twin is not None:
                 _close(item)
             return

@@ -1,0 +1,48 @@
+"""The model-bound budget gate: a pydantic-ai wrapper that counts every request in its groups before sending it.
+
+pydantic-ai checks a step's own limits before each of its requests, but it cannot see the other steps of a
+group running at the same time; this gate asks the groups themselves (`budget.reserve_request`), so a
+group's request limit holds however many steps are in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from .budget import reserve_request
+
+__all__ = ["BudgetGateModel"]
+
+
+class BudgetGateModel(WrapperModel):
+    """Wraps a model so that no request goes out that an enclosing `nighthawk.budget(...)` cannot take."""
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        reserve_request()
+        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: Any = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        reserve_request()
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
