@@ -146,6 +146,22 @@ def session_store() -> SessionStore:
     return _SESSION
 
 
+_OPEN_TIMEOUT_S = 30.0
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """A connection to the store file at `path`, in WAL mode with its table made; closed again on failure."""
+    db = sqlite3.connect(path, timeout=_OPEN_TIMEOUT_S, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, stored REAL NOT NULL)")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
 class DiskStore:
     """Finished items in a sqlite file, as JSON through the function's return annotation."""
 
@@ -155,13 +171,19 @@ class DiskStore:
         self.path = Path(path)
         self._adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(annotation)
         self._annotation = annotation
-        try:
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, stored REAL NOT NULL)")
-        except sqlite3.Error as exc:
-            raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+        # Two processes opening a new file at once can be told "database is locked" at once, busy timeout or
+        # not (switching a file to WAL takes a lock sqlite will not wait for): the loser tries again.
+        give_up = time.monotonic() + _OPEN_TIMEOUT_S
+        while True:
+            try:
+                self._db = _open(self.path)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > give_up:
+                    raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+                time.sleep(0.05)
+            except sqlite3.Error as exc:
+                raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
 
     def get(self, key: str) -> object:
         import pydantic
