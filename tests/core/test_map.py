@@ -392,14 +392,19 @@ def test_a_call_with_the_wrong_arguments_is_that_item_failing() -> None:
 class HangingModel(Model):
     """Answers the first `quick` requests at once; later ones wait (at most 30 s) until cancelled."""
 
-    def __init__(self, quick: int) -> None:
+    def __init__(self, quick: int, *, hanging: int = 0) -> None:
         super().__init__("a")
         self.quick = quick
         self.cancelled = 0
+        self.all_hanging = threading.Event()
+        """Set once `hanging` requests wait: the moment to interrupt, however fast this machine is."""
+        self._hanging = hanging
 
     async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if self.requests >= self.quick:
             self.requests += 1
+            if self.requests - self.quick >= self._hanging:
+                self.all_hanging.set()
             try:
                 await asyncio.sleep(30)
             except asyncio.CancelledError:
@@ -410,12 +415,17 @@ class HangingModel(Model):
 
 @SYNC_AND_ASYNC
 def test_an_interrupt_while_items_wait_for_the_model_cancels_them_and_keeps_the_finished(function: Callable[..., object]) -> None:
-    model = HangingModel(quick=10)
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))  # a real Ctrl-C, on the main thread
+    model = HangingModel(quick=10, hanging=4)
+
+    def press_ctrl_c() -> None:  # a real Ctrl-C, on the main thread, once the 4 places all wait
+        if model.all_hanging.wait(30):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c)
     with nh.run(model.executor()), pytest.raises(KeyboardInterrupt):
-        timer.start()
+        presser.start()
         nh.map(function, range(30), itertools.repeat(1), concurrency=4, progress=False)
-    timer.join()
+    presser.join()
     sent = model.requests
     asyncio.run(asyncio.sleep(0.1))  # anything still running on the background loop would send now
     assert (model.requests, model.cancelled) == (sent, 4)
