@@ -15,7 +15,16 @@ def test_all_lists_exactly_the_public_names() -> None:
         for name, value in vars(nighthawk).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType) and name != "annotations"
     }
-    assert set(nighthawk.__all__) == public
+    assert set(nighthawk.__all__) == public | nighthawk._BATCH_NAMES  # those load on first use
+
+
+def test_batch_names_load_on_first_use() -> None:
+    code = (
+        "import sys, nighthawk; before = 'nighthawk.batch' in sys.modules; nighthawk.map; "
+        "print(before, 'nighthawk.batch' in sys.modules, nighthawk.map is nighthawk.batch.map)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True", "True"]
 
 
 def test_every_exported_name_resolves() -> None:

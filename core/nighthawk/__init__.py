@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
-from .batch import MapResult, map
 from .budget import StepUsage, UsageBudget, budget, session_usage
 from .configuration import (
     JsonableValue,
@@ -102,10 +101,19 @@ def unload_ipython_extension(ipython: _Any) -> None:
     nighthawk_ipython.unload_ipython_extension(ipython)
 
 
+_BATCH_NAMES = frozenset({"map", "MapResult"})
+"""Public names of the batch layer, imported on first use: a program that never maps does not pay for it
+(sqlite, hashing and the coroutine twins are a tenth of `import nighthawk`)."""
+
+
 def __getattr__(name: str) -> _Any:
+    import importlib
+
+    if name in _BATCH_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.batch"), name)
+        globals()[name] = value  # found directly from now on
+        return value
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
     if name == "ray":
-        import importlib
-
         return importlib.import_module(f"{__name__}.ray")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

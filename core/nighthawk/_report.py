@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import traceback
-from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -29,14 +28,13 @@ MESSAGE_LIMIT = 1_000
 _FRAME_LIMIT = 4
 _HINT = "(full cause chain: `%nighthawk traceback` in a notebook, or `nighthawk.last_error()`)"
 
-# Frames from these folders are the runtime's and its libraries', never the user's.
-_HIDDEN = tuple(
-    str(path)
-    for path in (
-        Path(__file__).resolve().parent,  # nighthawk
-        Path(__file__).resolve().parents[2] / "nighthawk_ipython",  # a source checkout
-        Path(traceback.__file__).resolve().parent,  # the standard library (asyncio, concurrent, ...)
-    )
+# Frames from these folders are the runtime's and its libraries', never the user's. (`os.path`, not
+# `pathlib`: this module loads with `import nighthawk`, and pathlib would bring urllib and ipaddress along.)
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
+_HIDDEN = (
+    _PACKAGE,  # nighthawk
+    os.path.join(os.path.dirname(os.path.dirname(_PACKAGE)), "nighthawk_ipython"),  # a source checkout
+    os.path.dirname(os.path.realpath(traceback.__file__)),  # the standard library (asyncio, concurrent, ...)
 )
 
 
@@ -44,7 +42,7 @@ def _hidden(filename: str) -> bool:
     if "site-packages" in filename or "dist-packages" in filename:
         return True
     try:
-        resolved = str(Path(filename).resolve())
+        resolved = os.path.realpath(filename)
     except (OSError, ValueError):
         return False
     return resolved.startswith(_HIDDEN)
