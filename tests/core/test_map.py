@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import gc
 import itertools
 import linecache
 import os
 import signal
 import sqlite3
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -287,6 +289,16 @@ def test_first_failed_item_stops_the_map_naming_its_index(function: Callable[...
     assert isinstance(caught.value.__cause__, nh.ExecutionError)
     assert caught.value.index == 3
     assert model.requests < 100
+
+
+def test_a_stopped_async_map_leaves_no_coroutine_never_awaited() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(5):  # the item cancelled before its task starts is a matter of timing
+            with nh.run(Model("fail_at(a, {0})").executor()), pytest.raises(nh.MapItemError):
+                nh.map(add_async, range(40), range(40), concurrency=16, progress=False)
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
 
 
 @SYNC_AND_ASYNC

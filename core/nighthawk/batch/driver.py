@@ -142,6 +142,10 @@ class _Driver:
         if self.twin is not None:
             item.twin = made
             self._advance(item, None, None)
+        elif inspect.iscoroutine(made):
+            # The coroutine itself is the task: cancelled before it starts, it closes quietly, where a
+            # wrapper would leave it "never awaited".
+            self._launch(item, made, item.context)
         elif inspect.isawaitable(made):
             self._launch(item, _awaited(made), item.context)
         else:
