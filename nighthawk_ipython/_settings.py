@@ -36,6 +36,8 @@ LIMIT_KEYS: tuple[str, ...] = (
     "globals_max_items",
     "value_max_tokens",
     "tool_result_max_tokens",
+    "media_max_items",
+    "media_max_bytes",
 )
 """Fields of `nighthawk.StepContextLimits` that `%nighthawk limits` accepts (checked by a test)."""
 

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, SystemPromptPart
+from pydantic_ai.messages import BinaryContent, ModelMessage, ModelResponse, SystemPromptPart
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
@@ -31,13 +31,21 @@ __all__ = ["SecretScrubbingModel"]
 _USER_DATA_FIELDS = ("content", "args")
 
 
+def _scrubbed_value(value: Any, scrubber: SecretScrubber) -> Any:
+    """`value` scrubbed; in multimodal content (a list), binary media pass as they are: bytes are no text."""
+    if not isinstance(value, list):
+        return scrubber.scrub_data(value)
+    items = [item if isinstance(item, BinaryContent) else scrubber.scrub_data(item) for item in value]
+    return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+
+
 def _scrubbed_part(part: Any, scrubber: SecretScrubber) -> Any:
     if isinstance(part, SystemPromptPart):
         return part
     changes = {}
     for name in _USER_DATA_FIELDS:
         value = getattr(part, name, None)
-        if value is not None and (scrubbed := scrubber.scrub_data(value)) is not value:
+        if value is not None and (scrubbed := _scrubbed_value(value, scrubber)) is not value:
             changes[name] = scrubbed
     if not changes:
         return part

@@ -110,6 +110,13 @@ class StepContextLimits:
     tool_result_max_tokens: int = 1_200
     """Token budget of the `value` of one tool result envelope."""
 
+    media_max_items: int = 16
+    """How many images and documents the read bindings of one step may attach (see docs/media.md)."""
+
+    media_max_bytes: int = 20_000_000
+    """Bytes of images and documents one step may attach, all together; also the largest file a
+    `pathlib.Path` binding is read from."""
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)

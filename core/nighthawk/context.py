@@ -133,7 +133,10 @@ def _build_entry(
     style: JsonRendererStyle,
     counter: TokenCounter,
     redaction: ContextRedaction,
+    placeholder: str | None = None,
 ) -> _Entry:
+    if placeholder is not None:  # an image or document sent beside the prompt: named here, not rendered
+        return _Entry(name=name, line=f"{name}: {type_name(value)} = {placeholder}", signature=None)
     max_chars = limits.value_max_tokens * 4
     target = _alias_target(value)
     if target is not _MISSING:
@@ -193,6 +196,7 @@ def _summarize(
     style: JsonRendererStyle,
     counter: TokenCounter,
     redaction: ContextRedaction,
+    placeholders: Mapping[str, str] = types.MappingProxyType({}),
 ) -> str:
     """Render `candidates` (in selection order) until a limit is hit; output is sorted by name."""
     if total == 0:
@@ -203,7 +207,9 @@ def _summarize(
     for name, value in candidates:
         if len(chosen) >= max_items:
             break
-        entry = _build_entry(name, value, limits=limits, style=style, counter=counter, redaction=redaction)
+        entry = _build_entry(
+            name, value, limits=limits, style=style, counter=counter, redaction=redaction, placeholder=placeholders.get(name)
+        )
         cost = counter.count(entry.line) + 1  # +1 for the newline
         reserve = snipped_cost if len(chosen) + 1 < total else 0
         if used + cost + reserve > max_tokens:
@@ -252,6 +258,7 @@ def render_locals_summary(
     counter: TokenCounter,
     redaction: ContextRedaction,
     priority: Sequence[str] = (),
+    placeholders: Mapping[str, str] = types.MappingProxyType({}),
 ) -> str:
     """Render the locals summary of a step.
 
@@ -267,6 +274,7 @@ def render_locals_summary(
         counter: Token counter for the budgets.
         redaction: Masking rules.
         priority: Names to keep first when the summary has to be cut.
+        placeholders: For the names whose values are sent as media, the text shown instead of the value.
 
     Returns:
         The summary lines joined by newlines, or `""` when there is nothing to show.
@@ -285,6 +293,7 @@ def render_locals_summary(
         style=style,
         counter=counter,
         redaction=redaction,
+        placeholders=placeholders,
     )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "ScopeStarted",
     "EventListener",
     "LocalsChange",
+    "MediaShown",
     "OutcomeReached",
     "PromptRendered",
     "StepFailed",
@@ -122,12 +123,26 @@ class StepStarted:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MediaShown:
+    """An image or document a step sent beside its prompt, as a display shows it."""
+
+    binding: str
+    """The read binding that held it."""
+    placeholder: str
+    """What LOCALS shows in its place (`<attachment 1: image/png, 12.3 kB>`)."""
+    thumbnail: bytes | None = None
+    """The image itself when it is small enough to embed in a display (bytes: no scrubber rewrites them)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class PromptRendered:
     """The prompts sent with the first model request of a step."""
 
     invocation_id: str
     system_prompt: str
     user_prompt: str
+    media: tuple[MediaShown, ...] = ()
+    """The images and documents sent with the user prompt, in the order sent."""
     event_kind: Literal["prompt_rendered"] = "prompt_rendered"
 
 
@@ -277,7 +292,9 @@ def event_type_adapter() -> pydantic.TypeAdapter[list[Event]]:
     """
     import pydantic
 
-    return pydantic.TypeAdapter(list[Annotated[Event, pydantic.Discriminator("event_kind")]])
+    # Thumbnails are bytes of an image: JSON carries them as base64.
+    config = pydantic.ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+    return pydantic.TypeAdapter(list[Annotated[Event, pydantic.Discriminator("event_kind")]], config=config)
 
 EventListener: TypeAlias = Callable[[Event], None]
 

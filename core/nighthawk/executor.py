@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import events
 from ._evaluate import clip
+from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
 from ._report import connection_error_message, http_error_message, trim_advice
 from ._secrets import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL
@@ -23,7 +24,7 @@ from .errors import BudgetExceededError, ExecutionError, NighthawkError
 from .prompt import render_prompts
 from .runtime import StepExecutor
 from .step import StepContext
-from .tools import assign_value, eval_expression, invoke_tool
+from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
@@ -123,6 +124,14 @@ class AgentStepExecutor:
 
     # --- one step ---------------------------------------------------------------------------------
 
+    def _render(self, step: StepContext) -> tuple[tuple[Any, ...], tuple[str, str]]:
+        """The step's attachments (its media read bindings, read now) and its prompts, which name them."""
+        limits = step.rendering.limits
+        attachments = collect_attachments(
+            step.program.reads, step.step_locals, max_items=limits.media_max_items, max_bytes=limits.media_max_bytes
+        )
+        return attachments, render_prompts(step, self._configuration, attachments)
+
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
         from pydantic_ai import Agent, capture_run_messages
@@ -132,6 +141,7 @@ class AgentStepExecutor:
             ModelHTTPError,
             UnexpectedModelBehavior,
             UsageLimitExceeded,
+            UserError,
         )
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
@@ -140,12 +150,15 @@ class AgentStepExecutor:
 
         model = self._resolve_model()
         agent = self._get_agent(step)
-        # Rendering the locals calls their `__repr__`: user code, so on the user's thread.
-        system_prompt, user_prompt = await on_user_thread(lambda: render_prompts(step, self._configuration))
+        # Rendering the locals calls their `__repr__`, and a figure draws itself: user code, so on the user's thread.
+        attachments, (system_prompt, user_prompt) = await on_user_thread(lambda: self._render(step))
         if events.listening():
             events.emit(
                 events.PromptRendered(
-                    invocation_id=step.invocation_id, system_prompt=system_prompt, user_prompt=user_prompt
+                    invocation_id=step.invocation_id,
+                    system_prompt=system_prompt,
+                    user_prompt=user_prompt,
+                    media=media_shown(attachments),
                 )
             )
         user_tools = {**step.tools, **step.tool_scope.tools}
@@ -163,7 +176,7 @@ class AgentStepExecutor:
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
             try:
                 result = await agent.run(
-                    user_prompt,
+                    user_content(user_prompt, attachments),
                     model=model,
                     deps=step,
                     instructions=system_prompt,
@@ -177,7 +190,15 @@ class AgentStepExecutor:
             except UsageLimitExceeded as exc:
                 raise _budget_error(exc, usage, limits) from exc
             except ModelHTTPError as exc:
-                raise ExecutionError(http_error_message(model, exc.model_name, exc.status_code, exc.body)) from exc
+                refusal = media_refusal(f"{exc.body or ''} {exc.message}", attachments, messages, self.model_label)
+                message = refusal or http_error_message(model, exc.model_name, exc.status_code, exc.body)
+                raise ExecutionError(message) from exc
+            except (UserError, NotImplementedError) as exc:
+                # How pydantic-ai's own model classes refuse a media type their provider cannot take.
+                refusal = media_refusal(str(exc), attachments, messages, self.model_label)
+                if refusal is None:
+                    raise
+                raise ExecutionError(refusal) from exc
             except UnexpectedModelBehavior as exc:
                 problem = step.outcome_problem or _last_retry_reason(messages)
                 reason = f"; last problem: {problem}" if problem else ""
@@ -307,10 +328,23 @@ def _build_agent(output_spec: list[Any]) -> Any:
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
         """Evaluate a Python expression; returns its value."""
         step = _enter_round(ctx)
-        envelope = await invoke_tool(
-            step, "nh_eval", {"expression": expression}, lambda: eval_expression(step, expression), ctx.tool_call_id or ""
+        results: list[object] = []
+
+        async def evaluate() -> object:
+            results.append(await eval_expression(step, expression))
+            return results[-1]
+
+        envelope = _hold_back_outcome(
+            ctx, await invoke_tool(step, "nh_eval", {"expression": expression}, evaluate, ctx.tool_call_id or "")
         )
-        return _hold_back_outcome(ctx, envelope)
+        # An image or document the expression yields (`plt.gcf()`) goes back as media after the envelope.
+        if not results:
+            return envelope
+        from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+
+        limit = step.rendering.limits.media_max_bytes  # a figure draws itself: user code, on the user's thread
+        media = await on_user_thread(lambda: tool_result_media(evaluated_value(results[0]), max_bytes=limit))
+        return envelope if media is None else [envelope, media]  # type: ignore[return-value]
 
     async def nh_assign(ctx: RunContext[StepContext], target_path: str, expression: str) -> str:
         """Store an expression's value in `name` or `name.attr`."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from string import Template
 
+from ._media import Attachment, media_placeholders
 from ._secrets import current_scrubber
 from .configuration import StepExecutorConfiguration
 from .context import render_globals_summary, render_locals_summary
@@ -13,8 +15,11 @@ from .step import StepContext
 __all__ = ["render_prompts"]
 
 
-def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) -> tuple[str, str]:
-    """Return `(system_prompt, user_prompt)` for `step`; summaries are bounded by the context limits."""
+def render_prompts(
+    step: StepContext, configuration: StepExecutorConfiguration, attachments: Sequence[Attachment] = ()
+) -> tuple[str, str]:
+    """Return `(system_prompt, user_prompt)` for `step`; summaries are bounded by the context limits, and the
+    bindings whose values are `attachments` show their placeholders."""
     policy = step.rendering
     options = {
         "limits": policy.limits,
@@ -24,7 +29,10 @@ def render_prompts(step: StepContext, configuration: StepExecutorConfiguration) 
     }
     visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
     locals_summary = render_locals_summary(
-        visible_locals, priority=(*step.program.reads, *step.program.writes), **options
+        visible_locals,
+        priority=(*step.program.reads, *step.program.writes),
+        placeholders=media_placeholders(attachments),
+        **options,
     )
     globals_summary = render_globals_summary(step.program.references, visible_locals, step.step_globals, **options)
     scope_system, scope_user = prompt_suffix_fragments()

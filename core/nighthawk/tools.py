@@ -32,6 +32,7 @@ __all__ = [
     "ToolScope",
     "assign_value",
     "eval_expression",
+    "evaluated_value",
     "invoke_tool",
     "push_tool_scope",
     "tool",
@@ -135,6 +136,11 @@ async def _evaluate_awaiting(
             raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
         result = await on_user_thread(lambda: finish(value))
     return _Evaluated(value=result, warnings=tuple(evaluation.warnings)) if evaluation.warnings else result
+
+
+def evaluated_value(result: object) -> object:
+    """The value a built-in tool computed, without the warnings its result may carry."""
+    return result.value if isinstance(result, _Evaluated) else result
 
 
 # --- built-in tools ---------------------------------------------------------------------------------

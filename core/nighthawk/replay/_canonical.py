@@ -3,11 +3,12 @@
 What two identical runs do not share (timestamps, run ids, provider response ids, usage) is left out and
 tool call ids are renumbered, so the same program asking the same question gives the same key. The text and
 tool arguments in the messages are scrubbed of secret values and credential-looking text; instructions and
-tool definitions are kept as sent.
+tool definitions are kept as sent. An image or document is kept as its sha256 and size, never its bytes.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -87,6 +88,24 @@ def _scrub(value: Any, redaction: ContextRedaction) -> Any:
     return value
 
 
+def _by_hash(value: Any) -> Any:
+    """Multimodal content with each binary part as its media type, size and sha256 instead of base64 data:
+    a store file stays small, and the same picture matches whatever its identifier."""
+    if not isinstance(value, list):
+        return value
+    return [_hashed(item) if isinstance(item, dict) and item.get("kind") == "binary" else item for item in value]
+
+
+def _hashed(binary: dict[str, Any]) -> dict[str, Any]:
+    # pydantic writes bytes as URL-safe base64; read either alphabet.
+    data = base64.b64decode(str(binary.get("data") or "").replace("-", "+").replace("_", "/"), validate=True)
+    hashed = {"kind": "binary", "media_type": binary.get("media_type"), "bytes": len(data)}
+    hashed["sha256"] = hashlib.sha256(data).hexdigest()
+    if binary.get("vendor_metadata"):
+        hashed["vendor_metadata"] = binary["vendor_metadata"]
+    return hashed
+
+
 def clean(value: Any, drop: frozenset[str], ids: _CallIds, redaction: ContextRedaction) -> Any:
     """A serialised message without `drop` keys, `None` fields and zero usage counts; call ids renumbered.
 
@@ -110,7 +129,7 @@ def clean(value: Any, drop: frozenset[str], ids: _CallIds, redaction: ContextRed
             except ValueError:
                 cleaned[key] = _scrub(item, redaction)
         elif key in _OPAQUE_KEYS:
-            cleaned[key] = _scrub(item, redaction)
+            cleaned[key] = _scrub(_by_hash(item), redaction)
         elif key == "usage" and isinstance(item, dict):
             cleaned[key] = {name: count for name, count in sorted(item.items()) if count not in (0, None, {})}
         else:
