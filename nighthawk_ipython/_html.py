@@ -10,6 +10,7 @@ step sits under one `<summary>`. Durations are the only non-deterministic text, 
 
 from __future__ import annotations
 
+import base64
 import html
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,8 @@ _PRE = ' style="white-space:pre-wrap;margin:2px 0;text-align:left;font-family:va
 _CODE = ' style="font-family:var(--jp-code-font-family,monospace);white-space:pre-wrap"'
 # A value longer than this (or spanning lines) is folded: its start shows, the whole value one click away.
 _FOLD_AT = 80
+# The largest a thumbnail is drawn; the core embeds only small images (`THUMBNAIL_MAX_BYTES`) in the first place.
+_THUMBNAIL = "max-width:160px;max-height:120px;border:1px solid #ccc"
 _LIVE_CALLS = 20
 """Tool calls of a running step the live widget shows (the latest ones)."""
 
@@ -157,6 +160,22 @@ def _outcome(view: StepRecord) -> str:
     return f'<div class="nh-outcome"><b>outcome</b> {_code(text)}</div>'
 
 
+def _media(prompt: events.PromptRendered | None) -> str:
+    """The images and documents sent with the prompt: a small picture of each image a display may embed."""
+    if prompt is None or not prompt.media:
+        return ""
+    figures = []
+    for item in prompt.media:
+        picture = ""
+        if item.thumbnail is not None:
+            source = f"data:{item.media_type};base64,{base64.b64encode(item.thumbnail).decode()}"
+            picture = f'<img src="{source}" alt="{_e(item.binding)}" style="{_THUMBNAIL}"><br>'
+        caption = f"{_code(f'<{item.binding}>')} {_e(item.placeholder)}"
+        figures.append(f'<div class="nh-media-item" style="display:inline-block;vertical-align:top;margin:2px 8px 2px 0">'
+                       f'{picture}<span style="font-size:11px">{caption}</span></div>')
+    return f'<details open class="nh-media"><summary>Media sent ({len(prompt.media)})</summary>{"".join(figures)}</details>'
+
+
 def _prompt(prompt: events.PromptRendered | None) -> str:
     if prompt is None:
         return '<div class="nh-prompt"><i>no prompt was sent</i></div>'
@@ -177,6 +196,7 @@ def _body(view: StepRecord, *, calls: list[ToolCallRecord] | None = None, first_
         f"{_outcome(view)}"
         f"<details open><summary>Tool calls ({len(view.tool_calls)})</summary>{_tools(calls, first_call)}</details>"
         f"<details open><summary>Step locals ({len(view.changes)} changed)</summary>{_locals(view.changes, view.unset)}</details>"
+        f"{_media(view.prompt)}"
         f"{nested}"
         f"<details><summary>Prompt</summary>{_prompt(view.prompt)}</details>"
     )

@@ -191,6 +191,9 @@ def step_lines(view: StepRecord, indent: str) -> list[str]:
         lines.extend(f"{inner}  {_change_text(change)}" for change in view.changes)
     if view.unset:
         lines.append(f"{inner}left unset: {', '.join(view.unset)}")
+    if view.prompt is not None and view.prompt.media:
+        lines.append(f"{inner}media sent ({len(view.prompt.media)}):")
+        lines.extend(f"{inner}  <{item.binding}> {item.placeholder}" for item in view.prompt.media)
     outcome = outcome_text(view)
     if outcome is not None:
         lines.append(f"{inner}outcome: {outcome}")

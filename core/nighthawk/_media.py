@@ -274,6 +274,7 @@ def media_shown(attachments: Sequence[Attachment]) -> tuple[MediaShown, ...]:
     return tuple(
         MediaShown(
             binding=item.binding,
+            media_type=item.media_type,
             placeholder=item.placeholder,
             thumbnail=item.data if item.media_type.startswith("image/") and item.size <= THUMBNAIL_MAX_BYTES else None,
         )

@@ -128,6 +128,8 @@ class MediaShown:
 
     binding: str
     """The read binding that held it."""
+    media_type: str
+    """Its MIME type (`image/png`, `application/pdf`, ...)."""
     placeholder: str
     """What LOCALS shows in its place (`<attachment 1: image/png, 12.3 kB>`)."""
     thumbnail: bytes | None = None

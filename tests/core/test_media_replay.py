@@ -12,6 +12,7 @@ from pydantic_ai.messages import BinaryContent, ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
+from nighthawk import events
 from media_samples import png, prompt_content
 from nighthawk.replay import ReplayMissError, ReplayStore, replay_executor
 from scripting import Script, finish, scripted_executor
@@ -84,3 +85,14 @@ def test_replay_misses_for_another_image(tmp_path: Path) -> None:
     record(path := tmp_path / "store.replay.yaml", png(255, 0, 0, size=32))
     with nh.run(replay_executor(path, "replay")), pytest.raises(ReplayMissError):
         describe(png(0, 0, 255, size=32), "colour")
+
+
+def test_media_events_round_trip_through_the_type_adapter() -> None:
+    event = events.PromptRendered(
+        invocation_id="step-1",
+        system_prompt="s",
+        user_prompt="u",
+        media=(events.MediaShown(binding="photo", media_type="image/png", placeholder="<attachment 1>", thumbnail=png()),),
+    )
+    adapter = events.event_type_adapter()
+    assert adapter.validate_json(adapter.dump_json([event])) == [event]
