@@ -84,11 +84,13 @@ def continue_() -> Call:
 
 @dataclass(frozen=True)
 class Request:
-    """What a scripted round may look at: the step's program, its locals summary and the last tool results."""
+    """What a scripted round may look at: the step's program, its locals summary, the last tool results and
+    the images sent with the prompt."""
 
     program: str
     locals_text: str
     tool_results: tuple[str, ...]
+    media: tuple[bytes, ...] = ()
 
     def local(self, name: str) -> str:
         """The summary line of local `name` (`name: type = preview`), or an empty string."""
@@ -139,6 +141,18 @@ def _ticket_label(request: Request) -> list[Call]:
         if any(word in ticket for word in words):
             return [return_(repr(label))]
     return [return_("'question'")]
+
+
+def _colour(request: Request) -> list[Call]:
+    # 08-images: the answer is read from the picture, as a vision model would: the shape's dominant channel.
+    import io
+
+    from PIL import Image
+
+    (image,) = request.media
+    pixels = [pixel for pixel in Image.open(io.BytesIO(image)).convert("RGB").getdata() if min(pixel) < 200]
+    totals = [sum(pixel[channel] for pixel in pixels) for channel in range(3)]
+    return [return_(repr(("red", "green", "blue")[totals.index(max(totals))]))]
 
 
 def _ticket_urgency(request: Request) -> list[Call]:
@@ -238,6 +252,17 @@ ANSWERS: dict[str, list[Answer]] = {
         Answer("Label the support ticket", [_ticket_label]),
         Answer("how urgent", [_ticket_urgency]),
     ],
+    "08-images": [
+        Answer(
+            "line chart",
+            [[
+                assign("turned", "True"),
+                assign("when", "'Sales rose for six months, peaked in month 6, then fell back to where they started.'"),
+                pass_(),
+            ]],
+        ),
+        Answer("main colour", [_colour]),
+    ],
 }
 
 
@@ -247,16 +272,20 @@ def _text_between(text: str, start: str, end: str) -> str:
 
 
 def _request(messages: list[Any]) -> Request:
-    from pydantic_ai.messages import ModelRequest, ToolReturnPart, UserPromptPart
+    from pydantic_ai.messages import BinaryContent, ModelRequest, ToolReturnPart, UserPromptPart
 
     prompt = ""
     results: list[str] = []
+    media: list[bytes] = []
     for message in messages:
         if not isinstance(message, ModelRequest):
             continue
         for part in message.parts:
-            if isinstance(part, UserPromptPart) and isinstance(part.content, str) and not prompt:
-                prompt = part.content
+            if isinstance(part, UserPromptPart) and not prompt:
+                # A step that sends images has a list: its text first, then each image after its label.
+                content = [part.content] if isinstance(part.content, str) else list(part.content)
+                prompt = content[0]
+                media = [item.data for item in content if isinstance(item, BinaryContent)]
     last = messages[-1] if messages else None
     if isinstance(last, ModelRequest):
         results = [str(part.content) for part in last.parts if isinstance(part, ToolReturnPart)]
@@ -264,6 +293,7 @@ def _request(messages: list[Any]) -> Request:
         program=_text_between(prompt, "<<<NH:PROGRAM>>>", "<<<NH:END_PROGRAM>>>"),
         locals_text=_text_between(prompt, "<<<NH:LOCALS>>>", "<<<NH:END_LOCALS>>>"),
         tool_results=tuple(results),
+        media=tuple(media),
     )
 
 
