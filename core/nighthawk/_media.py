@@ -16,7 +16,7 @@ import hashlib
 import io
 import pathlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -191,10 +191,19 @@ def media_of(value: object, *, max_bytes: int, binding: str = "value") -> Attach
             return Attachment(binding=binding, number=0, media_type=media_type, data=data)
         return None
     if module.startswith("matplotlib") and hasattr(value, "savefig"):
-        return Attachment(binding=binding, number=0, media_type="image/png", data=_render_figure(value))
+        return Attachment(binding=binding, number=0, media_type="image/png", data=_drawn(_render_figure, value, binding))
     if module.startswith("PIL") and hasattr(value, "save") and hasattr(value, "mode"):
-        return Attachment(binding=binding, number=0, media_type="image/png", data=_render_pil(value))
+        return Attachment(binding=binding, number=0, media_type="image/png", data=_drawn(_render_pil, value, binding))
     return None
+
+
+def _drawn(render: Callable[[Any], bytes], value: object, binding: str) -> bytes:
+    try:
+        return render(value)
+    except Exception as exc:
+        raise NighthawkError(
+            f"`<{binding}>` ({type(value).__name__}) could not be drawn as a PNG: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _media_items(name: str, value: object, max_bytes: int) -> list[Attachment]:
@@ -289,7 +298,10 @@ def tool_result_media(value: object, *, max_bytes: int) -> Any:
     """
     if isinstance(value, pathlib.Path):
         return None
-    found = media_of(value, max_bytes=max_bytes)
+    try:
+        found = media_of(value, max_bytes=max_bytes)
+    except NighthawkError:  # a value that cannot draw itself: the model still has its repr
+        return None
     return None if found is None or found.size > max_bytes else found.content()
 
 

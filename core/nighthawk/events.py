@@ -5,8 +5,9 @@ with `listen(...)`; the OpenTelemetry emitter and the IPython widgets are ordina
 listener is registered the runner builds no events at all (`listening()` is checked first), so an
 unobserved step pays nothing for observability.
 
-Values inside events are already bounded, masked previews (strings), never the live objects, and `emit`
-scrubs every event of the current step's secret values before any listener sees it.
+Values inside events are already bounded, masked previews (strings), never the live objects (the one
+exception: a small image a step sent, as bytes, for a display's thumbnail), and `emit` scrubs every event of
+the current step's secret values before any listener sees it.
 """
 
 from __future__ import annotations

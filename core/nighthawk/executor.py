@@ -342,8 +342,11 @@ def _build_agent(output_spec: list[Any]) -> Any:
             return envelope
         from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
-        limit = step.rendering.limits.media_max_bytes  # a figure draws itself: user code, on the user's thread
-        media = await on_user_thread(lambda: tool_result_media(evaluated_value(results[0]), max_bytes=limit))
+        value, limit = evaluated_value(results[0]), step.rendering.limits.media_max_bytes
+        if type(value).__module__ == "builtins":  # bytes, or no media at all: no user code runs
+            media = tool_result_media(value, max_bytes=limit)
+        else:  # a figure or an image draws itself: user code, on the user's thread
+            media = await on_user_thread(lambda: tool_result_media(value, max_bytes=limit))
         return envelope if media is None else [envelope, media]  # type: ignore[return-value]
 
     async def nh_assign(ctx: RunContext[StepContext], target_path: str, expression: str) -> str:
