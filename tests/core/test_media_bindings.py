@@ -177,6 +177,15 @@ def test_map_over_a_column_of_images_sends_one_attachment_per_item(tmp_path: Pat
     assert all(len(prompt_content(messages)) == 3 for messages in script.seen)
 
 
+def test_map_over_a_column_of_image_bytes_sends_one_attachment_per_item() -> None:
+    images = [png(0, index, 0) for index in range(3)]
+    executor, script = scripted_executor(*[[finish()] for _ in images])
+    with nh.run(executor):
+        nh.map(describe, images, concurrency=1, progress=False)
+    sent_images = [prompt_content(messages)[2] for messages in script.seen]
+    assert sorted(item.data for item in sent_images) == sorted(images)
+
+
 def test_sending_bytes_imports_neither_matplotlib_nor_pil(tmp_path: Path) -> None:
     program = """
 import sys

@@ -74,3 +74,19 @@ def test_a_provider_refusing_media_names_the_binding_and_the_model() -> None:
         r"supported by certain models.*\); choose a model that reads images and documents",
     ):
         compare(png(), "text")
+
+
+def test_a_figure_that_cannot_draw_itself_names_the_binding(monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no renderer")
+
+    figure = Figure()
+    monkeypatch.setattr(figure, "savefig", broken)
+    executor, script = scripted_executor()
+    with nh.run(executor), pytest.raises(
+        nh.NighthawkError, match=r"^`<first>` \(Figure\) could not be drawn as a PNG: RuntimeError: no renderer$"
+    ):
+        compare(figure, "text")
+    assert script.requests == 0

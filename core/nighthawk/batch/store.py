@@ -89,7 +89,8 @@ def item_key(fingerprint: str, model: str, args: tuple[Any, ...]) -> tuple[str, 
         anchors.append(value)
         return f"<{type(value).__module__}.{type(value).__qualname__} at {id(value):#x} in {_PROCESS}>"
 
-    arguments = pydantic_core.to_json(list(args), fallback=by_identity).decode()
+    # Bytes as base64: the bytes of an image are no UTF-8, which pydantic's default for bytes requires.
+    arguments = pydantic_core.to_json(list(args), fallback=by_identity, bytes_mode="base64").decode()
     key = hashlib.sha256(json.dumps([fingerprint, model, arguments]).encode()).hexdigest()
     return key, tuple(anchors)
 
