@@ -90,3 +90,18 @@ def test_a_figure_that_cannot_draw_itself_names_the_binding(monkeypatch: pytest.
     ):
         compare(figure, "text")
     assert script.requests == 0
+
+
+def unsupported(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    from pydantic_ai.exceptions import UserError
+
+    raise UserError("Unsupported binary content media type for this model: 'application/pdf'")
+
+
+def test_a_model_class_refusing_a_media_type_names_the_binding_and_the_model() -> None:
+    configuration = nh.StepExecutorConfiguration(model=FunctionModel(unsupported, model_name="no-pdf"))
+    executor = nh.AgentStepExecutor.from_configuration(configuration=configuration)
+    with nh.run(executor), pytest.raises(
+        nh.ExecutionError, match=r"^the model 'function:no-pdf' refused the image or document sent for `<second>` \("
+    ):
+        compare("text", b"%PDF-1.4\n%%EOF\n")
