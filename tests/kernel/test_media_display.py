@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from IPython.utils.capture import capture_output
-from kernel_scripts import outcome, scripted
+from kernel_scripts import outcome, scripted, step_events
 from media_samples import png
+
+from nighthawk import events
+from nighthawk_ipython import StepView
+from nighthawk_ipython._display import CellView
 
 
 @pytest.fixture
@@ -45,3 +50,16 @@ def test_an_image_too_large_to_embed_is_named_without_a_picture(shell: Any, use_
         shell.run_cell("%%natural\nDescribe <photo>.")
     html = captured.outputs[0].data["text/html"]
     assert "Media sent (1)" in html and "<img" not in html
+
+
+def test_the_live_widget_shows_the_thumbnail_while_the_step_runs() -> None:
+    stream = step_events(calls=1)[:3]  # StepStarted, PromptRendered, ToolCallStarted
+    image = png(9, 9, 9)
+    media = (events.MediaShown(binding="photo", media_type="image/png", placeholder="<attachment 1>", thumbnail=image),)
+    stream[1] = replace(stream[1], media=media)
+    view = CellView(mode="widget")
+    step = StepView(stream[0])
+    view.add(step)
+    for event in stream[1:]:
+        step.apply(event)
+    assert base64.b64encode(image).decode() in view.live_html()
