@@ -53,6 +53,7 @@ _SIGNATURES = (
     (b"%PDF-", "application/pdf"),
 )
 _SNIFF_BYTES = 16
+_URL_SHOWN = 120  # characters of a URL a placeholder shows (a signed URL runs to hundreds)
 # The `kind` of every pydantic-ai media value; `BinaryContent` is `binary`, the URL types `*-url`.
 _PYDANTIC_AI_KINDS = frozenset({"binary", "image-url", "document-url", "audio-url", "video-url"})
 
@@ -92,17 +93,23 @@ class Attachment:
     @property
     def placeholder(self) -> str:
         """What LOCALS shows in place of the value: `<attachment 1: image/png, 12.3 kB>`."""
-        where = _size_text(self.size) if self.url is None else self.url
+        where = _size_text(self.size) if self.url is None else _cut(self.url, _URL_SHOWN)
         return f"<attachment {self.number}: {self.media_type}, {where}>"
 
     def content(self) -> Any:
         """The pydantic-ai value the model is sent."""
         if self.source is not None:
             return self.source
-        from pydantic_ai.messages import BinaryContent  # here: `import nighthawk` leaves pydantic-ai out
+        from pydantic_ai.messages import BinaryContent, ImageUrl  # here: `import nighthawk` leaves pydantic-ai out
 
-        assert self.data is not None
+        if self.data is None:
+            assert self.url is not None
+            return ImageUrl(self.url)
         return BinaryContent(self.data, media_type=self.media_type)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _size_text(size: int) -> str:
@@ -168,7 +175,8 @@ def media_of(value: object, *, max_bytes: int, binding: str = "value") -> Attach
         binding: The binding's name, for the message of a file over the limit.
 
     Raises:
-        NighthawkError: `value` is a path to an image or PDF larger than `max_bytes`.
+        NighthawkError: `value` is a path to an image or PDF larger than `max_bytes`, or a figure or image
+            that fails to draw itself.
     """
     module = _module(value)
     if module.startswith("pydantic_ai") and getattr(value, "kind", None) in _PYDANTIC_AI_KINDS:
@@ -186,9 +194,11 @@ def media_of(value: object, *, max_bytes: int, binding: str = "value") -> Attach
         found = _from_path(value, max_bytes, binding)
         return None if found is None else Attachment(binding=binding, number=0, media_type=found[0], data=found[1])
     if module.startswith("IPython") and type(value).__name__ == "Image":
-        data = getattr(value, "data", None)
+        data, url = getattr(value, "data", None), getattr(value, "url", None)
         if isinstance(data, bytes) and (media_type := sniff_media_type(data)) is not None:
             return Attachment(binding=binding, number=0, media_type=media_type, data=data)
+        if isinstance(url, str) and url.startswith(("http://", "https://")):  # `Image(url=...)` not embedded
+            return Attachment(binding=binding, number=0, media_type=f"image/{getattr(value, 'format', 'png')}", url=url)
         return None
     if module.startswith("matplotlib") and hasattr(value, "savefig"):
         return Attachment(binding=binding, number=0, media_type="image/png", data=_drawn(_render_figure, value, binding))

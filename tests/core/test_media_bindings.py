@@ -213,3 +213,11 @@ print(sorted(name for name in ("matplotlib", "PIL", "IPython") if name in sys.mo
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_an_ipython_image_of_a_url_is_sent_as_an_image_url() -> None:
+    from IPython.display import Image
+
+    content = sent(Image(url="https://example.com/plot.png"))
+    assert content[2] == ImageUrl("https://example.com/plot.png")
+    assert locals_line(content, "photo") == "photo: Image = <attachment 1: image/png, https://example.com/plot.png>"
