@@ -6,7 +6,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     ├── NaturalParseError           a Natural block, its bindings or its frontmatter could not be read
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
     │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
-    │   ├── OversightRejectedError  an oversight hook refused to let a step commit
+    │   ├── OversightRejectedError  an oversight hook stopped the step (a rejected commit, an ask that failed)
     │   └── ReplayMissError         a replay store has no answer for a request
     ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
@@ -107,7 +107,8 @@ def _figure(budget: str, value: float) -> str:
 
 
 class OversightRejectedError(ExecutionError):
-    """An oversight hook (`nighthawk.oversight`) rejected the step before it committed; nothing was committed."""
+    """An oversight hook (`nighthawk.oversight`) stopped the step: it rejected the commit, or the confirm mode
+    could not ask the person; nothing was committed."""
 
 
 class ReplayMissError(ExecutionError):

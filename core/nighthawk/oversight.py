@@ -3,6 +3,8 @@
 `nighthawk.scope(oversight=Oversight(inspect_tool_call=..., inspect_step_commit=...))` puts two hooks in
 force for the blocks run inside it; nested scopes inherit them and `oversight=None` clears them. A
 process-wide oversight (the kernel's confirm mode) is asked after the scope's and no scope clears it.
+Hooks are user code and run like it: a sync hook on the thread that started the block, an async one on the
+step's loop.
 
 - Before every tool call (`nh_eval`, `nh_assign`, user tools) `inspect_tool_call` sees a `ToolCall`. A
   `Reject(reason)` keeps the call from running and hands the model an `execution` error with the reason,
@@ -61,6 +63,7 @@ __all__ = [
     "combine",
     "in_force",
     "overseeing",
+    "overseeing_also",
     "read_only",
     "remove_process_oversight",
     "review_commit",
@@ -92,6 +95,18 @@ def overseeing(oversight: Oversight | None) -> Iterator[None]:
         yield
     finally:
         _scoped.reset(token)
+
+
+@contextmanager
+def overseeing_also(oversight: Oversight) -> Iterator[None]:
+    """Ask `oversight` too, after the hooks in force, inside the `with` block (nothing changes when it is
+    asked already)."""
+    if oversight in in_force():
+        yield
+        return
+    scoped = _scoped.get()
+    with overseeing(oversight if scoped is None else combine(scoped, oversight)):
+        yield
 
 
 def in_force() -> tuple[Oversight, ...]:
