@@ -99,8 +99,10 @@ def _refused_call(expression: str, deny: frozenset[str], objects: Mapping[int, s
             continue
         text = _dotted(node.func)
         value = namespace.value(node.func)
-        if value is builtins.open or text in ("open", "io.open"):
-            if _writes(node):
+        is_open = value is builtins.open or text in ("open", "io.open")
+        if is_open or text.endswith(".open"):
+            # `open(path, mode)`, or a path's `p.open(mode)`, whose mode comes first.
+            if _writes(node, mode_at=1 if is_open else 0):
                 return f"`{ast.unparse(node)}` opens a file for writing"
             continue
         entry = _matching_entry(text, value, deny, objects)
@@ -148,9 +150,10 @@ def _resolved(deny: frozenset[str]) -> dict[int, str]:
     return found
 
 
-def _writes(node: ast.Call) -> bool:
-    """Whether an `open(...)` call may write: a mode with `w`, `a`, `x` or `+`, or one that is not a literal."""
-    mode: ast.expr | None = node.args[1] if len(node.args) > 1 else None
+def _writes(node: ast.Call, *, mode_at: int) -> bool:
+    """Whether an `open(...)` call may write: a mode with `w`, `a`, `x` or `+`, or one that is not a literal
+    (`mode_at` is the mode's position among the call's arguments)."""
+    mode: ast.expr | None = node.args[mode_at] if len(node.args) > mode_at else None
     for keyword in node.keywords:
         if keyword.arg == "mode":
             mode = keyword.value

@@ -86,6 +86,17 @@ def test_read_only_refuses_open_for_writing(victim: Path, mode: str) -> None:
     assert victim.read_text() == "a,b\n"
 
 
+def test_read_only_refuses_a_path_opened_for_writing(victim: Path) -> None:
+    (envelope,) = run_under(nh.oversight.read_only(), evaluate("path.open('w').write('gone')"), path=victim)
+    assert "opens a file for writing" in (error_of(envelope) or "")
+    assert victim.read_text() == "a,b\n"
+
+
+def test_read_only_lets_a_path_be_opened_for_reading(victim: Path) -> None:
+    (envelope,) = run_under(nh.oversight.read_only(), evaluate("path.open().read()"), path=victim)
+    assert envelope == {"value": "a,b\n", "error": None}
+
+
 def test_read_only_lets_open_for_reading_run(victim: Path) -> None:
     (envelope,) = run_under(nh.oversight.read_only(), evaluate(f"open({str(victim)!r}).read()"))
     assert envelope == {"value": "a,b\n", "error": None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,6 +130,13 @@ def test_confirm_stays_on_after_reload_ext(live: Live) -> None:
     person = Person("y")
     live.run("%%natural\nASSIGN total = 7\nSet <:total>.", answer=person)
     assert person.prompts == [PROMPT]
+
+
+def test_confirm_takes_on_or_off(shell: Any) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match=r"%nighthawk confirm: 'maybe' is neither on nor off"):
+        shell.run_line_magic("nighthawk", "confirm maybe")
 
 
 def test_a_notebook_run_by_nbclient_in_confirm_mode_fails_with_the_message_instead_of_waiting() -> None:
