@@ -273,7 +273,8 @@ class NighthawkSettings(Configurable):
         if target is None:
             target = current if current is not None else (self.model_object or self.model or DEFAULT_MODEL)
         lines.extend(_destination(target))
-        lines.append("confirm: " + ("on (every tool call waits for your answer)" if self.confirm else "off"))
+        if self.confirm:  # only when on: a notebook's saved status output stays as it was
+            lines.append("confirm: on (every tool call waits for your answer)")
         return "\n".join(lines)
 
     def _spending(self, executor: Any) -> list[str]:
