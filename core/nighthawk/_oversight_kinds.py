@@ -1,7 +1,7 @@
 """The data of oversight: what a hook is shown, what it may answer, and the pair of hooks a scope holds.
 
-Plain data below the tools and the runner, which consult the hooks (`oversight.py`), and the ready-made
-policies (`_policies.py`), which are hooks themselves.
+Plain data, below the code that asks the hooks (`_oversee.py` for the tools and the runner) and the
+ready-made policies (`_policies.py`), which are hooks themselves. Users reach it through `oversight.py`.
 """
 
 from __future__ import annotations

@@ -139,6 +139,28 @@ def test_confirm_takes_on_or_off(shell: Any) -> None:
         shell.run_line_magic("nighthawk", "confirm maybe")
 
 
+@pytest.fixture
+def refused_display(shell: Any, use_model: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The display of a `%%natural --confirm` cell whose one call the person refused (no answer)."""
+    from IPython.utils.capture import capture_output
+    from kernel_scripts import assign, outcome, scripted
+
+    monkeypatch.setattr("builtins.input", lambda prompt="": "")
+    use_model(scripted([assign("total", "40 + 2")], [outcome("pass")]))
+    with capture_output() as captured:
+        shell.run_cell("%%natural --confirm\nSet <:total>.")
+    (display,) = captured.outputs
+    return display.data
+
+
+def test_the_step_text_lists_the_refused_call(refused_display: Any) -> None:
+    assert "oversight: confirm rejected nh_assign (the user did not allow this call)" in refused_display["text/plain"]
+
+
+def test_the_step_html_lists_the_refused_call(refused_display: Any) -> None:
+    assert '<div class="nh-oversight">oversight: confirm rejected nh_assign' in refused_display["text/html"]
+
+
 def test_a_notebook_run_by_nbclient_in_confirm_mode_fails_with_the_message_instead_of_waiting() -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
