@@ -132,6 +132,30 @@ def test_an_async_tool_hook_can_reject() -> None:
     assert envelope["error"]["message"] == "async says no"
 
 
+def test_hooks_see_the_blocks_of_an_async_natural_function() -> None:
+    executor, script = scripted_executor([call("nh_assign", target_path="result", expression="'x'")], [finish()])
+    asked: list[str] = []
+
+    async def refuse(call: Any) -> Any:
+        asked.append(call.tool_name)
+        return nh.oversight.Reject("not in async code either")
+
+    @nh.natural_function
+    async def block() -> str:
+        result = "start"
+        """natural
+        Set <:result>.
+        """
+        return result
+
+    async def main() -> str:
+        with nh.run(executor), nh.scope(oversight=tool_hook(refuse)):
+            return await block()
+
+    assert asyncio.run(main()) == "start"
+    assert asked == ["nh_assign"]
+
+
 def test_a_sync_hook_runs_on_the_thread_that_started_the_block() -> None:
     threads: list[threading.Thread] = []
 
