@@ -90,6 +90,7 @@ def configure(
     display: str | None = None,
     limits: dict[str, int] | None = None,
     budgets: dict[str, Any] | None = None,
+    confirm: bool | None = None,
     shell: Any = None,
 ) -> NighthawkSettings:
     """Change the kernel's Nighthawk settings from Python (the same settings as `%nighthawk`).
@@ -100,6 +101,7 @@ def configure(
         limits: Context limits (fields of `nighthawk.StepContextLimits`) replacing the current ones.
         budgets: Budgets and request settings (`{"step.requests": 20, "cell.cost_usd": 0.5,
             "request_timeout_s": 60}`; keys in `BUDGET_KEYS`) replacing the current ones.
+        confirm: Ask before every tool call (`%nighthawk confirm on|off`); `None` keeps it.
         shell: The IPython shell; the running one by default.
 
     Returns:
@@ -128,4 +130,6 @@ def configure(
         settings.limits = dict(limits)
     if budgets is not None:
         settings.budgets = dict(budgets)
+    if confirm is not None:
+        settings.confirm = confirm
     return settings

@@ -22,6 +22,7 @@ from ._text import (
     change_scope,
     compact_text,
     counts_text,
+    decision_text,
     gap_text,
     outcome_text,
     programs,
@@ -192,8 +193,9 @@ def _body(view: StepRecord, *, calls: list[ToolCallRecord] | None = None, first_
     nested = ""
     if children:
         nested = f"<details open><summary>Nested steps ({_e(counts_text(children))})</summary>{_listing(children)}</details>"
+    decisions = "".join(f'<div class="nh-oversight">{_e(decision_text(decision))}</div>' for decision in view.decisions)
     return (
-        f"{_outcome(view)}"
+        f"{_outcome(view)}{decisions}"
         f"<details open><summary>Tool calls ({len(view.tool_calls)})</summary>{_tools(calls, first_call)}</details>"
         f"<details open><summary>Step locals ({len(view.changes)} changed)</summary>{_locals(view.changes, view.unset)}</details>"
         f"{_media(view.prompt)}"

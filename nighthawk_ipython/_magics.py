@@ -29,9 +29,11 @@ from nighthawk.block import parse_program
 from nighthawk.budget import UsageBudget, budget, session_usage
 from nighthawk.configuration import DEFAULT_MODEL
 from nighthawk.errors import NighthawkError, last_error, record_error
+from nighthawk._oversee import overseeing_also
 from nighthawk.runner import run_block
 from nighthawk.runtime import scope
 
+from ._confirm import CONFIRM
 from ._interpolate import interpolate
 from ._namespace import build_frame
 from ._settings import BUDGET_FIGURES, BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
@@ -43,7 +45,8 @@ __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
 """Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
 
-_SUBCOMMANDS = ("model", "display", "limits", "status", "usage", "replay", "traceback", "help")
+_SUBCOMMANDS = ("model", "display", "limits", "confirm", "status", "usage", "replay", "traceback", "help")
+_SWITCH = {"on": True, "off": False}
 
 # The program starts on the line after `%%natural`, which is line 1 of the cell.
 _PROGRAM_LINE = 2
@@ -124,6 +127,11 @@ class NighthawkMagics(Magics):
         "repeat or separate with commas (`--budget requests=5,cost_usd=0.01`).",
     )
     @argument(
+        "--confirm",
+        action="store_true",
+        help="Show each tool call of this cell and wait for `y` before it runs (no answer refuses it).",
+    )
+    @argument(
         "-f",
         "--interpolate",
         action="store_true",
@@ -152,7 +160,7 @@ class NighthawkMagics(Magics):
 
         try:
             with budget(bound) if bound is not None else nullcontext():
-                result = self._run(text, deny=deny, executor=executor, display=args.display)
+                result = self._run(text, deny=deny, executor=executor, display=args.display, confirm=args.confirm)
         except (NighthawkError, NameError, KeyboardInterrupt) as exc:
             if isinstance(exc, NameError):  # a read binding the namespace lacks: the runner never saw it
                 record_error(exc)
@@ -166,7 +174,7 @@ class NighthawkMagics(Magics):
             return result.value
         return None
 
-    def _run(self, text: str, *, deny: frozenset[str], executor: Any, display: str | None) -> Any:
+    def _run(self, text: str, *, deny: frozenset[str], executor: Any, display: str | None, confirm: bool) -> Any:
         """Parse the cell, build its frame from the namespace and run it; return the `BlockResult`."""
         # IPython has already counted the running cell when it stores history, so its number is one less.
         filename = f"In[{max(self.shell.execution_count - 1, 1)}]"
@@ -178,7 +186,8 @@ class NighthawkMagics(Magics):
         )
         self._state.ready()
         executor_scope = scope(step_executor=executor) if executor is not None else nullcontext()
-        with self._state.display_mode(display), executor_scope:
+        confirm_scope = overseeing_also(CONFIRM) if confirm else nullcontext()
+        with self._state.display_mode(display), executor_scope, confirm_scope:
             try:
                 return run_block(program, frame)
             finally:
@@ -210,7 +219,9 @@ class NighthawkMagics(Magics):
 
     @magic_arguments()
     @argument("command", type=_unquote, choices=_SUBCOMMANDS, help="What to show or change.")
-    @argument("values", nargs="*", help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; replay: PATH")
+    @argument(
+        "values", nargs="*", help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; confirm: on|off; replay: PATH"
+    )
     @argument("--reset", action="store_true", help="usage: print the totals, then start counting from zero.")
     @argument("--record", action="store_true", help="replay: record every exchange with the real model.")
     @argument("--auto", action="store_true", help="replay: replay stored exchanges, record the missing ones.")
@@ -221,7 +232,8 @@ class NighthawkMagics(Magics):
         `%nighthawk model provider:model` or `%nighthawk model VARIABLE` (a pydantic-ai Model or a
         StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...` (context
         limits, budgets such as `step.requests=20` or `cell.cost_usd=0.5`, `request_timeout_s`, `max_retries`;
-        `None` lifts a bound), `%nighthawk status` (also where requests go and what bounds them),
+        `None` lifts a bound), `%nighthawk confirm on|off` (show every tool call and wait for `y` before it
+        runs), `%nighthawk status` (also where requests go and what bounds them),
         `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
         `%nighthawk replay PATH [--record|--auto]` (answer from
         a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block),
@@ -269,6 +281,14 @@ class NighthawkMagics(Magics):
                 except TraitError as exc:
                     raise UsageError(f"%nighthawk limits: {exc}") from exc
                 settings.limits = {**settings.limits, **limits}
+            case "confirm":
+                if not values:
+                    print(f"confirm: {'on' if settings.confirm else 'off'}")
+                    return
+                self._expect(values, 1, "confirm", "on|off")
+                if values[0] not in _SWITCH:
+                    raise UsageError(f"%nighthawk confirm: {values[0]!r} is neither on nor off; use `%nighthawk confirm on` or `off`")
+                settings.confirm = _SWITCH[values[0]]
             case "usage":
                 self._expect(values, 0, "usage", "[--reset]")
                 _print_usage(reset=args.reset)

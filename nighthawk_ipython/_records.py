@@ -81,6 +81,8 @@ class StepRecord:
         self.unset: tuple[str, ...] = ()
         self.usage: events.UsageReported | None = None
         self.failure: events.StepFailed | None = None
+        self.decisions: list[events.OversightDecision] = []
+        """Rejections and rewrites by oversight hooks (acceptances are not shown)."""
         self.prompt: events.PromptRendered | None = None
         self.duration_s: float | None = None
         self.children: list[StepRecord] = []
@@ -133,6 +135,10 @@ class StepRecord:
                 for call in self.tool_calls:  # calls the interrupt or the failure cut short
                     if call.duration_s is None and call.error_kind is None and event.status != "completed":
                         call.cut = event.status
+            case events.OversightDecision():
+                if event.decision == "accepted":
+                    return False
+                self.decisions.append(event)
             case (
                 events.StepStarted()
                 | events.Assignment()

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from traitlets import Any as AnyTrait
-from traitlets import Dict, Enum, TraitError, Unicode, observe, validate
+from traitlets import Bool, Dict, Enum, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
 __all__ = [
@@ -78,6 +78,12 @@ class NighthawkSettings(Configurable):
         "'max_retries', ...); a key left out keeps Nighthawk's default, `None` lifts the bound.",
     ).tag(config=True)
 
+    confirm = Bool(
+        False,
+        help="Ask before every tool call of every step (`%nighthawk confirm on`): the cell shows the call and "
+        "waits for `y` on the kernel's input prompt; no answer refuses it.",
+    ).tag(config=True)
+
     model_object = AnyTrait(
         None,
         allow_none=True,
@@ -130,6 +136,12 @@ class NighthawkSettings(Configurable):
         self._executor = None
         if "nighthawk" in sys.modules:  # already paid for: install at once so natural functions see it
             self.install()
+
+    @observe("confirm")
+    def _use_confirm(self, change: Any) -> None:
+        from ._confirm import use_confirm  # imports the core: only once confirm mode is turned on or off
+
+        use_confirm(change["new"])
 
     # --- the executor ------------------------------------------------------------------------------
 
@@ -263,6 +275,8 @@ class NighthawkSettings(Configurable):
         if target is None:
             target = current if current is not None else (self.model_object or self.model or DEFAULT_MODEL)
         lines.extend(_destination(target))
+        if self.confirm:  # only when on: a notebook's saved status output stays as it was
+            lines.append("confirm: on (every tool call waits for your answer)")
         return "\n".join(lines)
 
     def _spending(self, executor: Any) -> list[str]:
@@ -282,7 +296,7 @@ class NighthawkSettings(Configurable):
         ]
 
 
-_KEPT = ("model", "model_object", "model_source", "display", "limits", "budgets")
+_KEPT = ("model", "model_object", "model_source", "display", "limits", "budgets", "confirm")
 """Settings carried from one load of the extension to the next in the same shell."""
 
 

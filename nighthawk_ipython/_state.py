@@ -124,6 +124,10 @@ class KernelState:
                 use_renderer(previous)
         _unguard_exit(self.shell)
         self.settings.uninstall()
+        if self.settings.confirm:  # kept in the snapshot: the next load turns it on again
+            from ._confirm import use_confirm  # imported when confirm mode was turned on
+
+            use_confirm(False)
 
 
 def _guard_exit(shell: Any) -> None:

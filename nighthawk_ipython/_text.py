@@ -20,6 +20,7 @@ __all__ = [
     "compact_text",
     "cost_text",
     "counts_text",
+    "decision_text",
     "gap_text",
     "outcome_text",
     "programs",
@@ -172,6 +173,13 @@ def _change_text(change: events.LocalsChange) -> str:
     return f"{CHANGE_MARK[change.change]} {change.name} = {values} ({change_scope(change)})"
 
 
+def decision_text(decision: events.OversightDecision) -> str:
+    """`oversight: read_only rejected nh_eval (why)` for a rejection or a rewrite shown under a step."""
+    subject = decision.tool_name or ("the commit" if not decision.names else ", ".join(decision.names))
+    reason = f" ({decision.reason})" if decision.reason else ""
+    return f"oversight: {decision.oversight} {decision.decision} {subject}{reason}"
+
+
 def step_lines(view: StepRecord, indent: str) -> list[str]:
     """The full text of one step: header, program, tool calls, locals diff, outcome, nested steps."""
     header = [f"Natural step {view.step_id}", view.status, f"model {view.model}"]
@@ -186,6 +194,7 @@ def step_lines(view: StepRecord, indent: str) -> list[str]:
     if view.tool_calls:
         lines.append(f"{inner}tool calls ({len(view.tool_calls)}):")
         lines.extend(f"{inner}  {_call_text(i, call)}" for i, call in enumerate(view.tool_calls, 1))
+    lines.extend(f"{inner}{decision_text(decision)}" for decision in view.decisions)
     if view.changes:
         lines.append(f"{inner}locals:")
         lines.extend(f"{inner}  {_change_text(change)}" for change in view.changes)

@@ -23,6 +23,7 @@ from .errors import (
     MapItemError,
     NaturalParseError,
     NighthawkError,
+    OversightRejectedError,
     StepAbortedError,
     ToolEvaluationError,
     ToolRegistrationError,
@@ -30,6 +31,7 @@ from .errors import (
     last_error,
 )
 from .executor import AgentStepExecutor, StepExecutor
+from . import oversight  # `nh.oversight.Oversight(...)`, `nh.oversight.read_only()`
 from .redaction import ContextRedaction
 from .runtime import (
     ExecutionContext,
@@ -54,6 +56,7 @@ __all__ = [
     "MapResult",
     "NaturalParseError",
     "NighthawkError",
+    "OversightRejectedError",
     "StepAbortedError",
     "StepContext",
     "StepContextLimits",

@@ -6,6 +6,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     ├── NaturalParseError           a Natural block, its bindings or its frontmatter could not be read
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
     │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
+    │   ├── OversightRejectedError  an oversight hook stopped the step (a rejected commit, an ask that failed)
     │   └── ReplayMissError         a replay store has no answer for a request
     ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
@@ -30,6 +31,7 @@ __all__ = [
     "MapItemError",
     "NaturalParseError",
     "NighthawkError",
+    "OversightRejectedError",
     "ReplayMissError",
     "StepAbortedError",
     "ToolEvaluationError",
@@ -102,6 +104,11 @@ def _figure(budget: str, value: float) -> str:
             return f"{text[:-1] if text.endswith('0') else text} s"
         case _:
             return f"{int(value):,}"
+
+
+class OversightRejectedError(ExecutionError):
+    """An oversight hook (`nighthawk.oversight`) stopped the step: it rejected the commit, or the confirm mode
+    could not ask the person; nothing was committed."""
 
 
 class ReplayMissError(ExecutionError):

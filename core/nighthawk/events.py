@@ -38,6 +38,7 @@ __all__ = [
     "LocalsChange",
     "MediaShown",
     "OutcomeReached",
+    "OversightDecision",
     "PromptRendered",
     "StepFailed",
     "StepFinished",
@@ -178,6 +179,25 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OversightDecision:
+    """An oversight hook decided on a tool call (before it ran) or on a commit (`nighthawk.oversight`)."""
+
+    invocation_id: str
+    hook: Literal["inspect_tool_call", "inspect_step_commit"]
+    oversight: str
+    """The name of the oversight that decided (`read_only`, `confirm`, the hook's function name)."""
+    decision: Literal["accepted", "rejected", "rewritten"]
+    reason: str | None = None
+    tool_name: str | None = None
+    """The tool asked about (tool-call decisions only)."""
+    call_id: str | None = None
+    """The call of `ToolCallStarted` the decision is about (tool-call decisions only)."""
+    names: tuple[str, ...] = ()
+    """The write bindings a rewrite replaced."""
+    event_kind: Literal["oversight_decision"] = "oversight_decision"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Assignment:
     """`nh_assign` stored a value in the step (not yet committed to Python)."""
 
@@ -279,6 +299,7 @@ Event: TypeAlias = Union[  # noqa: UP007 - a runtime union object, annotated wit
     | PromptRendered
     | ToolCallStarted
     | ToolCallFinished
+    | OversightDecision
     | Assignment
     | OutcomeReached
     | Committed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from . import events
@@ -31,6 +31,7 @@ from .errors import (
     record_error,
 )
 from .frame import Frame
+from ._oversee import review_commit
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor
 from .step import StepContext, activate, build_step
 
@@ -120,6 +121,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
             with activate(step), push_tool_scope(step.tool_scope):
                 resolution = await _execute(executor, step, listening)
             result = _result(step, resolution)
+            result = replace(result, values=await review_commit(step, resolution, result.values))
             if listening:
                 success = await on_user_thread(lambda: _success_events(step, resolution, result, before, started))
     except BaseException as exc:

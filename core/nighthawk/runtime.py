@@ -10,12 +10,14 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from . import events
+from ._oversee import overseeing
+from ._oversight_kinds import Oversight
 from ._tool_registry import ToolScope, push_tool_scope
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
@@ -47,6 +49,16 @@ class StepExecutor(Protocol):
     async def run_step(self, step: StepContext) -> Outcome:
         """Execute the step and return its (unchecked) outcome; the runner validates and evaluates it."""
         ...
+
+
+class _Inherit:
+    """The default of `scope(oversight=...)`: keep the enclosing scope's hooks (`None` clears them)."""
+
+    def __repr__(self) -> str:
+        return "<inherit>"
+
+
+_INHERIT = _Inherit()
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,7 @@ def scope(
     step_executor: StepExecutor | None = None,
     system_prompt_suffix_fragment: str | None = None,
     user_prompt_suffix_fragment: str | None = None,
+    oversight: Oversight | None | _Inherit = _INHERIT,
 ) -> Iterator[StepExecutor]:
     """Enter a nested scope of the current run, overriding only what is given.
 
@@ -203,6 +216,9 @@ def scope(
         step_executor: Use another executor (the configuration arguments then apply to it).
         system_prompt_suffix_fragment: Text appended to the system prompt inside the scope.
         user_prompt_suffix_fragment: Text appended to the user prompt inside the scope.
+        oversight: Hooks that see every tool call and every commit of the blocks inside the scope
+            (`nighthawk.oversight.Oversight`); left out, the enclosing scope's stay in force, and `None`
+            clears them.
 
     Yields:
         The executor in force inside the scope.
@@ -229,5 +245,5 @@ def scope(
         outer.system_suffixes + ((system_prompt_suffix_fragment,) if system_prompt_suffix_fragment else ()),
         outer.user_suffixes + ((user_prompt_suffix_fragment,) if user_prompt_suffix_fragment else ()),
     )
-    with _enter(state, is_run=False):
+    with overseeing(oversight) if oversight is not _INHERIT else nullcontext(), _enter(state, is_run=False):
         yield executor

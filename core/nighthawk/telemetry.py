@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IDENTITY_ATTRIBUTES",
+    "OVERSIGHT_EVENT_ATTRIBUTES",
+    "OVERSIGHT_EVENT_NAME",
     "SPAN_NAMES",
     "STEP_EVENT_ATTRIBUTES",
     "STEP_EVENT_NAMES",
@@ -81,6 +83,14 @@ _USAGE_INPUT_TOKENS: Final = "nighthawk.step.usage.input_tokens"
 _USAGE_OUTPUT_TOKENS: Final = "nighthawk.step.usage.output_tokens"
 _USAGE_COST: Final = "nighthawk.step.usage.cost_usd"
 
+# Each oversight decision (beyond the spec's table): an event on the step span.
+_OVERSIGHT_DECISION: Final = "nighthawk.oversight.decision"
+_OVERSIGHT_HOOK: Final = "nighthawk.oversight.hook"
+_OVERSIGHT_NAME: Final = "nighthawk.oversight.name"
+_OVERSIGHT_VERDICT: Final = "nighthawk.oversight.verdict"
+_OVERSIGHT_REASON: Final = "nighthawk.oversight.reason"
+_OVERSIGHT_TOOL: Final = "nighthawk.oversight.tool_name"
+
 # OpenTelemetry semantic-convention names for a recorded exception (the SDK's `record_exception`
 # uses the same ones, but it needs a live exception object and events only carry names).
 _EXCEPTION_EVENT: Final = "exception"
@@ -112,7 +122,21 @@ STEP_EVENT_ATTRIBUTES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 """Each event emitted on `nighthawk.step`, with the attributes it may carry."""
 
 STEP_EVENT_NAMES: Final[tuple[str, ...]] = tuple(STEP_EVENT_ATTRIBUTES)
-"""Every event name emitted on `nighthawk.step` (besides the standard `exception` event)."""
+"""Every event name of spec section 10.1 emitted on `nighthawk.step` (besides the standard `exception` event
+and the oversight decisions)."""
+
+OVERSIGHT_EVENT_NAME: Final = _OVERSIGHT_DECISION
+"""The event an oversight decision adds to the step span (`nighthawk.oversight`)."""
+
+OVERSIGHT_EVENT_ATTRIBUTES: Final[tuple[str, ...]] = (
+    _OVERSIGHT_HOOK,
+    _OVERSIGHT_NAME,
+    _OVERSIGHT_VERDICT,
+    _OVERSIGHT_REASON,
+    _OVERSIGHT_TOOL,
+)
+"""The attributes it may carry: which hook, which oversight, `accepted`/`rejected`/`rewritten`, why, and
+the tool asked about."""
 
 # Global providers that record nothing. While one of them is installed the default listener
 # reports itself inactive, so the runner does not even build events for it.
@@ -195,6 +219,8 @@ class OpenTelemetryListener:
                 self._finish_step(event)
             case events.UsageReported():
                 self._add_usage(event)
+            case events.OversightDecision():
+                self._add_decision(event)
             case (
                 events.PromptRendered()
                 | events.ToolCallStarted()
@@ -267,6 +293,21 @@ class OpenTelemetryListener:
         if event.raise_error_type is not None:
             attributes[_RAISE_ERROR_TYPE] = event.raise_error_type
         step.span.add_event(_STEP_RAISED, attributes)
+
+    def _add_decision(self, event: events.OversightDecision) -> None:
+        step = self._steps.get(event.invocation_id)
+        if step is None:
+            return
+        attributes: dict[str, str] = {
+            _OVERSIGHT_HOOK: event.hook,
+            _OVERSIGHT_NAME: event.oversight,
+            _OVERSIGHT_VERDICT: event.decision,
+        }
+        if event.reason:
+            attributes[_OVERSIGHT_REASON] = event.reason
+        if event.tool_name:
+            attributes[_OVERSIGHT_TOOL] = event.tool_name
+        step.span.add_event(_OVERSIGHT_DECISION, attributes)
 
     def _add_usage(self, event: events.UsageReported) -> None:
         step = self._steps.get(event.invocation_id)

@@ -23,6 +23,7 @@ from ._secrets import current_scrubber
 from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 from .errors import StepAbortedError, ToolEvaluationError, ToolValidationError
+from ._oversee import review_tool_call
 from .step import StepContext
 
 __all__ = [
@@ -273,9 +274,12 @@ async def invoke_tool(
             )
         )
     started = time.perf_counter()
-    error: ToolBoundaryError | None = None
+    # Oversight sees the call first; a refused call never runs (a hook's own failure ends the step).
+    error: ToolBoundaryError | None = await review_tool_call(step, tool_name, arguments, call_id)
     preview = ""
     try:
+        if error is not None:
+            raise error
         value = call()
         if inspect.isawaitable(value):
             value = await value

@@ -108,6 +108,15 @@ def _full_sequence() -> list[events.Event]:
             duration_s=0.01,
         ),
         events.Assignment(invocation_id=INVOCATION_ID, target="answer", value="42"),
+        events.OversightDecision(
+            invocation_id=INVOCATION_ID,
+            hook="inspect_tool_call",
+            oversight="read_only",
+            decision="rejected",
+            reason="no",
+            tool_name="nh_eval",
+            call_id="c2",
+        ),
         events.UsageReported(invocation_id=INVOCATION_ID, requests=1, input_tokens=10, output_tokens=5),
         events.ExecutorFinished(invocation_id=INVOCATION_ID, error=None),
         events.OutcomeReached(invocation_id=INVOCATION_ID, kind="raise", raise_message="no", raise_error_type="X"),
@@ -170,10 +179,16 @@ def test_emitted_names_stay_within_the_name_table(
     assert sorted(span.name for span in spans) == sorted(telemetry.SPAN_NAMES)
     for span in spans:
         assert set(span.attributes or {}) <= {*telemetry.IDENTITY_ATTRIBUTES, *telemetry.USAGE_ATTRIBUTES}
-    step_events = [event for event in _span(exporter, "nighthawk.step").events if event.name != "exception"]
+    step_events = [
+        event
+        for event in _span(exporter, "nighthawk.step").events
+        if event.name not in ("exception", telemetry.OVERSIGHT_EVENT_NAME)
+    ]
     assert {event.name for event in step_events} == set(telemetry.STEP_EVENT_NAMES)
     for event in step_events:
         assert set(event.attributes or {}) <= set(telemetry.STEP_EVENT_ATTRIBUTES[event.name])
+    (decision,) = [e for e in _span(exporter, "nighthawk.step").events if e.name == telemetry.OVERSIGHT_EVENT_NAME]
+    assert set(decision.attributes or {}) <= set(telemetry.OVERSIGHT_EVENT_ATTRIBUTES)
 
 
 def test_full_sequence_covers_every_event_kind() -> None:

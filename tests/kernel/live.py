@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,10 +57,22 @@ class Live:
         self.km = km
         self.kc = kc
 
-    def run(self, code: str, *, timeout: float = 60, interrupt_after: float | None = None) -> Cell:
-        """Execute `code`; with `interrupt_after`, interrupt the kernel that many seconds after sending it."""
+    def run(
+        self,
+        code: str,
+        *,
+        timeout: float = 60,
+        interrupt_after: float | None = None,
+        answer: Callable[[str], str | None] | None = None,
+    ) -> Cell:
+        """Execute `code`; with `interrupt_after`, interrupt the kernel that many seconds after sending it; with
+        `answer`, allow input and answer each prompt with what it returns (`None` interrupts instead)."""
         messages, reply = execute(
-            self.kc, code, timeout=timeout, interrupt_after=(self.km, interrupt_after) if interrupt_after else None
+            self.kc,
+            code,
+            timeout=timeout,
+            interrupt_after=(self.km, interrupt_after) if interrupt_after else None,
+            stdin=(self.km, answer) if answer is not None else None,
         )
         content = reply["content"]
         results = [m["content"]["data"].get("text/plain") for m in messages if m["msg_type"] == "execute_result"]

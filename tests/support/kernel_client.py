@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import queue
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["execute"]
 
 
-def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[Any, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def execute(
+    kc: Any,
+    code: str,
+    *,
+    timeout: float = 60,
+    interrupt_after: tuple[Any, float] | None = None,
+    stdin: tuple[Any, Callable[[str], str | None]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run `code`; return the iopub messages of the cell (up to idle) and the execute reply.
 
     The messages are those answering the cell's request, and the comm messages that answer none (the live
-    widget's, which a frontend shows whatever their parent).
+    widget's, which a frontend shows whatever their parent). Without `stdin` the cell runs as under nbclient,
+    with no input allowed; with `(kernel_manager, answer)` each input request's prompt is passed to `answer`,
+    which returns the text to send, or `None` to interrupt the kernel instead.
     """
-    msg_id = kc.execute(code, allow_stdin=False)
+    msg_id = kc.execute(code, allow_stdin=stdin is not None)
     messages: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     interrupt_at = time.monotonic() + interrupt_after[1] if interrupt_after else None
@@ -23,6 +33,8 @@ def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[A
         if interrupt_at is not None and time.monotonic() >= interrupt_at:
             interrupt_after[0].interrupt_kernel()
             interrupt_at = None
+        if stdin is not None:
+            _answer_input(kc, *stdin)
         try:
             message = kc.get_iopub_msg(timeout=0.2)
         except queue.Empty:
@@ -39,3 +51,18 @@ def execute(kc: Any, code: str, *, timeout: float = 60, interrupt_after: tuple[A
     while reply["parent_header"].get("msg_id") != msg_id:  # a late reply to an earlier request
         reply = kc.get_shell_msg(timeout=timeout)
     return messages, reply
+
+
+def _answer_input(kc: Any, km: Any, answer: Callable[[str], str | None]) -> None:
+    """Answer an input request the kernel sent, if any, as a person at the frontend would."""
+    try:
+        request = kc.get_stdin_msg(timeout=0.05)
+    except queue.Empty:
+        return
+    if request["msg_type"] != "input_request":
+        return
+    text = answer(request["content"]["prompt"])
+    if text is None:
+        km.interrupt_kernel()
+    else:
+        kc.input(text)

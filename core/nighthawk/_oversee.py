@@ -1,0 +1,232 @@
+"""Asking the oversight in force: the hooks a scope sets, the process-wide ones, and their decisions.
+
+`nighthawk.scope(oversight=...)` puts an `Oversight` in force here (a context variable, so nested scopes
+inherit it and `None` clears it); the kernel's confirm mode adds a process-wide one, asked after it, that
+no scope clears. `tools.py` asks the tool-call hooks before a call runs (`review_tool_call`), the runner
+asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
+it: a sync hook on the thread that started the block, an async one on the step's loop. Every decision is
+an `OversightDecision` event. The public face is `oversight.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from . import events
+from ._boundary import ToolBoundaryError
+from ._oversight_kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
+from .errors import NighthawkError, OversightRejectedError, ToolValidationError
+from .step import StepContext
+
+if TYPE_CHECKING:
+    # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
+    from ._outcome_kinds import Resolution
+
+__all__ = [
+    "add_process_oversight",
+    "in_force",
+    "overseeing",
+    "overseeing_also",
+    "remove_process_oversight",
+    "review_commit",
+    "review_tool_call",
+]
+
+_REFUSED_GUIDANCE = (
+    "Oversight refused this call, so it did not run. Do not send it again; reach the goal another way, or "
+    "end the step with a `raise` outcome if it cannot be done without it."
+)
+
+_scoped: ContextVar[Oversight | None] = ContextVar("nighthawk_oversight", default=None)
+_process: list[Oversight] = []
+
+
+# --- what is in force ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def overseeing(oversight: Oversight | None) -> Iterator[None]:
+    """Put `oversight` in force inside the `with` block, replacing the enclosing scope's (`None` clears it)."""
+    if oversight is not None and not isinstance(oversight, Oversight):
+        raise TypeError(
+            f"`oversight` must be a `nighthawk.oversight.Oversight` or None, got {oversight!r}; build one with "
+            "`Oversight(inspect_tool_call=..., inspect_step_commit=...)`"
+        )
+    token = _scoped.set(oversight)
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
+
+
+@contextmanager
+def overseeing_also(oversight: Oversight) -> Iterator[None]:
+    """Ask `oversight` too, after the hooks in force, inside the `with` block (nothing changes when it is
+    asked already)."""
+    if oversight in in_force():
+        yield
+        return
+    scoped = _scoped.get()
+    with overseeing(oversight if scoped is None else combine(scoped, oversight)):
+        yield
+
+
+def in_force() -> tuple[Oversight, ...]:
+    """The plain oversights asked now, in order: the scope's, then the process-wide ones."""
+    scoped = _scoped.get()
+    chain = scoped.chain() if scoped is not None else ()
+    return chain + tuple(part for oversight in _process for part in oversight.chain())
+
+
+def add_process_oversight(oversight: Oversight) -> None:
+    """Ask `oversight` for every block of the process, after the scope's hooks (no scope clears it)."""
+    if oversight not in _process:
+        _process.append(oversight)
+
+
+def remove_process_oversight(oversight: Oversight) -> None:
+    """Undo `add_process_oversight`."""
+    if oversight in _process:
+        _process.remove(oversight)
+
+
+# --- asking the hooks ---------------------------------------------------------------------------------
+
+
+async def review_tool_call(
+    step: StepContext, tool_name: str, arguments: Mapping[str, object], call_id: str
+) -> ToolBoundaryError | None:
+    """Ask the tool-call hooks in force about a call; the error to hand the model when one refuses it.
+
+    A hook that raises ends the step with its exception: a broken guard must not let calls through.
+    """
+    asked = [oversight for oversight in in_force() if oversight.inspect_tool_call is not None]
+    if not asked:
+        return None
+    call = ToolCall(
+        tool_name=tool_name,
+        argument_name_to_value=MappingProxyType(dict(arguments)),
+        step_id=step.step_id,
+        execution_context=step.execution_context,
+        processed_natural_program=step.program.prompt_text,
+        step_locals=MappingProxyType(step.step_locals),
+        step_globals=MappingProxyType(step.step_globals),
+    )
+    for oversight in asked:
+        decision = await _ask(oversight.inspect_tool_call, call)
+        match decision:
+            case Accept():
+                _record(step, "inspect_tool_call", oversight, "accepted", decision.reason, tool_name=tool_name, call_id=call_id)
+            case Reject():
+                _record(step, "inspect_tool_call", oversight, "rejected", decision.reason, tool_name=tool_name, call_id=call_id)
+                return ToolBoundaryError("execution", decision.reason or f"refused by {label(oversight)}", _REFUSED_GUIDANCE)
+            case _:
+                raise _bad_decision("inspect_tool_call", oversight, decision, "`Accept()` or `Reject(reason)`")
+    return None
+
+
+async def review_commit(step: StepContext, resolution: Resolution, values: Mapping[str, object]) -> Mapping[str, object]:
+    """Ask the commit hooks in force about what a step is about to commit; the values to commit.
+
+    Raises:
+        OversightRejectedError: A hook rejected the commit.
+        ToolValidationError: A rewritten value does not fit its write binding's type.
+        NighthawkError: A hook answered something other than a decision, or rewrote a name that is not a
+            write binding of the block.
+    """
+    asked = [oversight for oversight in in_force() if oversight.inspect_step_commit is not None]
+    if not asked or resolution.exception is not None:
+        return values
+    from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+
+    for oversight in asked:
+        proposal = StepCommitProposal(
+            proposed_binding_name_to_value=MappingProxyType(dict(values)),
+            proposed_step_outcome=resolution.outcome,
+            proposed_return_value=resolution.value,
+            output_binding_names=step.program.writes,
+            step_id=step.step_id,
+            execution_context=step.execution_context,
+            processed_natural_program=step.program.prompt_text,
+        )
+        decision = await _ask(oversight.inspect_step_commit, proposal)
+        match decision:
+            case Accept():
+                _record(step, "inspect_step_commit", oversight, "accepted", decision.reason)
+            case Reject():
+                _record(step, "inspect_step_commit", oversight, "rejected", decision.reason)
+                raise OversightRejectedError(
+                    f"{label(oversight)} rejected the step at {step.step_id}: {decision.reason}; nothing was committed"
+                )
+            case Rewrite():
+                # Validators and coercions are the user's code: on the user's thread.
+                values = await on_user_thread(lambda: _rewritten(step, oversight, values, decision))
+                _record(
+                    step, "inspect_step_commit", oversight, "rewritten", decision.reason,
+                    names=tuple(decision.rewritten_binding_name_to_value),
+                )
+            case _:
+                raise _bad_decision(
+                    "inspect_step_commit", oversight, decision, "`Accept()`, `Reject(reason)` or `Rewrite(...)`"
+                )
+    return values
+
+
+async def _ask(hook: Any, subject: object) -> object:
+    """Call a hook like a user tool: a sync one on the user's thread, an async one awaited on the step's loop."""
+    from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
+
+    return await call_user(hook, subject)
+
+
+def _rewritten(step: StepContext, oversight: Oversight, values: Mapping[str, object], rewrite: Rewrite) -> dict[str, object]:
+    result = dict(values)
+    for name, value in rewrite.rewritten_binding_name_to_value.items():
+        if name not in step.program.writes:
+            raise NighthawkError(
+                f"{label(oversight)} rewrote {name!r}, which is not a write binding of the block at {step.step_id} "
+                f"(its write bindings: {', '.join(step.program.writes) or 'none'}); nothing was committed"
+            )
+        try:
+            result[name] = step.validate_binding(name, value)
+        except ToolBoundaryError as exc:
+            raise ToolValidationError(
+                f"{label(oversight)} rewrote {name!r} to a value that does not fit: {exc.message}"
+            ) from exc
+    return result
+
+
+def _bad_decision(hook: str, oversight: Oversight, decision: object, allowed: str) -> NighthawkError:
+    return NighthawkError(
+        f"`{hook}` of {label(oversight)} returned {decision!r}; return {allowed} from `nighthawk.oversight`"
+    )
+
+
+def _record(
+    step: StepContext,
+    hook: str,
+    oversight: Oversight,
+    decision: str,
+    reason: str | None,
+    *,
+    tool_name: str | None = None,
+    call_id: str | None = None,
+    names: tuple[str, ...] = (),
+) -> None:
+    if events.listening():
+        events.emit(
+            events.OversightDecision(
+                invocation_id=step.invocation_id,
+                hook=hook,  # type: ignore[arg-type]
+                oversight=label(oversight),
+                decision=decision,  # type: ignore[arg-type]
+                reason=reason,
+                tool_name=tool_name,
+                call_id=call_id,
+                names=names,
+            )
+        )

@@ -1,0 +1,133 @@
+"""The data of oversight: what a hook is shown, what it may answer, and the pair of hooks a scope holds.
+
+Plain data, below the code that asks the hooks (`_oversee.py` for the tools and the runner) and the
+ready-made policies (`_policies.py`), which are hooks themselves. Users reach it through `oversight.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias, Union
+
+from .step import ExecutionContext
+
+__all__ = [
+    "Accept",
+    "Oversight",
+    "Reject",
+    "Rewrite",
+    "StepCommitDecision",
+    "StepCommitHook",
+    "StepCommitProposal",
+    "ToolCall",
+    "ToolCallDecision",
+    "ToolCallHook",
+    "combine",
+    "label",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """A tool call the model asked for, shown to `inspect_tool_call` before it runs."""
+
+    tool_name: str
+    """`nh_eval`, `nh_assign` or the name of a user tool."""
+    argument_name_to_value: Mapping[str, object]
+    """The arguments as the model sent them (`{"expression": ...}` for `nh_eval`)."""
+    step_id: str
+    """`module:line` of the block (`In[3]:2` in a notebook)."""
+    execution_context: ExecutionContext
+    processed_natural_program: str
+    """The program text the model was given."""
+    step_locals: Mapping[str, object]
+    """A read-only view of the variables the call would run against."""
+    step_globals: Mapping[str, object]
+    """A read-only view of the module globals (the notebook namespace) behind them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepCommitProposal:
+    """What a step is about to commit, shown to `inspect_step_commit` after its outcome was checked."""
+
+    proposed_binding_name_to_value: Mapping[str, object]
+    """The write bindings that would be committed, by name."""
+    proposed_step_outcome: object
+    """The outcome the step ends with (`.kind` is `pass`, `return`, `break` or `continue`)."""
+    proposed_return_value: object
+    """The value a `return` outcome returns (`None` for other kinds)."""
+    output_binding_names: tuple[str, ...]
+    """Every write binding of the block: the names a `Rewrite` may set."""
+    step_id: str
+    execution_context: ExecutionContext
+    processed_natural_program: str
+
+
+@dataclass(frozen=True)
+class Accept:
+    """Let the call run, or the step commit, as proposed."""
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Refuse: a tool call does not run and the model reads `reason`; a step commits nothing and raises."""
+
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rewrite:
+    """Commit other values for some write bindings (checked against their types like any assigned value)."""
+
+    rewritten_binding_name_to_value: Mapping[str, object]
+    reason: str | None = None
+
+
+ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with
+StepCommitDecision: TypeAlias = Union[Accept, Reject, Rewrite]  # noqa: UP007
+ToolCallHook: TypeAlias = Callable[[ToolCall], "ToolCallDecision | Awaitable[ToolCallDecision]"]
+StepCommitHook: TypeAlias = Callable[[StepCommitProposal], "StepCommitDecision | Awaitable[StepCommitDecision]"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Oversight:
+    """The hooks a scope puts in force (`nighthawk.scope(oversight=...)`); either may be left out.
+
+    A hook is a function or a coroutine function. A sync hook runs on the thread that started the block,
+    like every other piece of user code a step runs, so it may block on `input()`.
+    """
+
+    inspect_tool_call: ToolCallHook | None = None
+    """Called before every tool call; answers `Accept()` or `Reject(reason)`."""
+    inspect_step_commit: StepCommitHook | None = None
+    """Called before a step commits; answers `Accept()`, `Reject(reason)` or `Rewrite(...)`."""
+    name: str = ""
+    """How events and spans name this oversight (default: the hook's function name)."""
+    parts: tuple[Oversight, ...] = field(default=(), repr=False)
+    """The oversights `combine` joined, asked in order (empty for a plain one)."""
+
+    def chain(self) -> tuple[Oversight, ...]:
+        """The plain oversights this one stands for, in the order they are asked."""
+        return tuple(part for own in self.parts for part in own.chain()) if self.parts else (self,)
+
+
+def combine(*oversights: Oversight) -> Oversight:
+    """One oversight that asks each of `oversights` in turn.
+
+    A tool call runs only if every hook accepts it; before a commit, each hook sees the values the previous
+    ones left (rewrites included), and the first rejection stops the step.
+    """
+    parts = tuple(part for oversight in oversights for part in oversight.chain())
+    return Oversight(name="+".join(label(part) for part in parts), parts=parts)
+
+
+def label(oversight: Oversight) -> str:
+    """The name an oversight goes by in events: its `name`, or its hooks' function names."""
+    if oversight.name:
+        return oversight.name
+    hooks = (oversight.inspect_tool_call, oversight.inspect_step_commit)
+    names = dict.fromkeys(getattr(hook, "__qualname__", type(hook).__name__) for hook in hooks if hook is not None)
+    return "+".join(names) or "oversight"

@@ -1,0 +1,183 @@
+"""Ready-made oversight: `read_only` and `allow_tools`, tool-call hooks users pick without writing one.
+
+`read_only` reads the model's expression with `ast` before it runs and refuses calls of names on a deny
+list. That catches the plain ways of writing to disk or starting programs (`os.remove(p)`,
+`open(p, "w")`, `subprocess.run(...)`, also under another name: `from os import remove`), but it cannot
+see what a called function does inside, and Python offers many other roads to the same effect. It is a
+guard against accidents, not a sandbox; `docs/oversight.md` says so to users.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+from collections.abc import Collection, Mapping
+from types import ModuleType
+
+from ._oversight_kinds import Accept, Oversight, Reject, ToolCall, ToolCallDecision
+
+__all__ = ["DENIED_CALLS", "allow_tools", "read_only"]
+
+DENIED_CALLS: frozenset[str] = frozenset(
+    {
+        # files and directories
+        "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.rename", "os.renames", "os.replace",
+        "os.truncate", "os.mkdir", "os.makedirs", "os.chmod", "os.chown", "os.link", "os.symlink",
+        "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree",
+        # other programs and processes
+        "subprocess", "os.system", "os.popen", "os.kill", "os.fork", "os.execv", "os.execvp", "pty.spawn",
+        # code that would escape the analysis, and changes to existing objects
+        "eval", "exec", "compile", "__import__", "importlib.import_module", "setattr", "delattr",
+        # methods of any object with these names (paths, data frames)
+        ".unlink", ".rmdir", ".touch", ".write_text", ".write_bytes",
+        ".to_csv", ".to_parquet", ".to_excel", ".to_sql", ".to_pickle", ".to_feather",
+    }
+)
+"""What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
+function is refused (`subprocess`), or `.name` for a method of that name on any object."""
+
+_WRITE_MODES = frozenset("wax+")
+_MISSING = object()
+
+
+def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
+    """An oversight that lets the model look but not change: it refuses `nh_assign` to an attribute of an
+    existing object (`df.columns = ...`), `open(...)` for writing, and calls of the names in `deny`.
+
+    Assigning a bare name stays allowed: a step's variables reach Python only through its write bindings.
+    User tools are not inspected (they are the functions you chose to offer).
+
+    Args:
+        deny: Dotted names to refuse; extend or trim the default, `DENIED_CALLS | {"requests.post"}`.
+    """
+    entries = frozenset(deny)
+    objects = _resolved(entries)
+
+    def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
+        arguments = call.argument_name_to_value
+        if call.tool_name == "nh_assign" and "." in str(arguments.get("target_path", "")):
+            return Reject(
+                f"read-only: `nh_assign` to {arguments['target_path']!r} would change an existing object; "
+                "assign a bare name (a write binding) instead"
+            )
+        if call.tool_name not in ("nh_eval", "nh_assign"):
+            return Accept()
+        problem = _refused_call(str(arguments.get("expression", "")), entries, objects, call)
+        return Accept() if problem is None else Reject(f"read-only: {problem}; read the values without changing anything")
+
+    return Oversight(inspect_tool_call=inspect_tool_call, name="read_only")
+
+
+def allow_tools(*names: str) -> Oversight:
+    """An oversight that refuses every tool call but those of the tools named (`"nh_eval"`, a user tool).
+
+    `allow_tools("nh_eval")` lets the model evaluate expressions but never `nh_assign`.
+    """
+    allowed = frozenset(names)
+
+    def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
+        if call.tool_name in allowed:
+            return Accept()
+        return Reject(f"the tool {call.tool_name!r} is not allowed here; use only {', '.join(sorted(allowed)) or 'no tool'}")
+
+    return Oversight(inspect_tool_call=inspect_tool_call, name="allow_tools")
+
+
+# --- reading an expression ----------------------------------------------------------------------------
+
+
+def _refused_call(expression: str, deny: frozenset[str], objects: Mapping[int, str], call: ToolCall) -> str | None:
+    """Why `expression` is refused, or `None`: the first call in it of a denied name or a writing `open`."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return None  # it cannot run either; the tool says why
+    namespace = _Namespace(call.step_locals, call.step_globals)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        text = _dotted(node.func)
+        value = namespace.value(node.func)
+        is_open = value is builtins.open or text in ("open", "io.open")
+        if is_open or text.endswith(".open"):
+            # `open(path, mode)`, or a path's `p.open(mode)`, whose mode comes first.
+            if _writes(node, mode_at=1 if is_open else 0):
+                return f"`{ast.unparse(node)}` opens a file for writing"
+            continue
+        entry = _matching_entry(text, value, deny, objects)
+        if entry is not None:
+            return f"`{ast.unparse(node.func)}` is on the deny list ({entry!r})"
+    return None
+
+
+def _dotted(node: ast.expr) -> str:
+    """`os.path.join` for a name or an attribute chain; `?.sum` when the chain starts from a computed value."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return "?"
+
+
+def _matching_entry(text: str, value: object, deny: frozenset[str], objects: Mapping[int, str]) -> str | None:
+    method = "." + text.rpartition(".")[2]
+    if "." in text and method in deny:
+        return method
+    for entry in deny:
+        if text == entry or text.startswith(entry + "."):
+            return entry
+    if value is _MISSING:
+        return None
+    if id(value) in objects:  # the same function under another name (`from os import remove`)
+        return objects[id(value)]
+    home = getattr(value, "__module__", None) or ""
+    return next((entry for entry in deny if home == entry or home.startswith(entry + ".")), None)
+
+
+def _resolved(deny: frozenset[str]) -> dict[int, str]:
+    """The functions the dotted entries name, by identity (entries whose module is not importable skip)."""
+    found: dict[int, str] = {}
+    for entry in deny:
+        module_name, _, attribute = entry.rpartition(".")
+        try:
+            owner: object = importlib.import_module(module_name) if module_name else builtins
+        except ImportError:
+            continue
+        value = getattr(owner, attribute, _MISSING)
+        if value is not _MISSING and not isinstance(value, ModuleType):
+            found[id(value)] = entry
+    return found
+
+
+def _writes(node: ast.Call, *, mode_at: int) -> bool:
+    """Whether an `open(...)` call may write: a mode with `w`, `a`, `x` or `+`, or one that is not a literal
+    (`mode_at` is the mode's position among the call's arguments)."""
+    mode: ast.expr | None = node.args[mode_at] if len(node.args) > mode_at else None
+    for keyword in node.keywords:
+        if keyword.arg == "mode":
+            mode = keyword.value
+        elif keyword.arg is None:
+            return True  # `**options` may hold a mode
+    if mode is None:
+        return False
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+        return bool(_WRITE_MODES & set(mode.value))
+    return True
+
+
+class _Namespace:
+    """Looks up a callee the way the expression would, without running code: names, then attributes of
+    modules only (an attribute of any other object could be a property)."""
+
+    def __init__(self, step_locals: Mapping[str, object], step_globals: Mapping[str, object]) -> None:
+        self._layers = (step_locals, step_globals, vars(builtins))
+
+    def value(self, node: ast.expr) -> object:
+        if isinstance(node, ast.Name):
+            return next((layer[node.id] for layer in self._layers if node.id in layer), _MISSING)
+        if isinstance(node, ast.Attribute):
+            owner = self.value(node.value)
+            if isinstance(owner, ModuleType):
+                return getattr(owner, node.attr, _MISSING)
+        return _MISSING
