@@ -368,6 +368,86 @@ def test_a_natural_function_defined_inside_one_of_a_main_script_runs_on_the_acto
     assert json.loads(done.stdout.splitlines()[-1]) == sorted(f"ROW {n}!" for n in range(6))
 
 
+STORE_SCRIPT = '''
+import json
+import os
+import sys
+
+import ray
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+import nighthawk as nh
+
+
+def answer(messages, info):
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "text.upper()"})])
+
+
+def executor():
+    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer)))
+
+
+@nh.natural_function
+def shout(text: str) -> str:
+    """natural
+    Shout <text>.
+    """
+
+
+def requests_on_the_actors(function):
+    rows = ray.data.from_items([{"text": text} for text in TEXTS])
+    mapped = nh.ray.map_batches(
+        rows, function, input_columns=["text"], output_column="loud", executor=executor, store=sys.argv[2], batch_size=3
+    )
+    return sum(row["loud_requests"] for row in mapped.take_all())
+
+
+first = shout
+
+
+@nh.natural_function
+def shout(text: str) -> str:  # the cell run again with its prompt edited
+    """natural
+    Shout <text>, and louder.
+    """
+
+
+# Like a notebook cell's code on a remote machine: no file the actors could read the functions from.
+os.remove(__file__)
+ray.init(address=sys.argv[1], log_to_driver=False)
+TEXTS = [f"row {n}" for n in range(6)]
+with nh.run(executor()):
+    local = nh.map(first, TEXTS, store=sys.argv[2], progress=False).usage.requests
+same = requests_on_the_actors(first)
+edited = requests_on_the_actors(shout)
+print(json.dumps({"local": local, "same": same, "edited": edited}))
+ray.shutdown()
+'''
+
+
+@pytest.fixture(scope="module")
+def store_job(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+    """Requests of a `__main__` script sharing one store: a local map of six rows, the same rows on the actors,
+    then on the actors again with the prompt edited."""
+    folder = tmp_path_factory.mktemp("store-job")
+    script = folder / "store_job.py"
+    script.write_text(STORE_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), cluster, str(folder / "shout.sqlite")], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_rows_a_local_map_stored_are_not_asked_again_on_the_actors(store_job: dict[str, int]) -> None:
+    assert (store_job["local"], store_job["same"]) == (6, 0)
+
+
+def test_an_edited_prompt_asks_again_on_the_actors_despite_the_store(store_job: dict[str, int]) -> None:
+    assert store_job["edited"] == 6
+
+
 def test_nh_ray_is_reachable_from_a_plain_import_nighthawk() -> None:
     import nighthawk as plain
 
