@@ -157,8 +157,7 @@ class _Rows:
             raise KeyError(f"`input_columns` names {missing!r}, which the dataset does not have; it has {sorted(batch)!r}")
         columns = [batch[name].tolist() for name in self.input_columns]  # numpy scalars become Python values
         count = len(columns[0])
-        spent: dict[int, UsageTotals] = {}
-        """Each row that ended (done or failed), with what it spent."""
+        spent: dict[int, UsageTotals] = {}  # each row that ended (done or failed), with what it spent
         stopped: BudgetExceededError | None = None
         try:
             with run(self.executor), ExitStack() as groups:
