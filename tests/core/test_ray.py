@@ -217,11 +217,12 @@ def test_a_budget_around_the_dataset_bounds_the_requests_of_all_actors_together(
     assert 0 < len(asked(log)) <= 10
     done = [row for row in mapped if row["team"] is not None]
     assert 0 < len(done) <= len(asked(log))
-    assert {row["team_error"] for row in mapped if row["team"] is None} == {
+    stop = (
         "BudgetExceededError: the cell budget `requests` of 10 was reached (10); nothing was committed. "
         "Raise it with `nighthawk.budget(requests=...)` (in a notebook: `%nighthawk limits cell.requests=...` "
         "or `%%natural --budget requests=...`)."
-    }
+    )
+    assert {row["team_error"] for row in mapped if row["team"] is None} == {stop}
 
 
 def test_a_budget_stop_ends_the_dataset_naming_the_budget_with_on_error_raise(cluster: str, tmp_path: Path) -> None:
