@@ -3,7 +3,9 @@
 Run: `python bench/bench_ray.py [--quick]` (with nighthawk and the `ray` extra installed, or PYTHONPATH=core).
 Prints figures; asserts nothing. A scripted model answers at once (zero latency), so the rows cost only
 nighthawk's CPU per call: the figure is how well actors add up, not how well waits overlap. The same at
-50 ms per request follows, for comparison: there each actor is bound by its waits, not by a CPU.
+50 ms per request follows, for comparison: there each actor is bound by its waits, not by a CPU. Last, the
+price of a budget: 2 actors at zero latency inside `nh.budget(requests=...)`, where every request is first
+reserved at the group's ledger actor, against the same without a budget.
 
 Rows/s are counted as the mapped batches reach the caller, from the first batch to the last, so starting
 the actors is left out; each pool runs three times, interleaved with the other, and the best run counts
@@ -20,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import AbstractContextManager, nullcontext
 
 # Read when Ray is imported: no auth token file in the home folder, and the node on loopback.
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -53,14 +56,16 @@ def executor(latency_s: float) -> nh.AgentStepExecutor:
     return nh.AgentStepExecutor.from_configuration(configuration=configuration)
 
 
-def timed(actors: int, latency_s: float, tag: str) -> tuple[float, float]:
+def timed(actors: int, latency_s: float, tag: str, group: AbstractContextManager[object] | None = None) -> tuple[float, float]:
     """Rows/s from the first mapped batch to the last, and the whole run's wall time."""
     # Materialised input, so only the map is timed; each run has new texts (nothing answered from memory).
     rows = ray.data.from_items([{"text": f"{tag} review {n}"} for n in range(ROWS)]).materialize()
     started = time.perf_counter()
-    mapped = nighthawk.ray.map_batches(
-        rows, label, input_columns=["text"], output_column="label", executor=functools.partial(executor, latency_s), actors=actors
-    )
+    with group or nullcontext():  # the groups in force when the dataset is made bound it
+        mapped = nighthawk.ray.map_batches(
+            rows, label, input_columns=["text"], output_column="label", executor=functools.partial(executor, latency_s),
+            actors=actors,
+        )
     arrivals: list[tuple[float, int]] = []
     for batch in mapped.iter_batches(batch_size=None):
         arrivals.append((time.perf_counter(), len(batch["label"])))
@@ -78,6 +83,16 @@ def best(latency_s: float) -> dict[int, tuple[float, float]]:
     return {actors: max(found) for actors, found in runs.items()}
 
 
+def budgeted() -> tuple[tuple[float, float], tuple[float, float]]:
+    """2 actors at zero latency, best of three: without a budget group, then inside one."""
+    plain, gated = [], []
+    for attempt in range(3):
+        plain.append(timed(2, 0.0, f"plain-{attempt}"))
+        # A limit never reached: only the ledger's cost shows.
+        gated.append(timed(2, 0.0, f"budget-{attempt}", nh.budget(requests=10 * ROWS)))
+    return max(plain), max(gated)
+
+
 def main() -> None:
     temp_dir = tempfile.mkdtemp(prefix="nh-ray-bench-")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir)
@@ -90,6 +105,9 @@ def main() -> None:
             print(f"    1 actor : {one:7.1f} rows/s past startup  ({one_wall:.1f} s wall)")
             print(f"    2 actors: {two:7.1f} rows/s past startup  ({two_wall:.1f} s wall)")
             print(f"    2 actors / 1 actor: {two / one:.2f}x" + (" (goal >= 1.7x)" if not latency_s else ""), flush=True)
+        (plain, _), (gated, _) = budgeted()
+        print("    a budget group around the dataset, 2 actors, zero latency (each request reserved at its ledger)")
+        print(f"    without: {plain:7.1f} rows/s   with: {gated:7.1f} rows/s   ({gated / plain:.2f}x)", flush=True)
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)

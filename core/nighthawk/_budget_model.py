@@ -1,8 +1,9 @@
 """The model-bound budget gate: a pydantic-ai wrapper that counts every request in its groups before sending it.
 
 pydantic-ai checks a step's own limits before each of its requests, but it cannot see the other steps of a
-group running at the same time; this gate asks the groups themselves (`budget.reserve_request`), so a
-group's request limit holds however many steps are in flight.
+group running at the same time; this gate asks the groups themselves (`budget.reserve_request`, then the
+ledgers of groups shared with other processes), so a group's request limit holds however many steps are in
+flight, here or on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from .budget import reserve_request
+from .budget import reserve_request, reserve_shared_request
 
 __all__ = ["BudgetGateModel"]
 
@@ -31,6 +32,7 @@ class BudgetGateModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         reserve_request()
+        await reserve_shared_request()
         return await self.wrapped.request(messages, model_settings, model_request_parameters)
 
     @asynccontextmanager
@@ -42,6 +44,7 @@ class BudgetGateModel(WrapperModel):
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
         reserve_request()
+        await reserve_shared_request()
         async with self.wrapped.request_stream(
             messages, model_settings, model_request_parameters, run_context
         ) as stream:

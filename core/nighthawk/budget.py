@@ -12,6 +12,10 @@ model request, under one lock: a request is counted in every enclosing group bef
 when a group has no request left or has already spent its tokens or money. The request limit therefore
 holds exactly; tokens and cost are known only when a response comes back, so the requests already in
 flight when a group reaches its limit may still take it over by what they return.
+
+A group can also be shared with other processes (`nighthawk.ray` hands it to a ledger on the cluster): its
+figures are then kept by a `SharedAllowance`, which every process asks before each request and tells what
+each step spent, so the group's request limit holds over all of them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BudgetScope",
     "Deadline",
+    "SharedAllowance",
     "StepLimits",
     "StepUsage",
     "UsageBudget",
@@ -43,8 +48,10 @@ __all__ = [
     "count_in_context",
     "record_usage",
     "reserve_request",
+    "reserve_shared_request",
     "running_step",
     "session_usage",
+    "shared_budget",
     "step_deadline",
     "step_limits",
 ]
@@ -150,6 +157,22 @@ class _Running(Protocol):
     def cost(self) -> object: ...
 
 
+class SharedAllowance(Protocol):
+    """A group's figures kept outside this process and shared with others (a ledger on a Ray cluster)."""
+
+    async def reserve(self) -> None:
+        """Count one request about to be sent.
+
+        Raises:
+            BudgetExceededError: The group has no request left, or has spent its tokens or money.
+        """
+        ...
+
+    def record(self, usage: StepUsage) -> None:
+        """Add what a finished (or failed) step spent, without waiting."""
+        ...
+
+
 _LOCK = threading.Lock()
 """Guards the live figures of every group, so a request is counted in all its groups at once or in none."""
 
@@ -167,12 +190,32 @@ class BudgetScope:
     """Requests sent by the group's steps, those still in flight included."""
     _running: dict[int, _Running] = field(default_factory=dict, init=False, repr=False)
     """What the group's steps in progress have spent so far, by identity."""
+    shared: SharedAllowance | None = None
+    """Where the group is also counted, with what other processes spend in it (set once it is shared)."""
 
     @property
     def gates_requests(self) -> bool:
         """Whether each request must be checked against this group (it bounds requests, tokens or cost)."""
         limit = self.limit
-        return limit.requests is not None or limit.total_tokens is not None or limit.cost_usd is not None
+        bounded = limit.requests is not None or limit.total_tokens is not None or limit.cost_usd is not None
+        return bounded or self.shared is not None
+
+    def take_request(self) -> None:
+        """Count one request in this group alone (a ledger keeping a shared group does this for everyone).
+
+        Raises:
+            BudgetExceededError: The group has no request left, or has spent its tokens or money.
+        """
+        with _LOCK:
+            self._refuse_request()
+            self.sent += 1
+
+    def copy_spent(self) -> BudgetScope:
+        """A new group with this one's limit, level and what its steps have spent and sent so far."""
+        with _LOCK:
+            copy = BudgetScope(limit=self.limit, level=self.level, spent=UsageTotals(**vars(self.spent)))
+            copy.sent = self.sent
+        return copy
 
     # The figures as they stand, steps in progress and requests in flight included (read under `_LOCK`).
     def _requests(self) -> int:
@@ -244,7 +287,20 @@ def budget(
     """
     if limit is None:
         limit = UsageBudget(requests=requests, total_tokens=total_tokens, cost_usd=cost_usd, wall_time_s=wall_time_s)
-    scope = BudgetScope(limit=limit)
+    with _opened(BudgetScope(limit=limit)) as scope:
+        yield scope
+
+
+@contextmanager
+def shared_budget(allowance: SharedAllowance) -> Iterator[BudgetScope]:
+    """Count the steps inside the `with` block in a group another process opened and shared (`allowance`):
+    it alone bounds them, here as everywhere else it counts."""
+    with _opened(BudgetScope(limit=UsageBudget(), shared=allowance)) as scope:
+        yield scope
+
+
+@contextmanager
+def _opened(scope: BudgetScope) -> Iterator[BudgetScope]:
     token = _scopes.set((*_scopes.get(), scope))
     try:
         yield scope
@@ -353,6 +409,17 @@ def reserve_request() -> None:
             scope.sent += 1
 
 
+async def reserve_shared_request() -> None:
+    """Count a model request about to be sent (after `reserve_request`) in every enclosing shared group.
+
+    Raises:
+        BudgetExceededError: A shared group has nothing left; the request must not be sent.
+    """
+    for scope in _scopes.get():
+        if scope.shared is not None:
+            await scope.shared.reserve()
+
+
 def running_step(running: _Running) -> None:
     """Let what a step spends count in its groups' limits while it runs, before its usage is recorded
     (`record_usage(..., running=running)` ends this)."""
@@ -365,11 +432,15 @@ def running_step(running: _Running) -> None:
 def record_usage(usage: StepUsage, *, running: _Running | None = None) -> None:
     """Add a finished (or failed) step's usage to every enclosing group and to the session ledger; the
     step's in-progress figures (`running_step`) are dropped in the same move, so none is counted twice."""
+    scopes = active_budgets()
     with _LOCK:
-        for scope in active_budgets():
+        for scope in scopes:
             scope.spent.add(usage)
             if running is not None:
                 scope._running.pop(id(running), None)
+    for scope in scopes:
+        if scope.shared is not None:
+            scope.shared.record(usage)
     _LEDGER.add(usage)
 
 

@@ -12,7 +12,6 @@ import ast
 import collections.abc
 import inspect
 import sys
-import textwrap
 import types
 import typing
 import weakref
@@ -20,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from ._source import KeptSource, function_source
 from ._validation import resolve_annotation
 from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel, unresolved_read
 from .errors import NaturalParseError
@@ -148,14 +148,7 @@ def _compile_blocks(
     code = function.__code__
     filename = code.co_filename
     if source is None:
-        try:
-            source = textwrap.dedent(inspect.getsource(function))
-        except (OSError, TypeError) as exc:
-            raise NaturalParseError(
-                f"the source of {function.__qualname__!r} is not available, so its Natural blocks cannot be read "
-                "(define it in a file or a notebook cell)",
-                filename=filename,
-            ) from exc
+        source = function_source(function, _kept_by(enclosing))
     tree = ast.parse(source)
     node = tree.body[0]
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != function.__name__:
@@ -181,6 +174,12 @@ def _compile_blocks(
         _read_late(node, late)
         new_code = _build_code(node, function, filename, free_names)
     return _Compiled(specs=specs, annotated=annotated, code=new_code, reads_late=bool(late), source=source)
+
+
+def _kept_by(frame: types.FrameType | None) -> KeptSource | None:
+    """What an enclosing natural function kept of its source (its runtime is a free variable of its frame)."""
+    runtime = frame.f_locals.get(_RUNTIME) if frame is not None else None
+    return None if runtime is None else KeptSource(runtime.source, runtime.first_line)
 
 
 def _build_code(node: ast.stmt, function: types.FunctionType, filename: str, free_names: list[str]) -> types.CodeType:
@@ -441,6 +440,8 @@ class _FunctionRuntime:
     ) -> None:
         self.function = function
         self.source = source
+        self.first_line = function.__code__.co_firstlineno
+        """The file line of the source's first line."""
         self.enclosing_types = enclosing_types
         self.enclosing = enclosing
         self.specs = specs

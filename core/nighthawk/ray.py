@@ -4,14 +4,20 @@ Each actor makes its executor once, from a factory run inside the actor (API key
 are made where they are used, never pickled), then maps every batch it gets with a local `nighthawk.map`,
 so `concurrency` rows of a batch wait for the model at once. The function reaches the actors by value
 (cloudpickle): its Natural program and the source its map twin is compiled from were kept when it was
-decorated, so a function from a notebook cell or a `__main__` script runs there without any file to read.
+decorated, so a function from a notebook cell or a `__main__` script runs there without any file to read
+(as do the natural functions defined inside it, cut from that source).
+
+A `store` file is shared by the actors (each finished row is its own transaction, so none is lost), and
+budget groups in force when the dataset is made are shared with them through a ledger actor (`_ray_budget`).
 
 Imported only when used: `import nighthawk` never imports Ray.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Any, Literal
 
 try:
@@ -25,9 +31,11 @@ except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typ
 
 import numpy as np
 
-from .batch import map_reporting_items
-from .budget import UsageTotals
-from .errors import MapItemError, NighthawkError
+from ._ray_budget import cluster_allowances
+from .batch import MapResult, map_reporting_items
+from .batch.store import DiskStore, return_type
+from .budget import SharedAllowance, UsageTotals, shared_budget
+from .errors import BudgetExceededError, MapItemError, NighthawkError
 from .executor import StepExecutor
 from .runtime import run
 
@@ -52,12 +60,16 @@ def map_batches(
     actors: int = 2,
     concurrency: int = 8,
     on_error: Literal["raise", "collect"] = "raise",
+    retries: int = 0,
+    store: str | os.PathLike[str] | None = None,
     batch_size: int | None = None,
 ) -> ray.data.Dataset:
     """Call `function` on every row of `dataset` on `actors` Ray actors; the rows come back with its results.
 
     Lazy, as Ray datasets are: nothing runs until the dataset is consumed (`take_all`, `to_pandas`,
-    `write_parquet`, ...).
+    `write_parquet`, ...). The budget groups in force when it is made (`with nighthawk.budget(...)`, a
+    notebook's cell budget) bound it wherever it runs: every request of every actor is first counted in
+    them, so their request limits hold over the whole cluster.
 
     Args:
         dataset: The rows to map.
@@ -70,18 +82,29 @@ def map_batches(
         executor: A function without arguments that makes the step executor; each actor calls it once.
         actors: Actors mapping batches at once (each holds one executor).
         concurrency: Rows of a batch in flight at once, in each actor.
-        on_error: `"raise"` stops the dataset at the first failed row; `"collect"` keeps going and leaves
-            `None` in the output column and the message in the error column.
+        on_error: `"raise"` stops the dataset at the first failed row or at the budget; `"collect"` keeps
+            going and leaves `None` in the output column and the message in the error column, also for the
+            rows a budget stopped before they ran.
+        retries: Runs again a row whose call failed (not one a budget stopped) up to this many times, as
+            `nighthawk.map` does.
+        store: A sqlite file every actor keeps finished rows in (the store of `nighthawk.map`: same keys,
+            same file); rows already there are not run again. On a cluster of several machines it must be
+            on a file system they share.
         batch_size: Rows per batch (at most); by default 16 times `concurrency`.
 
     Raises:
         TypeError: An argument has the wrong kind (`executor` must make the executor, not be one).
         ValueError: A number is out of range or `on_error` is unknown.
+        NighthawkError: `store` cannot be opened.
     """
     _check(input_columns=input_columns, output_column=output_column, executor=executor, actors=actors, on_error=on_error)
-    _positive("concurrency", concurrency)
+    _whole("concurrency", concurrency)
+    _whole("retries", retries, least=0)
     if batch_size is not None:
-        _positive("batch_size", batch_size)
+        _whole("batch_size", batch_size)
+    if store is not None:
+        store = os.path.abspath(store)  # the actors' working folder is not this one
+        DiskStore(store, return_type(function)).close()  # a path that cannot be a store fails here, not on an actor
     return dataset.map_batches(
         _Rows,
         fn_constructor_kwargs={
@@ -91,6 +114,9 @@ def map_batches(
             "output_column": output_column,
             "concurrency": concurrency,
             "on_error": on_error,
+            "retries": retries,
+            "store": store,
+            "budgets": cluster_allowances(),
         },
         batch_format="numpy",
         batch_size=batch_size or _ROWS_PER_SLOT * concurrency,
@@ -111,6 +137,9 @@ class _Rows:
         output_column: str,
         concurrency: int,
         on_error: Literal["raise", "collect"],
+        retries: int,
+        store: str | None,
+        budgets: tuple[SharedAllowance, ...],
     ) -> None:
         self.function = function
         self.executor = executor()
@@ -118,6 +147,9 @@ class _Rows:
         self.output_column = output_column
         self.concurrency = concurrency
         self.on_error = on_error
+        self.retries = retries
+        self.store = store
+        self.budgets = budgets
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         missing = [name for name in self.input_columns if name not in batch]
@@ -125,17 +157,31 @@ class _Rows:
             raise KeyError(f"`input_columns` names {missing!r}, which the dataset does not have; it has {sorted(batch)!r}")
         columns = [batch[name].tolist() for name in self.input_columns]  # numpy scalars become Python values
         count = len(columns[0])
-        spent: dict[int, UsageTotals] = {}
+        spent: dict[int, UsageTotals] = {}  # each row that ended (done or failed), with what it spent
+        stopped: BudgetExceededError | None = None
         try:
-            with run(self.executor):
+            with run(self.executor), ExitStack() as groups:
+                for allowance in self.budgets:
+                    groups.enter_context(shared_budget(allowance))
                 results = map_reporting_items(
                     self.function,
                     tuple(columns),
                     concurrency=self.concurrency,
                     on_error=self.on_error,
+                    retries=self.retries,
+                    store=self.store,
                     progress=False,
                     item_usage=spent.__setitem__,
                 )
+        except BudgetExceededError as exc:
+            if self.on_error == "raise":
+                kept = "the rows finished before it are kept in `store`" if self.store else "set `store=` to keep finished rows"
+                raise NighthawkError(
+                    f"the dataset stopped at its budget: {_message(exc)} ({kept}; with `on_error=\"collect\"` the "
+                    f"dataset ends with the rows it stopped marked in the `{self.output_column}_error` column)"
+                ) from None
+            stopped = exc
+            results = exc.partial if isinstance(exc.partial, MapResult) else MapResult()
         except MapItemError as exc:
             row = {name: column[exc.index] for name, column in zip(self.input_columns, columns, strict=True)}
             # Ray re-raises this on the caller, by value: a plain message travels where the map's error (which
@@ -145,10 +191,12 @@ class _Rows:
                 f"to map the other rows and find each failure in the `{self.output_column}_error` column"
             ) from None
         out = dict(batch)
-        out[self.output_column] = _objects(results)
+        out[self.output_column] = _objects(results[index] if index in spent else None for index in range(count))
         if self.on_error == "collect":
+            # A row that did not end was stopped by the budget before it ran (or while it ran).
+            errors = {index: stopped for index in range(count) if index not in spent} | results.errors
             out[f"{self.output_column}_error"] = _objects(
-                None if (error := results.errors.get(index)) is None else _message(error) for index in range(count)
+                None if (error := errors.get(index)) is None else _message(error) for index in range(count)
             )
         rows = [spent.get(index, UsageTotals()) for index in range(count)]
         out[f"{self.output_column}_requests"] = np.array([usage.requests for usage in rows], dtype=np.int64)
@@ -192,11 +240,11 @@ def _check(
             "`executor` must be a function without arguments that makes the step executor (each actor calls it "
             f"once, so API keys and clients are made there), got {executor!r}; wrap it: `executor=lambda: ...`"
         )
-    _positive("actors", actors)
+    _whole("actors", actors)
     if on_error not in ("raise", "collect"):
         raise ValueError(f'`on_error` must be "raise" or "collect", got {on_error!r}')
 
 
-def _positive(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a whole number of at least 1, got {value!r}")
+def _whole(name: str, value: object, *, least: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"`{name}` must be a whole number of at least {least}, got {value!r}")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,50 @@ def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart("nh_outcome", outcome)])
 
 
-def executor() -> nh.AgentStepExecutor:
+def executor(model: Callable[[list[ModelMessage], AgentInfo], ModelResponse] = answer) -> nh.AgentStepExecutor:
     return nh.AgentStepExecutor.from_configuration(
-        configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer, model_name="scripted-triage"))
+        configuration=nh.StepExecutorConfiguration(model=FunctionModel(model, model_name="scripted-triage"))
     )
+
+
+class Logged:
+    """Answers as `answer` does (every ticket routed) and writes each ticket it is asked about to `log`, one line
+    per request from whichever actor asks: the requests the model really received. Tickets `refused` says
+    so for are refused instead."""
+
+    def __init__(self, log: Path, refused: Callable[[int], bool] = lambda number: False) -> None:
+        self.log = log
+        self.refused = refused
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        number = int(re.search(r"ticket-(\d+)", str(messages[0]))[1])  # type: ignore[index]
+        with self.log.open("a") as log:
+            log.write(f"{number}\n")
+        if self.refused(number):
+            outcome = {"kind": "raise", "raise_message": f"provider down for ticket {number}", "raise_error_type": "ValueError"}
+        else:
+            outcome = {"kind": "return", "return_expression": f"{'team-' + str(number % 5)!r} + '/p' + str(priority)"}
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", outcome)])
+
+
+class FirstTime:
+    """True the first time a ticket is asked about in this actor, false after."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def __call__(self, number: int) -> bool:
+        first = number not in self.seen
+        self.seen.add(number)
+        return first
+
+
+def asked(log: Path) -> list[int]:
+    return sorted(int(line) for line in log.read_text().split()) if log.exists() else []
+
+
+def team(number: int) -> str:
+    return f"team-{number % 5}/p{number % 3}"
 
 
 def tickets(count: int) -> list[dict[str, Any]]:
@@ -108,8 +148,9 @@ def by_ticket(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def routed(rows: list[dict[str, Any]], **options: Any) -> list[dict[str, Any]]:
     """The rows through `triage` on the cluster's actors, in ticket order."""
+    options = {"executor": executor, **options}
     dataset = nighthawk.ray.map_batches(
-        ray.data.from_items(rows), triage, input_columns=["ticket", "priority"], output_column="team", executor=executor, **options
+        ray.data.from_items(rows), triage, input_columns=["ticket", "priority"], output_column="team", **options
     )
     return by_ticket(dataset.take_all())
 
@@ -141,6 +182,64 @@ def test_a_failed_row_stops_the_dataset_naming_the_row(cluster: str) -> None:
 
 
 @pytest.mark.timeout(120)
+def test_a_row_whose_call_failed_runs_again_with_retries(cluster: str, tmp_path: Path) -> None:
+    log = tmp_path / "asked.log"
+    mapped = routed(tickets(12), executor=lambda: executor(Logged(log, refused=FirstTime())), retries=1, batch_size=3)
+    assert [row["team"] for row in mapped] == [team(n) for n in range(12)]
+    assert [row["team_requests"] for row in mapped] == [2] * 12  # each row's usage covers both of its attempts
+    assert asked(log) == sorted([*range(12), *range(12)])
+
+
+def test_a_second_run_on_the_same_store_asks_only_for_the_rows_the_first_did_not_finish(cluster: str, tmp_path: Path) -> None:
+    store = tmp_path / "triage.sqlite"
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    # The first run loses the provider for every third ticket; the second finds it back.
+    first = routed(
+        tickets(24),
+        executor=lambda: executor(Logged(first_log, refused=lambda number: number % 3 == 0)),
+        on_error="collect",
+        store=str(store),
+        batch_size=4,
+    )
+    assert [row["ticket"] for row in first if row["team"] is None] == [f"ticket-{n}" for n in range(0, 24, 3)]
+    second = routed(tickets(24), executor=lambda: executor(Logged(second_log)), store=str(store), batch_size=4)
+    assert asked(second_log) == list(range(0, 24, 3))
+    assert [row["team"] for row in second] == [team(n) for n in range(24)]
+    assert [row["team_requests"] for row in second] == [1 if n % 3 == 0 else 0 for n in range(24)]
+
+
+def test_a_budget_around_the_dataset_bounds_the_requests_of_all_actors_together(cluster: str, tmp_path: Path) -> None:
+    log = tmp_path / "asked.log"
+    with nh.budget(requests=10):
+        mapped = routed(
+            tickets(40), executor=lambda: executor(Logged(log)), on_error="collect", actors=2, concurrency=4, batch_size=4
+        )
+    assert 0 < len(asked(log)) <= 10
+    done = [row for row in mapped if row["team"] is not None]
+    assert 0 < len(done) <= len(asked(log))
+    stop = (
+        "BudgetExceededError: the cell budget `requests` of 10 was reached (10); nothing was committed. "
+        "Raise it with `nighthawk.budget(requests=...)` (in a notebook: `%nighthawk limits cell.requests=...` "
+        "or `%%natural --budget requests=...`)."
+    )
+    assert {row["team_error"] for row in mapped if row["team"] is None} == {stop}
+
+
+def test_a_budget_stop_ends_the_dataset_naming_the_budget_with_on_error_raise(cluster: str, tmp_path: Path) -> None:
+    log = tmp_path / "asked.log"
+    stop = r"the dataset stopped at its budget: BudgetExceededError: the cell budget `requests` of 5 was reached"
+    with nh.budget(requests=5), pytest.raises(Exception, match=stop):  # Ray's own error, carrying ours
+        routed(tickets(40), executor=lambda: executor(Logged(log)), concurrency=4, batch_size=4)
+    assert len(asked(log)) <= 5
+
+
+def test_a_group_shared_with_the_actors_counts_what_they_spent_for_the_steps_run_here(cluster: str, tmp_path: Path) -> None:
+    with nh.budget(requests=6):
+        routed(tickets(6), executor=lambda: executor(Logged(tmp_path / "asked.log")), batch_size=3)
+        with nh.run(executor()), pytest.raises(nh.BudgetExceededError, match=r"the cell budget `requests` of 6 was reached"):
+            triage("ticket-100", 1)
+
+
 def test_rows_read_by_ray_tasks_are_mapped_without_the_actors_starving_the_reads(cluster: str) -> None:
     # With whole-CPU actors on two CPUs, a dataset that Ray reads with tasks of its own never finishes.
     read = ray.data.range(40).map(lambda row: {"ticket": f"ticket-{row['id']}", "priority": row["id"] % 3})
@@ -221,6 +320,133 @@ def test_a_natural_function_of_a_main_script_runs_on_the_actors_with_rows_in_fli
     done = subprocess.run([sys.executable, str(script), cluster], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == sorted(f"ROW {n} together" for n in range(16))
+
+
+NESTED_SCRIPT = '''
+import json
+import os
+import sys
+
+import ray
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+import nighthawk as nh
+
+
+@nh.natural_function
+def headline(text: str) -> str:
+    def shout(words: str) -> str:
+        """natural
+        Shout <words>.
+        """
+
+    return shout(text) + "!"
+
+
+def executor():
+    def answer(messages, info):
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "words.upper()"})])
+
+    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer)))
+
+
+# Like a notebook cell's code on a remote machine: no file the actors could read either function from.
+os.remove(__file__)
+ray.init(address=sys.argv[1], log_to_driver=False)
+rows = ray.data.from_items([{"text": f"row {n}"} for n in range(6)])
+mapped = nh.ray.map_batches(rows, headline, input_columns=["text"], output_column="loud", executor=executor, batch_size=3)
+print(json.dumps(sorted(row["loud"] for row in mapped.take_all())))
+ray.shutdown()
+'''
+
+
+def test_a_natural_function_defined_inside_one_of_a_main_script_runs_on_the_actors(cluster: str, tmp_path: Path) -> None:
+    script = tmp_path / "nested_job.py"
+    script.write_text(NESTED_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), cluster], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == sorted(f"ROW {n}!" for n in range(6))
+
+
+STORE_SCRIPT = '''
+import json
+import os
+import sys
+
+import ray
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+import nighthawk as nh
+
+
+def answer(messages, info):
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "text.upper()"})])
+
+
+def executor():
+    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer)))
+
+
+@nh.natural_function
+def shout(text: str) -> str:
+    """natural
+    Shout <text>.
+    """
+
+
+def requests_on_the_actors(function):
+    rows = ray.data.from_items([{"text": text} for text in TEXTS])
+    mapped = nh.ray.map_batches(
+        rows, function, input_columns=["text"], output_column="loud", executor=executor, store=sys.argv[2], batch_size=3
+    )
+    return sum(row["loud_requests"] for row in mapped.take_all())
+
+
+first = shout
+
+
+@nh.natural_function
+def shout(text: str) -> str:  # the cell run again with its prompt edited
+    """natural
+    Shout <text>, and louder.
+    """
+
+
+# Like a notebook cell's code on a remote machine: no file the actors could read the functions from.
+os.remove(__file__)
+ray.init(address=sys.argv[1], log_to_driver=False)
+TEXTS = [f"row {n}" for n in range(6)]
+with nh.run(executor()):
+    local = nh.map(first, TEXTS, store=sys.argv[2], progress=False).usage.requests
+same = requests_on_the_actors(first)
+edited = requests_on_the_actors(shout)
+print(json.dumps({"local": local, "same": same, "edited": edited}))
+ray.shutdown()
+'''
+
+
+@pytest.fixture(scope="module")
+def store_job(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+    """Requests of a `__main__` script sharing one store: a local map of six rows, the same rows on the actors,
+    then on the actors again with the prompt edited."""
+    folder = tmp_path_factory.mktemp("store-job")
+    script = folder / "store_job.py"
+    script.write_text(STORE_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), cluster, str(folder / "shout.sqlite")], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_rows_a_local_map_stored_are_not_asked_again_on_the_actors(store_job: dict[str, int]) -> None:
+    assert (store_job["local"], store_job["same"]) == (6, 0)
+
+
+def test_an_edited_prompt_asks_again_on_the_actors_despite_the_store(store_job: dict[str, int]) -> None:
+    assert store_job["edited"] == 6
 
 
 def test_nh_ray_is_reachable_from_a_plain_import_nighthawk() -> None:

@@ -90,9 +90,9 @@ def map_reporting_items(
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
 ) -> MapResult:
-    """`map`, also handing each item that ran, as it ends (done or failed for good), with what its steps spent
-    over all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns). Items
-    answered from a store spent nothing and are not reported."""
+    """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
+    all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
+    answered from a store spent nothing. An item never reported did not end (the map stopped first)."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -122,6 +122,8 @@ def map_reporting_items(
                         session.put(key, value, anchors)
                 if value is not MISSING:
                     results[index] = value
+                    if item_usage is not None:
+                        item_usage(index, UsageTotals())
                     if shown is not None:
                         shown.kept_item()
                     continue

@@ -51,6 +51,9 @@ def program_fingerprint(function: Callable[..., Any]) -> str:
 
 
 def _source(function: object) -> str:
+    runtime = natural_runtime(function)
+    if runtime is not None:
+        return runtime.source  # as kept at decoration: the same in a process that has no file to read (a Ray actor)
     shown = getattr(function, "__wrapped__", function)
     try:
         return inspect.getsource(shown)  # type: ignore[arg-type]
