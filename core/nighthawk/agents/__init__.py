@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["AGENT_PREFIXES", "agent_model", "agent_settings", "is_agent_model"]
+__all__ = ["AGENT_PREFIXES", "agent_model", "check_agent_model_settings", "is_agent_model"]
 
 AGENT_PREFIXES: Mapping[str, tuple[str, str, str]] = {
     "claude-code-sdk": ("claude_sdk", "ClaudeCodeSdkBackend", "ClaudeCodeSdkModelSettings"),
@@ -26,8 +26,8 @@ def is_agent_model(model: object) -> bool:
     return isinstance(model, str) and model.partition(":")[0] in AGENT_PREFIXES
 
 
-def agent_settings(model: str, settings: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Check `model_settings` against the backend's settings class; the checked settings as a dict.
+def check_agent_model_settings(model: str, settings: Mapping[str, Any] | None) -> None:
+    """Check `model_settings` against the settings class of `model`'s backend.
 
     Raises:
         NighthawkError: A key the backend does not have, or a value it refuses.
@@ -37,7 +37,6 @@ def agent_settings(model: str, settings: Mapping[str, Any] | None) -> dict[str, 
     prefix = model.partition(":")[0]
     settings_class = getattr(importlib.import_module(f"{__name__}._settings"), AGENT_PREFIXES[prefix][2])
     check_agent_settings(settings_class, model, settings)
-    return dict(settings or {})
 
 
 def agent_model(model: str) -> Any:

@@ -22,13 +22,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SERVER_NAME", "PendingCall", "ToolBridge", "ToolSpec"]
+from ..errors import NighthawkError
+
+__all__ = ["SERVER_NAME", "PendingCall", "ToolBridge", "ToolSpec", "require_bridge"]
 
 SERVER_NAME = "nighthawk"
 """The name the agent knows the server by (Claude Code shows its tools as `mcp__nighthawk__<tool>`)."""
 
 _PATH = "/mcp"
 _SHUTDOWN_S = 2.0
+
+
+def require_bridge(extra: str) -> None:
+    """Raise `NighthawkError` naming the extra to install when the MCP server's packages are missing."""
+    import importlib.util
+
+    for module in ("mcp", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            raise NighthawkError(
+                f"`{extra}:` models serve the block's tools over MCP, which needs the `{module}` package: install "
+                f"it with `pip install 'nighthawk-jupyter[{extra}]'`"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +91,7 @@ class ToolBridge:
         import uvicorn
 
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted connections inherit it
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]

@@ -34,12 +34,12 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import Model, ModelRequestParameters, check_allow_model_requests
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ..errors import ExecutionError, NighthawkError
-from ._bridge import SERVER_NAME, PendingCall, ToolBridge, ToolSpec
+from ._bridge import SERVER_NAME, PendingCall, ToolBridge, ToolSpec, require_bridge
 from ._settings import AgentModelSettings, check_agent_settings
 
 __all__ = ["AgentFailure", "Backend", "CodingAgentModel", "Turn", "TurnResult"]
@@ -116,13 +116,15 @@ class _Run:
     """The arguments of the agent's `nh_outcome` call in the current turn."""
 
     async def close(self) -> None:
-        if self.turn is not None and not self.turn.done():
-            self.turn.cancel()
-        if self.turn is not None:
-            await asyncio.wait({self.turn})
-            if not self.turn.cancelled():
-                self.turn.exception()  # retrieved: the run is over and nobody else will read it
-        await self.stack.aclose()
+        turn, self.turn = self.turn, None
+        try:
+            if turn is not None:
+                turn.cancel()
+                await asyncio.wait({turn})
+                if not turn.cancelled():
+                    turn.exception()  # retrieved: the run is over and nobody else will read it
+        finally:
+            await self.stack.aclose()
 
 
 _runs: ContextVar[_Run | None] = ContextVar("nighthawk_agent_run", default=None)
@@ -160,6 +162,7 @@ class CodingAgentModel(Model):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        check_allow_model_requests()  # an agent spends real money: tests must opt in, as for any provider
         model_settings, parameters = self.prepare_request(model_settings, model_request_parameters)
         run = _runs.get()
         if run is None:
@@ -185,6 +188,7 @@ class CodingAgentModel(Model):
         parameters: ModelRequestParameters,
     ) -> None:
         if run.bridge is None:
+            require_bridge(self.system)
             self._backend.check_installed(settings)
             specs = _tool_specs(parameters, settings)
             run.bridge = await run.stack.enter_async_context(ToolBridge(specs))
@@ -201,19 +205,20 @@ class CodingAgentModel(Model):
         run.turn = asyncio.ensure_future(self._backend.run_turn(turn))
 
     async def _next_response(self, run: _Run, parameters: ModelRequestParameters) -> ModelResponse:
-        assert run.bridge is not None and run.turn is not None
+        bridge, turn = run.bridge, run.turn
+        assert bridge is not None and turn is not None
         outcome_tool = parameters.output_tools[0].name if parameters.output_tools else None
         while True:
-            waiting = asyncio.ensure_future(run.bridge.calls.get())
+            waiting = asyncio.ensure_future(bridge.calls.get())
             try:
-                await asyncio.wait({waiting, run.turn}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({waiting, turn}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 if not waiting.done():
                     waiting.cancel()
             if waiting.done() and not waiting.cancelled():
                 calls = [waiting.result()]
-                while not run.bridge.calls.empty():
-                    calls.append(run.bridge.calls.get_nowait())
+                while not bridge.calls.empty():
+                    calls.append(bridge.calls.get_nowait())
                 parts = []
                 for call in calls:
                     if call.name == outcome_tool:
@@ -227,13 +232,12 @@ class CodingAgentModel(Model):
                 if parts:
                     return ModelResponse(parts=parts, model_name=self._model_name, provider_name=self.system)
                 continue
-            return self._turn_response(run, outcome_tool)
+            return self._turn_response(run, turn, outcome_tool)
 
-    def _turn_response(self, run: _Run, outcome_tool: str | None) -> ModelResponse:
-        assert run.turn is not None
-        turn, run.turn = run.turn, None
+    def _turn_response(self, run: _Run, turn: asyncio.Task[TurnResult], outcome_tool: str | None) -> ModelResponse:
+        run.turn = None
         try:
-            result = turn.result()
+            result = turn.result()  # a turn the closing run cancelled raises CancelledError here
         except AgentFailure as exc:
             raise ExecutionError(f"the coding agent `{self.system}` failed: {exc}") from exc
         run.session_id = result.session_id or run.session_id

@@ -51,8 +51,15 @@ class ClaudeCodeSdkBackend:
             "cli_path": settings.executable,
             "resume": turn.session_id,
         }
+        given = {key: value for key, value in chosen.items() if value is not None}
         known = {f.name for f in dataclasses.fields(sdk.ClaudeAgentOptions)}
-        return sdk.ClaudeAgentOptions(**{key: value for key, value in chosen.items() if value is not None and key in known})
+        missing = sorted(set(given) - known)
+        if missing:  # an older SDK: refuse rather than drop a budget or a permission mode without a word
+            raise NighthawkError(
+                f"the installed claude-agent-sdk has no option {missing[0]!r} (`ClaudeAgentOptions`); upgrade it with "
+                "`pip install -U claude-agent-sdk`"
+            )
+        return sdk.ClaudeAgentOptions(**given)
 
     async def run_turn(self, turn: Turn) -> TurnResult:
         sdk = _sdk()
