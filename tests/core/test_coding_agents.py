@@ -216,12 +216,9 @@ def test_agents_usage_is_counted_for_the_step(agent: FakeAgent) -> None:
 
 def test_server_refuses_a_request_without_the_token(agent: FakeAgent) -> None:
     agent.script([{"probe_without_token": True}, outcome("return", return_expression="1")])
-    if agent.backend == "claude-code-sdk":
-        agent.script([outcome("return", return_expression="1")])
     with nh.run(agent.executor()):
         compute(1)
-    if agent.backend != "claude-code-sdk":
-        assert agent.runs[0]["probe_status"] == 401
+    assert agent.runs[0]["probe_status"] == 401
 
 
 def test_crashing_agent_raises_execution_error_with_its_message(agent: FakeAgent) -> None:
@@ -241,16 +238,47 @@ def test_agent_reporting_an_error_raises_execution_error_with_its_message(agent:
     assert "API overloaded" in str(error)
 
 
+def test_agent_printing_what_is_not_its_json_raises_execution_error(agent: FakeAgent) -> None:
+    agent.script([{"garbage": "Welcome to the agent! (not JSON)"}])
+    with nh.run(agent.executor()):
+        y, error = write_or_report(1)
+    assert y == "before"
+    assert isinstance(error, nh.ExecutionError)
+    assert "Welcome to the agent! (not JSON)" in str(error)
+
+
+def test_agent_that_does_not_answer_in_time_raises_execution_error_and_is_stopped(agent: FakeAgent) -> None:
+    agent.script([call("nh_assign", target_path="y", expression="'after'"), {"hang": True}])
+    with nh.run(agent.executor(request_timeout=1.0)):
+        y, error = write_or_report(1)
+    assert y == "before"
+    assert isinstance(error, nh.ExecutionError) and "timed out" in str(error)
+    hung = agent.hanging()
+    assert hung is not None
+    if hung["pid"] is not None:
+        with pytest.raises(ProcessLookupError):
+            os.kill(hung["pid"], 0)
+
+
+def test_two_outcomes_in_one_turn_are_sent_back_for_correction(agent: FakeAgent) -> None:
+    agent.script([outcome("return", return_expression="1"), outcome("return", return_expression="3")],
+                 [outcome("return", return_expression="2")])
+    with nh.run(agent.executor()):
+        assert compute(0) == 2
+    assert "2 nh_outcome calls in one response" in agent.runs[1]["prompt"]
+
+
 def test_interrupt_stops_the_agent_and_its_server(agent: FakeAgent) -> None:
     agent.script([{"hang": True}])
 
-    def press_ctrl_c() -> None:
+    def press_ctrl_c() -> None:  # a real Ctrl-C on the main thread, once the agent is at work
         deadline = time.monotonic() + 30
         while agent.hanging() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGINT)
+        if agent.hanging() is not None:
+            os.kill(os.getpid(), signal.SIGINT)
 
-    presser = threading.Thread(target=press_ctrl_c)
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
     with nh.run(agent.executor()), pytest.raises(KeyboardInterrupt):
         presser.start()
         compute(1)

@@ -224,6 +224,9 @@ def fake_sdk_module() -> Any:
     class ProcessError(ClaudeSDKError):
         pass
 
+    class CLIJSONDecodeError(ClaudeSDKError):
+        pass
+
     module.calls = []  # type: ignore[attr-defined]
     module.closed = []  # type: ignore[attr-defined]
 
@@ -237,6 +240,9 @@ def fake_sdk_module() -> Any:
                 if "crash" in action:
                     _log(entry)
                     raise ProcessError(f"Command failed with exit code {action.get('status', 1)}: {action['crash']}")
+                if "garbage" in action:
+                    _log(entry)
+                    raise CLIJSONDecodeError(f"Failed to decode JSON: {action['garbage'][:100]}...")
                 if "hang" in action:
                     _log(entry)
                     url = options.mcp_servers["nighthawk"]["url"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -112,8 +112,8 @@ class _Run:
     session_id: str | None = None
     calls: dict[str, PendingCall] = field(default_factory=dict)
     """Calls handed to pydantic-ai, by the id of their tool call part, until their result comes back."""
-    outcome: dict[str, Any] | None = None
-    """The arguments of the agent's `nh_outcome` call in the current turn."""
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    """The arguments of the agent's `nh_outcome` calls in the current turn (more than one is corrected)."""
 
     async def close(self) -> None:
         turn, self.turn = self.turn, None
@@ -223,7 +223,7 @@ class CodingAgentModel(Model):
                 for call in calls:
                     if call.name == outcome_tool:
                         # Held until the turn ends, so the response carries the turn's usage.
-                        run.outcome = call.arguments
+                        run.outcomes.append(call.arguments)
                         call.answer.set_result((_OUTCOME_RECEIVED, False))
                         continue
                     call_id = f"{self.system}-{uuid.uuid4().hex[:16]}"
@@ -241,11 +241,13 @@ class CodingAgentModel(Model):
         except AgentFailure as exc:
             raise ExecutionError(f"the coding agent `{self.system}` failed: {exc}") from exc
         run.session_id = result.session_id or run.session_id
-        outcome, run.outcome = run.outcome if run.outcome is not None else _json_outcome(result.text), None
-        call_id = f"{self.system}-{uuid.uuid4().hex[:16]}"
+        outcomes, run.outcomes = run.outcomes or [_json_outcome(result.text)], []
         parts: list[Any]
-        if outcome is not None and outcome_tool is not None:
-            parts = [ToolCallPart(tool_name=outcome_tool, args=outcome, tool_call_id=call_id)]
+        if outcomes != [None] and outcome_tool is not None:
+            parts = [
+                ToolCallPart(tool_name=outcome_tool, args=outcome, tool_call_id=f"{self.system}-{uuid.uuid4().hex[:16]}")
+                for outcome in outcomes
+            ]
         else:
             parts = [TextPart(content=result.text or "(the agent ended its turn without a reply)")]
         details = {"cost_usd": result.cost_usd} if result.cost_usd is not None else None
@@ -273,13 +275,16 @@ def _tool_specs(parameters: ModelRequestParameters, settings: AgentModelSettings
 
 
 def _turn_prompt(request: ModelRequest) -> str:
-    """The text a new turn starts with: the user prompt, or pydantic-ai's correction."""
+    """The text a new turn starts with: the user prompt, or pydantic-ai's correction (of a final reply, or of
+    the `nh_outcome` calls, which come back as retry prompts or as tool results)."""
     texts: list[str] = []
     for part in request.parts:
         if isinstance(part, UserPromptPart):
             texts.append(part.content if isinstance(part.content, str) else "\n".join(map(str, part.content)))
         elif isinstance(part, RetryPromptPart):
             texts.append(part.model_response())
+        elif isinstance(part, ToolReturnPart):
+            texts.append(f"{part.tool_name}: {part.model_response_str()}")
     return "\n\n".join(texts)
 
 
@@ -297,7 +302,7 @@ def _settle(run: _Run, request: ModelRequest) -> None:
             call.answer.set_result((part.model_response(), True))
 
 
-def _json_outcome(text: str) -> Mapping[str, Any] | None:
+def _json_outcome(text: str) -> dict[str, Any] | None:
     """The outcome object when the agent wrote it as its final reply (in a code fence or not)."""
     body = text.strip()
     if body.startswith("```"):

@@ -19,8 +19,8 @@ TOKEN_VARIABLE = "NIGHTHAWK_MCP_TOKEN"
 never on the command line."""
 
 
-def _toml(value: object) -> str:
-    return json.dumps(value)  # a JSON string or list of strings is also a TOML one
+def _toml(value: str) -> str:
+    return json.dumps(value)  # a JSON string is also a TOML one
 
 
 class CodexBackend:
@@ -42,7 +42,6 @@ class CodexBackend:
             "--json",
             "-c", f"{server}.url={_toml(turn.bridge.url)}",
             "-c", f"{server}.bearer_token_env_var={_toml(TOKEN_VARIABLE)}",
-            "-c", f"{server}.enabled_tools={_toml(list(turn.tool_names))}",
         ]
         if settings.skip_git_repo_check:
             argv.append("--skip-git-repo-check")
