@@ -23,6 +23,7 @@ from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
 from support import fake_agent
+from support.contract_blocks import compute, write_or_report
 
 BACKENDS = ["claude-code-cli", "claude-code-sdk", "codex"]
 PASSWORD = "hunter2-blue-42"
@@ -93,26 +94,6 @@ def double_plus_one(x: int) -> int:
     Read <x>, set <:y> to twice it, and return y + 1.
     """
     return y
-
-
-@nh.natural_function
-def compute(x: int) -> int:
-    """natural
-    Return ten times <x>; raise ValueError when it cannot be done.
-    """
-    return -1
-
-
-@nh.natural_function
-def write_or_report(x: int) -> tuple[str, BaseException | None]:
-    y = "before"
-    try:
-        """natural
-        Set <:y> to "after <x>".
-        """
-    except nh.ExecutionError as error:
-        return y, error
-    return y, None
 
 
 # --- the contract, through every backend ----------------------------------------------------------------
@@ -221,30 +202,22 @@ def test_server_refuses_a_request_without_the_token(agent: FakeAgent) -> None:
     assert agent.runs[0]["probe_status"] == 401
 
 
-def test_crashing_agent_raises_execution_error_with_its_message(agent: FakeAgent) -> None:
-    agent.script([{"crash": "Error: not logged in; run claude login", "status": 3}])
+FAILURES = {
+    "crash": ([{"crash": "Error: not logged in; run claude login", "status": 3}], "not logged in; run claude login"),
+    "error-result": ([call("nh_assign", target_path="y", expression="'after'"), {"error_result": "API overloaded"}], "API overloaded"),
+    "not-json": ([{"garbage": "Welcome to the agent! (not JSON)"}], "Welcome to the agent! (not JSON)"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_failing_agent_raises_execution_error_with_its_message_and_commits_nothing(agent: FakeAgent, failure: str) -> None:
+    actions, message = FAILURES[failure]
+    agent.script(actions)
     with nh.run(agent.executor()):
         y, error = write_or_report(1)
     assert y == "before"
     assert isinstance(error, nh.ExecutionError)
-    assert "not logged in; run claude login" in str(error)
-
-
-def test_agent_reporting_an_error_raises_execution_error_with_its_message(agent: FakeAgent) -> None:
-    agent.script([call("nh_assign", target_path="y", expression="'after'"), {"error_result": "API overloaded"}])
-    with nh.run(agent.executor()):
-        y, error = write_or_report(1)
-    assert y == "before"
-    assert "API overloaded" in str(error)
-
-
-def test_agent_printing_what_is_not_its_json_raises_execution_error(agent: FakeAgent) -> None:
-    agent.script([{"garbage": "Welcome to the agent! (not JSON)"}])
-    with nh.run(agent.executor()):
-        y, error = write_or_report(1)
-    assert y == "before"
-    assert isinstance(error, nh.ExecutionError)
-    assert "Welcome to the agent! (not JSON)" in str(error)
+    assert message in str(error)
 
 
 def test_agent_that_does_not_answer_in_time_raises_execution_error_and_is_stopped(agent: FakeAgent) -> None:
@@ -297,6 +270,30 @@ def test_interrupt_stops_the_agent_and_its_server(agent: FakeAgent) -> None:
 
 def fake_agent_sdk() -> Any:
     return sys.modules["claude_agent_sdk"]
+
+
+def test_recorded_agent_steps_replay_without_the_agent(agent: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nighthawk.replay import replay_executor
+
+    agent.script([call("nh_eval", expression="x + 1"), call("nh_assign", target_path="y", expression="x * 2"),
+                  outcome("return", return_expression="y + 1")])
+    store = agent.folder / "store.yaml"
+    configuration = nh.StepExecutorConfiguration(model=f"{agent.backend}:default")
+    with nh.run(replay_executor(store, "record", configuration=configuration)):
+        assert double_plus_one(5) == 11
+    monkeypatch.setenv("PATH", str(agent.folder / "nowhere"))  # no agent program from here on
+    monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
+    with nh.run(replay_executor(store, "replay", configuration=configuration)):
+        assert double_plus_one(5) == 11
+    assert len(agent.runs) == 1
+
+
+def test_map_runs_items_through_the_agent_side_by_side(agent: FakeAgent) -> None:
+    agent.script([call("nh_eval", expression="x"), outcome("return", return_expression="x * 10")])
+    with nh.run(agent.executor()):
+        result = nh.map(compute, [1, 2, 3], concurrency=3, progress=False)
+    assert list(result) == [10, 20, 30]
+    assert sorted(agent.tool_results(run)[0] for run in range(3)) == [f'{{"value": {x}, "error": null}}' for x in (1, 2, 3)]
 
 
 # --- what each backend is given ----------------------------------------------------------------------

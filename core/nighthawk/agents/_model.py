@@ -226,13 +226,16 @@ class CodingAgentModel(Model):
                         run.outcomes.append(call.arguments)
                         call.answer.set_result((_OUTCOME_RECEIVED, False))
                         continue
-                    call_id = f"{self.system}-{uuid.uuid4().hex[:16]}"
+                    call_id = self._call_id()
                     run.calls[call_id] = call
                     parts.append(ToolCallPart(tool_name=call.name, args=call.arguments, tool_call_id=call_id))
                 if parts:
                     return ModelResponse(parts=parts, model_name=self._model_name, provider_name=self.system)
                 continue
             return self._turn_response(run, turn, outcome_tool)
+
+    def _call_id(self) -> str:
+        return f"{self.system}-{uuid.uuid4().hex[:16]}"
 
     def _turn_response(self, run: _Run, turn: asyncio.Task[TurnResult], outcome_tool: str | None) -> ModelResponse:
         run.turn = None
@@ -245,7 +248,7 @@ class CodingAgentModel(Model):
         parts: list[Any]
         if outcomes != [None] and outcome_tool is not None:
             parts = [
-                ToolCallPart(tool_name=outcome_tool, args=outcome, tool_call_id=f"{self.system}-{uuid.uuid4().hex[:16]}")
+                ToolCallPart(tool_name=outcome_tool, args=outcome, tool_call_id=self._call_id())
                 for outcome in outcomes
             ]
         else:
