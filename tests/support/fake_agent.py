@@ -80,9 +80,15 @@ def _prelude(actions: list[dict[str, Any]]) -> None:
 # --- claude -----------------------------------------------------------------------------------------
 
 
+def _started() -> None:
+    """Leave the program's pid where a test can check, once the step is over, that it is gone."""
+    Path(os.environ["FAKE_AGENT_PIDFILE"] + ".started").write_text(str(os.getpid()))
+
+
 def main_claude() -> None:
     import argparse
 
+    _started()
     parser = argparse.ArgumentParser(prog="claude")
     parser.add_argument("-p", "--print", action="store_true", required=True)
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], required=True)
@@ -157,6 +163,7 @@ def _codex_arguments(argv: list[str]) -> dict[str, Any]:
 
 
 def main_codex() -> None:
+    _started()
     parsed = _codex_arguments(sys.argv[1:])
     if "--json" not in parsed["flags"]:
         sys.exit("fake codex: only --json output is faked")
