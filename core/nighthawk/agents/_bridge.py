@@ -126,9 +126,10 @@ class ToolBridge:
             return
         self._server.should_exit = True
         try:
-            await asyncio.shield(asyncio.wait_for(asyncio.shield(self._serving), _SHUTDOWN_S * 2))
-        except (asyncio.TimeoutError, Exception):
+            await asyncio.wait_for(asyncio.shield(self._serving), _SHUTDOWN_S * 2)
+        except Exception:  # it did not stop in time, or failed while stopping: stop it the hard way
             self._server.force_exit = True
+            self._serving.cancel()
         finally:
             # An interrupt while waiting above must still leave no listener: close the sockets directly.
             for server in getattr(self._server, "servers", ()):

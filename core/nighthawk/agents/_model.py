@@ -241,7 +241,7 @@ class CodingAgentModel(Model):
         run.turn = None
         try:
             result = turn.result()  # a turn the closing run cancelled raises CancelledError here
-        except AgentFailure as exc:
+        except (AgentFailure, OSError, ValueError) as exc:  # its own report, or it could not be run or read
             raise ExecutionError(f"the coding agent `{self.system}` failed: {exc}") from exc
         run.session_id = result.session_id or run.session_id
         outcomes, run.outcomes = run.outcomes or [_json_outcome(result.text)], []
