@@ -65,6 +65,7 @@ def main() -> None:
     os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ['PATH']}"
     os.environ["FAKE_AGENT_LOG"] = str(folder / "log.jsonl")
     os.environ["FAKE_AGENT_SCENARIO"] = str(folder / "scenario.json")
+    os.environ["FAKE_AGENT_PIDFILE"] = str(folder / "agent.pid")
     sys.modules["claude_agent_sdk"] = fake_agent.fake_sdk_module()
     finish = {"call": "nh_outcome", "arguments": {"kind": "return", "return_expression": "x * 10"}}
     evaluate = {"call": "nh_eval", "arguments": {"expression": "x + 1"}}
