@@ -48,6 +48,9 @@ from .tools import tool
 __all__ = [
     "AgentStepExecutor",
     "BudgetExceededError",
+    "ClaudeCodeCliModelSettings",
+    "ClaudeCodeSdkModelSettings",
+    "CodexModelSettings",
     "ContextRedaction",
     "ExecutionContext",
     "ExecutionError",
@@ -109,9 +112,17 @@ _BATCH_NAMES = frozenset({"map", "MapResult"})
 (sqlite, hashing and the coroutine twins are a tenth of `import nighthawk`)."""
 
 
+_AGENT_SETTINGS = frozenset({"ClaudeCodeCliModelSettings", "ClaudeCodeSdkModelSettings", "CodexModelSettings"})
+"""The coding agents' settings classes, imported on first use: they are pydantic models."""
+
+
 def __getattr__(name: str) -> _Any:
     import importlib
 
+    if name in _AGENT_SETTINGS:
+        value = getattr(importlib.import_module(f"{__name__}.agents._settings"), name)
+        globals()[name] = value
+        return value
     if name in _BATCH_NAMES:
         value = getattr(importlib.import_module(f"{__name__}.batch"), name)
         globals()[name] = value  # found directly from now on

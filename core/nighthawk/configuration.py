@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
 from ._tokens import unknown_encoding
+from .agents import check_agent_model_settings, is_agent_model
 from .budget import UsageBudget
 from .redaction import ContextRedaction
 
@@ -197,6 +198,8 @@ class StepExecutorConfiguration:
     def __post_init__(self) -> None:
         for f in fields(self):
             object.__setattr__(self, f.name, _FIELD_CHECKS[f.name](f.name, getattr(self, f.name)))
+        if is_agent_model(self.model):  # a coding agent's settings are its settings class's fields
+            check_agent_model_settings(self.model, self.model_settings)
 
     def request_settings(self) -> dict[str, Any]:
         """Model settings for every request: the timeout and retries, then `model_settings` (which win)."""

@@ -18,6 +18,7 @@ from ._media import collect_attachments, media_refusal, media_shown, tool_result
 from ._report import connection_error_message, http_error_message, trim_advice
 from ._secrets import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL
+from .agents import agent_model, is_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError
@@ -242,6 +243,8 @@ def _build_model(model: Any) -> Any:
     """A pydantic-ai model for a `provider:model` string (checking its key first) or a `Model` as it is."""
     if not isinstance(model, str):
         return model
+    if is_agent_model(model):
+        return agent_model(model)
     check_credentials(model)
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.models import infer_model

@@ -25,6 +25,7 @@ from nighthawk import _tokens
 
 
 from support import openai_server  # tests/ is on the path (pytest `pythonpath`)
+from support.contract_blocks import compute, write_or_report
 
 Hang, Reply, Status, tool_call = openai_server.Hang, openai_server.Reply, openai_server.Status, openai_server.tool_call
 
@@ -73,27 +74,6 @@ def increment(x: int) -> int:
     Set <:y> to <x> + 1.
     """
     return y
-
-
-@nh.natural_function
-def compute(x: int) -> int:
-    """natural
-    Return ten times <x>; raise ValueError when it cannot be done.
-    """
-    return -1
-
-
-@nh.natural_function
-def write_or_report(x: int) -> tuple[str, BaseException | None]:
-    """Return the write binding as the caller sees it after the block, and the block's error."""
-    y = "before"
-    try:
-        """natural
-        Set <:y> to "after <x>".
-        """
-    except nh.ExecutionError as error:
-        return y, error
-    return y, None
 
 
 # --- the wire format ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -14,6 +14,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
 from .._secrets import current_scrubber
+from ..agents import agent_model, is_agent_model
 from ..errors import NighthawkError, ReplayMissError
 from ..executor import check_credentials
 from ..step import current_step
@@ -125,10 +126,17 @@ class ReplayModel(Model):
             assert isinstance(self._spec, str)
             check_credentials(self._spec)
             try:
-                self._wrapped = infer_model(self._spec)
+                self._wrapped = agent_model(self._spec) if is_agent_model(self._spec) else infer_model(self._spec)
             except (UserError, ImportError, ValueError) as exc:
                 raise NighthawkError(f"cannot record with `model` {self._spec!r}: {exc}") from exc
         return self._wrapped
+
+    def _run_scope(self) -> AbstractAsyncContextManager[None]:
+        # A coding agent keeps its tool server and its session for the whole run; building one is cheap
+        # (nothing starts before its first request), so it is built here when it is the model to record from.
+        if self.mode != "replay" and (self._wrapped is not None or is_agent_model(self._spec)):
+            return self._resolve()._run_scope()
+        return nullcontext()
 
     def _is_authored(self, model: Model) -> bool:
         if self._authored is not None:
