@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import linecache
+import secrets
 import time
 import traceback
 from collections.abc import Iterable
@@ -74,15 +75,17 @@ def run_suite(
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="nighthawk-eval") as pool:
 
-        async def run_item(item: _Item) -> CheckResult:
+        async def run_item(item: _Item, fresh: str) -> CheckResult:
             loop = asyncio.get_running_loop()
             # The copied context carries the executor in force and the item's usage group into the thread.
             return await loop.run_in_executor(pool, contextvars.copy_context().run, _run_check, item)
 
         with budget(limit) if limit is not None else nullcontext():
             try:
+                # A token new to this run makes every item new to the map's session memory: an eval asks the
+                # model again, never answers a check from an earlier run.
                 results = map_reporting_items(
-                    run_item, (items,), concurrency=concurrency, on_error="collect", progress=progress,
+                    run_item, (items, [secrets.token_hex(8)] * len(items)), concurrency=concurrency, on_error="collect", progress=progress,
                     item_usage=lambda index, spent: usage.__setitem__(index, spent),
                 )
             except BudgetExceededError as exc:
