@@ -7,19 +7,24 @@ whole suite runs end to end over HTTP, through pydantic-ai and the OpenAI SDK, w
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import override_allow_model_requests
+from pydantic_ai.models.function import AgentInfo
 
 import nighthawk as nh
 from nighthawk import _cli, _tokens
 from nighthawk.eval import PROGRAMS, compare, load_result, report, run_suite
 from nighthawk.eval.cli import main
-from nighthawk.testing import CallbackExecutor
+from nighthawk.testing import CallbackExecutor, agent_executor
 
 from support import openai_server
 from support.eval_answers import ANSWERS
@@ -165,3 +170,34 @@ def test_import_nighthawk_does_not_load_the_eval_suite() -> None:
     code = "import sys, nighthawk; print(any(m.startswith('nighthawk.eval') for m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def answering(reply: Callable[[int], None] = lambda count: None) -> tuple[nh.AgentStepExecutor, list[int]]:
+    """The real agent on a model that only passes, calling `reply(request_number)` before each answer."""
+    requests: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        requests.append(len(requests) + 1)
+        reply(len(requests))
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "pass"})])
+
+    return agent_executor(model), requests
+
+
+def test_an_interrupt_lets_no_running_check_send_another_request() -> None:
+    executor, requests = answering(lambda count: os.kill(os.getpid(), signal.SIGINT) if count == 2 else None)
+    with nh.run(executor), pytest.raises(KeyboardInterrupt):
+        # `keys_riddle_solved` alone would ask six times, one request after the other, on its worker thread.
+        run_suite(["riddle_loop"], concurrency=2)
+    assert len(requests) <= 3
+
+
+def test_a_step_over_its_own_budget_fails_its_check_and_the_run_goes_on() -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("nh_eval", {"expression": "1"})])  # never ends the step
+
+    configuration = nh.StepExecutorConfiguration(step_budget=nh.UsageBudget(requests=2))
+    with nh.run(agent_executor(model, configuration=configuration)):
+        result = run_suite(["bookshop"])
+    assert result.stopped == "" and [check.status for check in result.checks] == ["failed"] * 3
+    assert "BudgetExceededError: the step budget `requests` of 2 was reached" in result.checks[0].failure

@@ -16,11 +16,10 @@ import time
 import traceback
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..budget import UsageBudget, UsageTotals, budget
+from ..budget import BudgetScope, UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError
 from ..events import Event, OutcomeReached, ToolCallFinished, ToolCallStarted, listen
 from ..runtime import get_step_executor
@@ -80,16 +79,20 @@ def run_suite(
             # The copied context carries the executor in force and the item's usage group into the thread.
             return await loop.run_in_executor(pool, contextvars.copy_context().run, _run_check, item)
 
-        with budget(limit) if limit is not None else nullcontext():
+        with budget(limit or UsageBudget()) as group:
             try:
                 # A token new to this run makes every item new to the map's session memory: an eval asks the
                 # model again, never answers a check from an earlier run.
                 results = map_reporting_items(
-                    run_item, (items, [secrets.token_hex(8)] * len(items)), concurrency=concurrency, on_error="collect", progress=progress,
-                    item_usage=lambda index, spent: usage.__setitem__(index, spent),
+                    run_item, (items, [secrets.token_hex(8)] * len(items)), concurrency=concurrency,
+                    on_error="collect", progress=progress, item_usage=lambda index, spent: usage.__setitem__(index, spent),
                 )
             except BudgetExceededError as exc:
+                _refuse_further_requests(group)
                 results, stopped = exc.partial or [], str(exc)
+            except BaseException:  # an interrupt: the pool still waits for the checks on its threads
+                _refuse_further_requests(group)
+                raise
     checks = []
     for index, item in enumerate(items):
         result = results[index] if index < len(results) else None
@@ -109,6 +112,12 @@ def run_suite(
     )
 
 
+def _refuse_further_requests(group: BudgetScope) -> None:
+    """Cap the run's group at what it has sent, so a check still running on a worker thread (the map cannot
+    cancel a thread) fails at its next model request instead of going on after the run has ended."""
+    group.limit = replace(group.limit, requests=max(group.sent, group.spent.requests, 1))
+
+
 def _run_check(item: _Item) -> CheckResult:
     """Run one check on this (worker) thread, recording its steps' tool calls."""
     check = item.program.checks[item.check_index]
@@ -118,9 +127,9 @@ def _run_check(item: _Item) -> CheckResult:
     with listen(steps):
         try:
             check()
-        except BudgetExceededError:
-            raise  # the run's budget: the map stops
         except Exception as exc:  # noqa: BLE001 - any failure of the program is the check failing
+            if isinstance(exc, BudgetExceededError) and exc.level != "step":
+                raise  # the run's budget (a step's own budget is this check failing): the map stops
             status, failure = "failed", _describe(exc)
     return CheckResult(
         program=item.program.name, check=check.__name__, run=item.run, status=status, failure=failure,
