@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..budget import UsageBudget
+    from .results import SuiteResult
 
 __all__ = ["main"]
 
@@ -75,7 +80,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "nighthawk eval") -> 
     return 0
 
 
-def _run(model: str, only: Sequence[str] | None, *, runs: int, concurrency: int, limit: object) -> object:
+def _run(
+    model: str, only: Sequence[str] | None, *, runs: int, concurrency: int, limit: UsageBudget | None
+) -> SuiteResult:
     from .. import AgentStepExecutor, StepExecutorConfiguration, run
     from ..executor import check_credentials
     from .runner import run_suite
@@ -83,5 +90,4 @@ def _run(model: str, only: Sequence[str] | None, *, runs: int, concurrency: int,
     check_credentials(model)  # a missing key fails here, once, not in every check
     executor = AgentStepExecutor.from_configuration(configuration=StepExecutorConfiguration(model=model))
     with run(executor):
-        return run_suite(only, runs=runs, concurrency=concurrency, limit=limit, model=model,  # type: ignore[arg-type]
-                         progress=None)
+        return run_suite(only, runs=runs, concurrency=concurrency, limit=limit, model=model, progress=None)
