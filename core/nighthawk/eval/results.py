@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -47,12 +48,40 @@ class CheckResult:
     steps: tuple[StepCall, ...] = ()
 
 
+class _Summed:
+    """Requests, tokens and cost summed over parts: the checks of a program, the programs of a run."""
+
+    def _parts(self) -> Sequence[CheckResult | ProgramResult]:
+        raise NotImplementedError
+
+    @property
+    def requests(self) -> int:
+        return sum(part.requests for part in self._parts())
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(part.input_tokens for part in self._parts())
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(part.output_tokens for part in self._parts())
+
+    @property
+    def cost_usd(self) -> float | None:
+        """`None` when some request had no known price."""
+        costs = [part.cost_usd for part in self._parts()]
+        return None if None in costs else sum(costs)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True, kw_only=True)
-class ProgramResult:
+class ProgramResult(_Summed):
     """Every check run of one program."""
 
     name: str
     checks: tuple[CheckResult, ...]
+
+    def _parts(self) -> Sequence[CheckResult]:
+        return self.checks
 
     @property
     def ran(self) -> tuple[CheckResult, ...]:
@@ -65,30 +94,13 @@ class ProgramResult:
         return sum(check.status == "passed" for check in ran) / len(ran) if ran else None
 
     @property
-    def requests(self) -> int:
-        return sum(check.requests for check in self.checks)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(check.input_tokens for check in self.checks)
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(check.output_tokens for check in self.checks)
-
-    @property
-    def cost_usd(self) -> float | None:
-        costs = [check.cost_usd for check in self.checks]
-        return None if None in costs else sum(costs)  # type: ignore[arg-type]
-
-    @property
     def wall_time_s(self) -> float:
         """Summed over the checks (they may have overlapped)."""
         return sum(check.wall_time_s for check in self.checks)
 
 
 @dataclass(frozen=True, kw_only=True)
-class SuiteResult:
+class SuiteResult(_Summed):
     """A whole eval run."""
 
     model: str
@@ -112,22 +124,8 @@ class SuiteResult:
     def checks(self) -> tuple[CheckResult, ...]:
         return tuple(check for program in self.programs for check in program.checks)
 
-    @property
-    def requests(self) -> int:
-        return sum(program.requests for program in self.programs)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(program.input_tokens for program in self.programs)
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(program.output_tokens for program in self.programs)
-
-    @property
-    def cost_usd(self) -> float | None:
-        costs = [program.cost_usd for program in self.programs]
-        return None if None in costs else sum(costs)  # type: ignore[arg-type]
+    def _parts(self) -> Sequence[ProgramResult]:
+        return self.programs
 
     def to_json(self) -> str:
         """The result as JSON text (read back with `load_result`)."""
