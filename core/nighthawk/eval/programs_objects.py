@@ -357,7 +357,8 @@ def log_message(diary: Diary, message: str) -> str:
 def medication_logged() -> None:
     diary = Diary()
     reply = log_message(diary, "Took 200 mg of ibuprofen after lunch.")
-    assert diary.entries == [Entry("medication", "ibuprofen", 200, "mg")] and isinstance(reply, str) and reply
+    logged = [(entry.kind, entry.name.lower(), entry.amount, entry.unit) for entry in diary.entries]
+    assert logged == [("medication", "ibuprofen", 200, "mg")] and isinstance(reply, str) and reply
 
 
 def missing_amount_asked() -> None:
