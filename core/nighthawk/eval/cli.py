@@ -7,14 +7,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..configuration import DEFAULT_MODEL
+
 if TYPE_CHECKING:
     from ..budget import UsageBudget
     from .results import SuiteResult
 
 __all__ = ["main"]
-
-_DEFAULT_MODEL = "openai-responses:gpt-5.4-nano"
-
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -22,7 +21,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         description="Run the suite of shared-state programs against a model and report how many checks hold.",
     )
     parser.add_argument("--list", action="store_true", help="list the programs and exit")
-    parser.add_argument("--model", default=_DEFAULT_MODEL,
+    parser.add_argument("--model", default=DEFAULT_MODEL,
                         help="provider:model (default %(default)s); an OpenAI-compatible server through "
                              "OPENAI_BASE_URL with openai-chat:NAME")
     parser.add_argument("--runs", type=int, default=1, help="times each check runs (default 1)")
