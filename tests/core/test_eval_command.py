@@ -70,7 +70,7 @@ def test_show_steps_lists_the_tool_calls_of_a_failed_check(server, capsys) -> No
     main(["--model", "openai-chat:gpt-test", "--only", "words_average"])
     assert "outcome(pass)" not in capsys.readouterr().out
     main(["--model", "openai-chat:gpt-test", "--only", "words_average", "--show-steps"])
-    assert "      outcome(pass) -> " in capsys.readouterr().out
+    assert "    AssertionError\n      outcome(pass)\n" in capsys.readouterr().out
 
 
 def test_a_budget_stops_the_run_and_reports_the_rest_as_not_run(server) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 import nighthawk as nh
 from nighthawk.eval import PROGRAMS, run_suite
-from nighthawk.testing import CallbackExecutor
+from nighthawk.testing import CallbackExecutor, StepResponse
 
 from support.eval_answers import ANSWERS
 
@@ -111,3 +111,13 @@ def test_a_second_run_asks_the_model_again() -> None:
         run_suite(["bookshop"])
         run_suite(["bookshop"])
     assert len(executor.calls) == 6  # three checks, one block each, twice: nothing answered from memory
+
+
+def test_a_failed_check_keeps_the_tool_calls_of_its_steps() -> None:
+    looks_only = StepResponse(evaluate=["len(fighters)"])  # looks at the state, changes nothing, passes
+    with nh.run(CallbackExecutor(lambda program_text, step_locals: looks_only)):
+        result = run_suite(["arena_turn"])
+    steps = result.checks[0].steps
+    assert [step.tool for step in steps] == ["nh_eval", "outcome"]
+    assert "len(fighters)" in steps[0].arguments and "3" in steps[0].result
+    assert steps[1].arguments == "pass"

@@ -72,7 +72,9 @@ def report_text(result: SuiteResult, *, show_steps: bool = False) -> str:
         lines.append(f"- {check.program}.{check.check} (run {check.run + 1}):")
         lines += [f"    {line}" for line in check.failure.splitlines()]
         if show_steps:
-            lines += [f"      {step.tool}({step.arguments}) -> {step.result}" for step in check.steps]
+            lines += [
+                f"      {step.tool}({step.arguments})" + (f" -> {step.result}" if step.result else "") for step in check.steps
+            ]
             if not check.steps:
                 lines.append("      (no tool calls)")
     if failed and not show_steps:
