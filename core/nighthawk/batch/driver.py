@@ -226,21 +226,36 @@ class _Driver:
     # --- stopping ---------------------------------------------------------------------------------------
 
     def _cancel_all(self) -> None:
-        """Cancel every item in flight and wait until each has ended, running none of their user code."""
-        self.cancelling = True
-        tasks = [item for item in self.in_flight]
+        """Cancel every item in flight and wait until each has ended, running none of their user code.
 
-        def cancel() -> None:
-            for item in tasks:
+        It waits on the tasks themselves, not on their landings: the interrupt that stops the map may have
+        taken a landing off the queue, or come before an item's task was made, and neither will post again.
+        """
+        self.cancelling = True
+        items = list(self.in_flight)
+        cancelled = threading.Event()
+
+        def cancel() -> None:  # after every `start` scheduled so far: a task still `None` here was never made
+            for item in items:
                 if item.task is not None:
                     item.task.cancel()
+            cancelled.set()
 
         self.loop.call_soon_threadsafe(cancel)
         try:
-            while self.in_flight:
-                _loop._refuse(self.caller.requests.get())  # landings just drop their item
+            cancelled.wait()
+            tasks = [item.task for item in items if item.task is not None]
+            while not all(task.done() for task in tasks):
+                try:
+                    _loop._refuse(self.caller.requests.get(timeout=_CANCEL_POLL_S))  # landings just drop their item
+                except queue.Empty:
+                    pass
         except KeyboardInterrupt:
             return  # a second interrupt: stop waiting; the caller is closed, nothing more runs here
+
+
+_CANCEL_POLL_S = 0.05
+"""How often the wait for cancelled items looks at their tasks between requests they post."""
 
 
 async def _awaited(awaitable: Any) -> Any:
