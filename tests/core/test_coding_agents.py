@@ -296,6 +296,25 @@ def test_map_runs_items_through_the_agent_side_by_side(agent: FakeAgent) -> None
     assert sorted(agent.tool_results(run)[0] for run in range(3)) == [f'{{"value": {x}, "error": null}}' for x in (1, 2, 3)]
 
 
+def test_image_binding_is_refused_naming_the_binding_and_the_agent(agent: FakeAgent) -> None:
+    from media_samples import png
+
+    agent.script([outcome("return", return_expression="1")])
+
+    @nh.natural_function
+    def describe(photo: bytes) -> str:
+        """natural
+        Describe <photo> and return the description.
+        """
+        return ""
+
+    with nh.run(agent.executor()), pytest.raises(
+        nh.ExecutionError, match=rf"the model '{agent.backend}:default' refused the image or document sent for `<photo>`"
+    ):
+        describe(png())
+    assert agent.runs == []  # the agent was never started on a prompt holding the bytes' repr
+
+
 # --- what each backend is given ----------------------------------------------------------------------
 
 

@@ -187,12 +187,12 @@ class CodingAgentModel(Model):
         settings: AgentModelSettings,
         parameters: ModelRequestParameters,
     ) -> None:
+        prompt = _turn_prompt(request)
         if run.bridge is None:
             require_bridge(self.system)
             self._backend.check_installed(settings)
             specs = _tool_specs(parameters, settings)
             run.bridge = await run.stack.enter_async_context(ToolBridge(specs))
-        prompt = _turn_prompt(request)
         turn = Turn(
             prompt=prompt,
             instructions=(get_instructions(messages, parameters) or "") + AGENT_INSTRUCTIONS,
@@ -283,7 +283,11 @@ def _turn_prompt(request: ModelRequest) -> str:
     texts: list[str] = []
     for part in request.parts:
         if isinstance(part, UserPromptPart):
-            texts.append(part.content if isinstance(part.content, str) else "\n".join(map(str, part.content)))
+            if not isinstance(part.content, str) and not all(isinstance(item, str) for item in part.content):
+                # The executor turns this into a sentence naming the media bindings; sent on, the agent would
+                # read the repr of every byte of them.
+                raise NotImplementedError("a coding agent is prompted with text only, so it cannot take an image or document")
+            texts.append(part.content if isinstance(part.content, str) else "\n".join(part.content))
         elif isinstance(part, RetryPromptPart):
             texts.append(part.model_response())
         elif isinstance(part, ToolReturnPart):
