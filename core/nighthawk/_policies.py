@@ -51,6 +51,12 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
     Args:
         deny: Dotted names to refuse; extend or trim the default, `DENIED_CALLS | {"requests.post"}`.
     """
+    if isinstance(deny, str) or not all(isinstance(entry, str) for entry in deny):
+        # A lone string would become a set of its characters: a deny list that refuses nothing meant.
+        raise TypeError(
+            f"`deny` must be a collection of dotted names, got {deny!r:.80}; write `deny={{'os.remove'}}`, or "
+            "extend the default with `DENIED_CALLS | {'requests.post'}`"
+        )
     entries = frozenset(deny)
     objects = _resolved(entries)
 
@@ -74,6 +80,10 @@ def allow_tools(*names: str) -> Oversight:
 
     `allow_tools("nh_eval")` lets the model evaluate expressions but never `nh_assign`.
     """
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(
+            f"`allow_tools` takes tool names one by one, got {names!r:.80}; write `allow_tools('nh_eval', 'my_tool')`"
+        )
     allowed = frozenset(names)
 
     def inspect_tool_call(call: ToolCall) -> ToolCallDecision:

@@ -145,6 +145,16 @@ def test_the_deny_list_can_be_trimmed(victim: Path) -> None:
     assert not victim.exists()
 
 
+def test_a_deny_list_given_as_one_string_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"`deny` must be a collection of dotted names, got 'os.remove'; write `deny=\{'os.remove'\}`"):
+        nh.oversight.read_only(deny="os.remove")
+
+
+def test_allow_tools_given_a_list_says_to_name_the_tools_one_by_one() -> None:
+    with pytest.raises(TypeError, match=r"`allow_tools` takes tool names one by one, got \(\['nh_eval'\],\); write `allow_tools\('nh_eval', 'my_tool'\)`"):
+        nh.oversight.allow_tools(["nh_eval"])  # type: ignore[arg-type]
+
+
 def test_allow_tools_refuses_a_tool_not_listed() -> None:
     (envelope,) = run_under(nh.oversight.allow_tools("nh_eval"), call("nh_assign", target_path="x", expression="1"))
     assert error_of(envelope) == "the tool 'nh_assign' is not allowed here; use only nh_eval"
