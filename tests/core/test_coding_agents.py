@@ -405,6 +405,16 @@ def test_relative_working_directory_is_refused_when_configured(backend: str) -> 
         nh.StepExecutorConfiguration(model=f"{backend}:default", model_settings={"working_directory": "project"})
 
 
+@pytest.mark.parametrize(("typed", "meant"), [("claude-code-cil:default", "claude-code-cli:default"),
+                                             ("claude_code_sdk:opus", "claude-code-sdk:opus"), ("codx:default", "codex:default")])
+def test_agent_model_with_a_typo_names_the_model_meant(typed: str, meant: str) -> None:
+    executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=typed))
+    with nh.run(executor), pytest.raises(
+        nh.NighthawkError, match=rf"cannot use `model` '{typed}': there is no such provider; did you mean '{meant}'\?$"
+    ):
+        compute(1)
+
+
 def test_setting_of_another_backend_is_refused_when_configured() -> None:
     with pytest.raises(nh.NighthawkError, match=r"not valid CodexModelSettings: `permission_mode`: Extra inputs"):
         nh.StepExecutorConfiguration(model="codex:default", model_settings={"permission_mode": "plan"})
