@@ -315,6 +315,23 @@ def test_image_binding_is_refused_naming_the_binding_and_the_agent(agent: FakeAg
     assert agent.runs == []  # the agent was never started on a prompt holding the bytes' repr
 
 
+def test_image_an_nh_eval_yields_reaches_the_agent_as_image_content(agent: FakeAgent) -> None:
+    from media_samples import png
+
+    agent.script([call("nh_eval", expression="chart"), outcome("return", return_expression="1")])
+
+    @nh.natural_function
+    def look(chart: bytes) -> int:
+        """natural
+        Evaluate chart, look at the picture and return 1.
+        """
+        return 0
+
+    with nh.run(agent.executor()):
+        look(png())
+    assert agent.runs[0]["tool_results"][0]["images"] == ["image/png"]
+
+
 # --- what each backend is given ----------------------------------------------------------------------
 
 

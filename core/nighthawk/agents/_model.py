@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from pydantic_ai._instrumentation import get_instructions
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -304,6 +305,10 @@ def _settle(run: _Run, request: ModelRequest) -> None:
         if call.answer.done():
             continue
         if isinstance(part, ToolReturnPart):
+            # An image the tool yielded (`nh_eval` of a figure) goes as MCP image content, as it would to an API
+            # model; other files stay named in the text.
+            call.images = [(file.media_type, file.data) for file in part.files
+                           if isinstance(file, BinaryContent) and file.is_image]
             call.answer.set_result((part.model_response_str(), False))
         else:
             call.answer.set_result((part.model_response(), True))
