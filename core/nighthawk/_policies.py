@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 from collections.abc import Collection, Mapping
 from types import ModuleType
@@ -58,7 +59,7 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
             "extend the default with `DENIED_CALLS | {'requests.post'}`"
         )
     entries = frozenset(deny)
-    objects = _resolved(entries)
+    _resolved(entries)  # import the modules named now, not at the first call
 
     def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
         arguments = call.argument_name_to_value
@@ -69,7 +70,7 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
             )
         if call.tool_name not in ("nh_eval", "nh_assign"):
             return Accept()
-        problem = _refused_call(str(arguments.get("expression", "")), entries, objects, call)
+        problem = _refused_call(str(arguments.get("expression", "")), entries, _resolved(entries), call)
         return Accept() if problem is None else Reject(f"read-only: {problem}; read the values without changing anything")
 
     return Oversight(inspect_tool_call=inspect_tool_call, name="read_only")
@@ -145,8 +146,12 @@ def _matching_entry(text: str, value: object, deny: frozenset[str], objects: Map
     return next((entry for entry in deny if home == entry or home.startswith(entry + ".")), None)
 
 
+@functools.lru_cache(maxsize=8)
 def _resolved(deny: frozenset[str]) -> dict[int, str]:
-    """The functions the dotted entries name, by identity (entries whose module is not importable skip)."""
+    """The functions the dotted entries name, by identity (entries whose module is not importable skip).
+
+    Cached per process, never held by the hook: identities mean nothing in the process a hook is sent to
+    (`nighthawk.ray` sends it to its actors), which finds its own here."""
     found: dict[int, str] = {}
     for entry in deny:
         module_name, _, attribute = entry.rpartition(".")
