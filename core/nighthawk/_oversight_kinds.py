@@ -109,6 +109,18 @@ class Oversight:
     parts: tuple[Oversight, ...] = field(default=(), repr=False)
     """The oversights `combine` joined, asked in order (empty for a plain one)."""
 
+    def __post_init__(self) -> None:
+        # Checked here, not at the first tool call: a wrong hook would otherwise end a step halfway through.
+        for name in ("inspect_tool_call", "inspect_step_commit"):
+            hook = getattr(self, name)
+            if hook is not None and not callable(hook):
+                hint = (
+                    "pass that oversight to `nighthawk.scope(oversight=...)` itself, or join several with `combine(...)`"
+                    if isinstance(hook, Oversight)
+                    else "pass a function that takes one argument and returns a decision"
+                )
+                raise TypeError(f"`{name}` must be a function or None, got {hook!r:.80}; {hint}")
+
     def chain(self) -> tuple[Oversight, ...]:
         """The plain oversights this one stands for, in the order they are asked."""
         return tuple(part for own in self.parts for part in own.chain()) if self.parts else (self,)
@@ -120,6 +132,12 @@ def combine(*oversights: Oversight) -> Oversight:
     A tool call runs only if every hook accepts it; before a commit, each hook sees the values the previous
     ones left (rewrites included), and the first rejection stops the step.
     """
+    for oversight in oversights:
+        if not isinstance(oversight, Oversight):
+            raise TypeError(
+                f"`combine` takes `Oversight` values, got {oversight!r:.80}; build the ready ones by calling them, "
+                "`read_only()` or `allow_tools(...)`"
+            )
     parts = tuple(part for oversight in oversights for part in oversight.chain())
     return Oversight(name="+".join(label(part) for part in parts), parts=parts)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 from collections.abc import Collection, Mapping
 from types import ModuleType
@@ -51,8 +52,14 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
     Args:
         deny: Dotted names to refuse; extend or trim the default, `DENIED_CALLS | {"requests.post"}`.
     """
+    if isinstance(deny, str) or not all(isinstance(entry, str) for entry in deny):
+        # A lone string would become a set of its characters: a deny list that refuses nothing meant.
+        raise TypeError(
+            f"`deny` must be a collection of dotted names, got {deny!r:.80}; write `deny={{'os.remove'}}`, or "
+            "extend the default with `DENIED_CALLS | {'requests.post'}`"
+        )
     entries = frozenset(deny)
-    objects = _resolved(entries)
+    _resolved(entries)  # import the modules named now, not at the first call
 
     def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
         arguments = call.argument_name_to_value
@@ -63,7 +70,7 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
             )
         if call.tool_name not in ("nh_eval", "nh_assign"):
             return Accept()
-        problem = _refused_call(str(arguments.get("expression", "")), entries, objects, call)
+        problem = _refused_call(str(arguments.get("expression", "")), entries, _resolved(entries), call)
         return Accept() if problem is None else Reject(f"read-only: {problem}; read the values without changing anything")
 
     return Oversight(inspect_tool_call=inspect_tool_call, name="read_only")
@@ -74,6 +81,10 @@ def allow_tools(*names: str) -> Oversight:
 
     `allow_tools("nh_eval")` lets the model evaluate expressions but never `nh_assign`.
     """
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(
+            f"`allow_tools` takes tool names one by one, got {names!r:.80}; write `allow_tools('nh_eval', 'my_tool')`"
+        )
     allowed = frozenset(names)
 
     def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
@@ -135,8 +146,12 @@ def _matching_entry(text: str, value: object, deny: frozenset[str], objects: Map
     return next((entry for entry in deny if home == entry or home.startswith(entry + ".")), None)
 
 
+@functools.lru_cache(maxsize=8)
 def _resolved(deny: frozenset[str]) -> dict[int, str]:
-    """The functions the dotted entries name, by identity (entries whose module is not importable skip)."""
+    """The functions the dotted entries name, by identity (entries whose module is not importable skip).
+
+    Cached per process, never held by the hook: identities mean nothing in the process a hook is sent to
+    (`nighthawk.ray` sends it to its actors), which finds its own here."""
     found: dict[int, str] = {}
     for entry in deny:
         module_name, _, attribute = entry.rpartition(".")

@@ -18,7 +18,7 @@ from ._media import collect_attachments, media_refusal, media_shown, tool_result
 from ._report import connection_error_message, http_error_message, trim_advice
 from ._secrets import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL
-from .agents import agent_model, is_agent_model
+from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError
@@ -252,6 +252,9 @@ def _build_model(model: Any) -> Any:
     try:
         return infer_model(model)
     except (UserError, ImportError, ValueError) as exc:
+        near = near_agent_model(model)
+        if near is not None:
+            raise NighthawkError(f"cannot use `model` {model!r}: there is no such provider; did you mean {near!r}?") from exc
         raise NighthawkError(
             f"cannot use `model` {model!r}: {exc}. Choose another with "
             "`StepExecutorConfiguration(model='provider:model')` or, in a notebook, `%nighthawk model ...`"

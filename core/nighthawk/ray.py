@@ -31,6 +31,8 @@ except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typ
 
 import numpy as np
 
+from ._oversee import in_force, overseeing
+from ._oversight_kinds import Oversight, combine
 from ._ray_budget import cluster_allowances
 from .batch import MapResult, map_reporting_items
 from .batch.store import DiskStore, return_type
@@ -117,6 +119,8 @@ def map_batches(
             "retries": retries,
             "store": store,
             "budgets": cluster_allowances(),
+            # The hooks go with the rows (by value, as the function does), so no row escapes them on an actor.
+            "oversight": combine(*oversights) if (oversights := in_force()) else None,
         },
         batch_format="numpy",
         batch_size=batch_size or _ROWS_PER_SLOT * concurrency,
@@ -140,6 +144,7 @@ class _Rows:
         retries: int,
         store: str | None,
         budgets: tuple[SharedAllowance, ...],
+        oversight: Oversight | None,
     ) -> None:
         self.function = function
         self.executor = executor()
@@ -150,6 +155,7 @@ class _Rows:
         self.retries = retries
         self.store = store
         self.budgets = budgets
+        self.oversight = oversight
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         missing = [name for name in self.input_columns if name not in batch]
@@ -160,7 +166,7 @@ class _Rows:
         spent: dict[int, UsageTotals] = {}  # each row that ended (done or failed), with what it spent
         stopped: BudgetExceededError | None = None
         try:
-            with run(self.executor), ExitStack() as groups:
+            with run(self.executor), overseeing(self.oversight), ExitStack() as groups:
                 for allowance in self.budgets:
                     groups.enter_context(shared_budget(allowance))
                 results = map_reporting_items(

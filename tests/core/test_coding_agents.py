@@ -296,6 +296,42 @@ def test_map_runs_items_through_the_agent_side_by_side(agent: FakeAgent) -> None
     assert sorted(agent.tool_results(run)[0] for run in range(3)) == [f'{{"value": {x}, "error": null}}' for x in (1, 2, 3)]
 
 
+def test_image_binding_is_refused_naming_the_binding_and_the_agent(agent: FakeAgent) -> None:
+    from media_samples import png
+
+    agent.script([outcome("return", return_expression="1")])
+
+    @nh.natural_function
+    def describe(photo: bytes) -> str:
+        """natural
+        Describe <photo> and return the description.
+        """
+        return ""
+
+    with nh.run(agent.executor()), pytest.raises(
+        nh.ExecutionError, match=rf"the model '{agent.backend}:default' refused the image or document sent for `<photo>`"
+    ):
+        describe(png())
+    assert agent.runs == []  # the agent was never started on a prompt holding the bytes' repr
+
+
+def test_image_an_nh_eval_yields_reaches_the_agent_as_image_content(agent: FakeAgent) -> None:
+    from media_samples import png
+
+    agent.script([call("nh_eval", expression="chart"), outcome("return", return_expression="1")])
+
+    @nh.natural_function
+    def look(chart: bytes) -> int:
+        """natural
+        Evaluate chart, look at the picture and return 1.
+        """
+        return 0
+
+    with nh.run(agent.executor()):
+        look(png())
+    assert agent.runs[0]["tool_results"][0]["images"] == ["image/png"]
+
+
 # --- what each backend is given ----------------------------------------------------------------------
 
 
@@ -384,6 +420,16 @@ def test_allowed_tool_names_limits_the_tools_the_agent_sees(agent: FakeAgent) ->
 def test_relative_working_directory_is_refused_when_configured(backend: str) -> None:
     with pytest.raises(nh.NighthawkError, match=r"`working_directory`: Value error, must be an absolute path"):
         nh.StepExecutorConfiguration(model=f"{backend}:default", model_settings={"working_directory": "project"})
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("claude-code-cil:default", "claude-code-cli:default"),
+                                             ("claude_code_sdk:opus", "claude-code-sdk:opus"), ("codx:default", "codex:default")])
+def test_agent_model_with_a_typo_names_the_model_meant(typed: str, meant: str) -> None:
+    executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=typed))
+    with nh.run(executor), pytest.raises(
+        nh.NighthawkError, match=rf"cannot use `model` '{typed}': there is no such provider; did you mean '{meant}'\?$"
+    ):
+        compute(1)
 
 
 def test_setting_of_another_backend_is_refused_when_configured() -> None:

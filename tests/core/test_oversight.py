@@ -187,6 +187,21 @@ def test_scope_oversight_must_be_an_oversight() -> None:
             pass
 
 
+def test_a_hook_that_is_not_a_function_is_refused_when_the_oversight_is_built() -> None:
+    with pytest.raises(TypeError, match=r"`inspect_tool_call` must be a function or None, got 'yes'; pass a function"):
+        nh.oversight.Oversight(inspect_tool_call="yes")  # type: ignore[arg-type]
+
+
+def test_a_ready_policy_given_as_a_hook_is_refused_saying_where_it_goes() -> None:
+    with pytest.raises(TypeError, match=r"`inspect_tool_call` must be a function or None, got Oversight\(.*; pass that oversight to `nighthawk.scope\(oversight=...\)` itself"):
+        nh.oversight.Oversight(inspect_tool_call=nh.oversight.read_only())  # type: ignore[arg-type]
+
+
+def test_combine_of_a_policy_not_called_says_to_call_it() -> None:
+    with pytest.raises(TypeError, match=r"`combine` takes `Oversight` values, got <function read_only.*; build the ready ones by calling them"):
+        nh.oversight.combine(nh.oversight.read_only, nh.oversight.allow_tools("nh_eval"))  # type: ignore[arg-type]
+
+
 # --- commits --------------------------------------------------------------------------------------------
 
 _ASSIGN = call("nh_assign", target_path="result", expression="'from the model'")

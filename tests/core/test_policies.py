@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,34 @@ def test_the_deny_list_can_be_trimmed(victim: Path) -> None:
     (envelope,) = run_under(policy, evaluate(f"os.remove({str(victim)!r})"))
     assert envelope["error"] is None
     assert not victim.exists()
+
+
+def test_a_deny_list_given_as_one_string_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"`deny` must be a collection of dotted names, got 'os.remove'; write `deny=\{'os.remove'\}`"):
+        nh.oversight.read_only(deny="os.remove")
+
+
+def test_allow_tools_given_a_list_says_to_name_the_tools_one_by_one() -> None:
+    with pytest.raises(TypeError, match=r"`allow_tools` takes tool names one by one, got \(\['nh_eval'\],\); write `allow_tools\('nh_eval', 'my_tool'\)`"):
+        nh.oversight.allow_tools(["nh_eval"])  # type: ignore[arg-type]
+
+
+def test_read_only_sent_to_another_process_refuses_a_denied_function_under_another_name() -> None:
+    # How `nighthawk.ray` sends the oversight in force to its actors: by value, with cloudpickle.
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    sent = cloudpickle.dumps(nh.oversight.read_only())
+    code = (
+        "import sys, pickle, os\n"
+        "from types import MappingProxyType\n"
+        "from nighthawk.oversight import ToolCall\n"
+        "policy = pickle.loads(sys.stdin.buffer.read())\n"
+        "call = ToolCall(tool_name='nh_eval', argument_name_to_value={'expression': 'tidy(\\'x\\')'}, step_id='s',\n"
+        "                execution_context=None, processed_natural_program='', step_locals={'tidy': os.remove},\n"
+        "                step_globals={})\n"
+        "print(policy.inspect_tool_call(call))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], input=sent, capture_output=True, check=True)
+    assert result.stdout.decode().startswith("Reject(reason=\"read-only: `tidy` is on the deny list ('os.remove')")
 
 
 def test_allow_tools_refuses_a_tool_not_listed() -> None:

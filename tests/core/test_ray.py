@@ -174,6 +174,20 @@ def test_collected_failures_leave_their_message_in_the_error_column(cluster: str
     ]
 
 
+def refuse_priority_two(proposal: Any) -> Any:
+    """A commit hook that refuses every row of priority 2."""
+    if str(proposal.proposed_return_value).endswith("/p2"):
+        return nh.oversight.Reject("priority 2 goes to a person")
+    return nh.oversight.Accept()
+
+
+def test_oversight_in_force_when_the_dataset_is_made_oversees_the_rows(cluster: str) -> None:
+    with nh.run(executor()), nh.scope(oversight=nh.oversight.Oversight(inspect_step_commit=refuse_priority_two)):
+        mapped = routed(tickets(6), on_error="collect")
+    assert [row["team"] for row in mapped] == ["team-0/p0", "team-1/p1", None, "team-3/p0", "team-4/p1", None]
+    assert "priority 2 goes to a person; nothing was committed" in mapped[2]["team_error"]
+
+
 def test_a_failed_row_stops_the_dataset_naming_the_row(cluster: str) -> None:
     failure = r"the row \{'ticket': 'ticket-7', 'priority': 1\} failed: ValueError: no team for ticket 7"
     with pytest.raises(Exception, match=failure) as caught:  # Ray's own error, carrying ours

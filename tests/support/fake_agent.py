@@ -48,7 +48,8 @@ async def _act(actions: list[dict[str, Any]], url: str, headers: dict[str, str],
                     if "call" in action:
                         result = await session.call_tool(action["call"], action.get("arguments") or {})
                         text = "".join(getattr(block, "text", "") for block in result.content)
-                        entry["tool_results"].append({"text": text, "is_error": bool(result.is_error)})
+                        images = [block.mime_type for block in result.content if getattr(block, "type", "") == "image"]
+                        entry["tool_results"].append({"text": text, "is_error": bool(result.is_error), "images": images})
                     elif "reply" in action:
                         reply = action["reply"]
                     elif "hang" in action:

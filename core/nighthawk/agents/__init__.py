@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["AGENT_PREFIXES", "agent_model", "check_agent_model_settings", "is_agent_model"]
+__all__ = ["AGENT_PREFIXES", "agent_model", "check_agent_model_settings", "is_agent_model", "near_agent_model"]
 
 AGENT_PREFIXES: Mapping[str, tuple[str, str, str]] = {
     "claude-code-sdk": ("claude_sdk", "ClaudeCodeSdkBackend", "ClaudeCodeSdkModelSettings"),
@@ -24,6 +24,16 @@ AGENT_PREFIXES: Mapping[str, tuple[str, str, str]] = {
 def is_agent_model(model: object) -> bool:
     """Whether `model` is a `provider:model` string naming a coding-agent backend."""
     return isinstance(model, str) and model.partition(":")[0] in AGENT_PREFIXES
+
+
+def near_agent_model(model: str) -> str | None:
+    """The coding-agent model `model` was most likely meant to be (`claude-code-cil:default` ->
+    `claude-code-cli:default`), or `None` when its provider is not close to one."""
+    import difflib
+
+    provider, _, name = model.partition(":")
+    close = difflib.get_close_matches(provider.strip().lower().replace("_", "-"), AGENT_PREFIXES, n=1, cutoff=0.75)
+    return f"{close[0]}:{name.strip()}" if close else None
 
 
 def check_agent_model_settings(model: str, settings: Mapping[str, Any] | None) -> None:

@@ -14,6 +14,7 @@ has exited, whether the step ended, failed or was interrupted.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hmac
 import json
 import secrets
@@ -64,6 +65,8 @@ class PendingCall:
     arguments: dict[str, Any]
     answer: asyncio.Future[tuple[str, bool]] = field(repr=False)
     """Settled with the text the agent receives and whether it is an error."""
+    images: list[tuple[str, bytes]] = field(default_factory=list, repr=False)
+    """Images sent after the text (media type, bytes): what an `nh_eval` of a figure drew, set before `answer`."""
 
 
 class ToolBridge:
@@ -173,16 +176,24 @@ class ToolBridge:
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
+        images: list[tuple[str, bytes]] = []
         if params.name not in self._tools:
             text, is_error = f"unknown tool {params.name!r}; the tools are {', '.join(self._tools)}", True
         else:
             answer: asyncio.Future[tuple[str, bool]] = asyncio.get_running_loop().create_future()
             self._pending.add(answer)
             try:
-                await self.calls.put(PendingCall(name=params.name, arguments=dict(params.arguments or {}), answer=answer))
+                call = PendingCall(name=params.name, arguments=dict(params.arguments or {}), answer=answer)
+                await self.calls.put(call)
                 text, is_error = await answer
+                images = call.images
             finally:
                 self._pending.discard(answer)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
+        content: list[Any] = [types.TextContent(type="text", text=text)]
+        content += [
+            types.ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=media_type)
+            for media_type, data in images
+        ]
+        return types.CallToolResult(content=content, is_error=is_error)
 
 

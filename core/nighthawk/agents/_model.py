@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from pydantic_ai._instrumentation import get_instructions
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -187,12 +188,12 @@ class CodingAgentModel(Model):
         settings: AgentModelSettings,
         parameters: ModelRequestParameters,
     ) -> None:
+        prompt = _turn_prompt(request)
         if run.bridge is None:
             require_bridge(self.system)
             self._backend.check_installed(settings)
             specs = _tool_specs(parameters, settings)
             run.bridge = await run.stack.enter_async_context(ToolBridge(specs))
-        prompt = _turn_prompt(request)
         turn = Turn(
             prompt=prompt,
             instructions=(get_instructions(messages, parameters) or "") + AGENT_INSTRUCTIONS,
@@ -283,7 +284,11 @@ def _turn_prompt(request: ModelRequest) -> str:
     texts: list[str] = []
     for part in request.parts:
         if isinstance(part, UserPromptPart):
-            texts.append(part.content if isinstance(part.content, str) else "\n".join(map(str, part.content)))
+            if not isinstance(part.content, str) and not all(isinstance(item, str) for item in part.content):
+                # The executor turns this into a sentence naming the media bindings; sent on, the agent would
+                # read the repr of every byte of them.
+                raise NotImplementedError("a coding agent is prompted with text only, so it cannot take an image or document")
+            texts.append(part.content if isinstance(part.content, str) else "\n".join(part.content))
         elif isinstance(part, RetryPromptPart):
             texts.append(part.model_response())
         elif isinstance(part, ToolReturnPart):
@@ -300,6 +305,10 @@ def _settle(run: _Run, request: ModelRequest) -> None:
         if call.answer.done():
             continue
         if isinstance(part, ToolReturnPart):
+            # An image the tool yielded (`nh_eval` of a figure) goes as MCP image content, as it would to an API
+            # model; other files stay named in the text.
+            call.images = [(file.media_type, file.data) for file in part.files
+                           if isinstance(file, BinaryContent) and file.is_image]
             call.answer.set_result((part.model_response_str(), False))
         else:
             call.answer.set_result((part.model_response(), True))
