@@ -16,7 +16,7 @@ from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from ._send_gate import request_sent
+from ._send_gate import requesting
 from .budget import reserve_request
 
 __all__ = ["BudgetGateModel"]
@@ -31,9 +31,9 @@ class BudgetGateModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        request_sent()
-        reserve_request()
-        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+        with requesting():
+            reserve_request()
+            return await self.wrapped.request(messages, model_settings, model_request_parameters)
 
     @asynccontextmanager
     async def request_stream(
@@ -43,9 +43,9 @@ class BudgetGateModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
-        request_sent()
-        reserve_request()
-        async with self.wrapped.request_stream(
-            messages, model_settings, model_request_parameters, run_context
-        ) as stream:
-            yield stream
+        with requesting():
+            reserve_request()
+            async with self.wrapped.request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as stream:
+                yield stream

@@ -9,25 +9,29 @@ the work on one item overlaps the waits of the others.
 
 Only what the loop does alone is held: the gate is taken once the prompt is rendered and left when the
 request is handed to the model, before the step can wait for anything else (the user's thread, the
-provider). Steps other than a map's (a plain call, a sync call made by an item's tool) do not use it.
+provider). Steps other than a map's (a plain call, a sync call made by an item's tool) do not use it, and
+a map's steps pass freely while none of its requests waits for the model: with nothing to overlap, turns
+would only make the loop go round more often for the same work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from ._loop import _caller
 
-__all__ = ["gate_steps", "passing_gate", "request_sent"]
+__all__ = ["gate_steps", "passing_gate", "requesting"]
 
 
 class _Gate:
     def __init__(self, caller: object) -> None:
         self.caller = caller
         self.lock = asyncio.Lock()  # wakes its waiters in the order they came
+        self.waiting_for_model = 0
+        """Requests of these steps sent and not answered yet."""
 
 
 class _Pass:
@@ -56,7 +60,9 @@ async def passing_gate() -> AsyncIterator[None]:
     """Hold the gate of the current context, if its steps take turns (and are served by the caller that
     gated them, not by a sync call nested in an item), until the step's first request or the body's end."""
     gate = _gate.get()
-    if gate is None or gate.caller is not _caller.get():
+    if gate is None or gate.caller is not _caller.get() or not gate.waiting_for_model:
+        # Taking turns only spreads the waits for the model: with none going on (a model that answers at
+        # once) it would only make the loop turn more often for the same work.
         yield
         return
     await gate.lock.acquire()
@@ -69,8 +75,19 @@ async def passing_gate() -> AsyncIterator[None]:
         _pass.reset(token)
 
 
-def request_sent() -> None:
-    """The current step hands its request to the model: the next step may go."""
+@contextmanager
+def requesting() -> Iterator[None]:
+    """The current step hands a request to the model inside the `with` block: the next step may go, and
+    the others take turns while the answer is awaited."""
     passage = _pass.get()
     if passage is not None:
         passage.leave()
+    gate = _gate.get()
+    if gate is None:
+        yield
+        return
+    gate.waiting_for_model += 1
+    try:
+        yield
+    finally:
+        gate.waiting_for_model -= 1
