@@ -17,6 +17,7 @@ from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from ._send_gate import requesting
 from .budget import reserve_request, reserve_shared_request
 
 __all__ = ["BudgetGateModel"]
@@ -31,9 +32,10 @@ class BudgetGateModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        reserve_request()
-        await reserve_shared_request()
-        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+        with requesting():
+            reserve_request()
+            await reserve_shared_request()
+            return await self.wrapped.request(messages, model_settings, model_request_parameters)
 
     @asynccontextmanager
     async def request_stream(
@@ -43,9 +45,10 @@ class BudgetGateModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
-        reserve_request()
-        await reserve_shared_request()
-        async with self.wrapped.request_stream(
-            messages, model_settings, model_request_parameters, run_context
-        ) as stream:
-            yield stream
+        with requesting():
+            reserve_request()
+            await reserve_shared_request()
+            async with self.wrapped.request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as stream:
+                yield stream

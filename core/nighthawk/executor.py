@@ -148,6 +148,7 @@ class AgentStepExecutor:
         from pydantic_ai.usage import RunUsage
 
         from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+        from ._send_gate import passing_gate
 
         model = self._resolve_model()
         agent = self._get_agent(step)
@@ -176,16 +177,17 @@ class AgentStepExecutor:
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
             try:
-                result = await agent.run(
-                    user_content(user_prompt, attachments),
-                    model=model,
-                    deps=step,
-                    instructions=system_prompt,
-                    model_settings=self._configuration.request_settings() or None,
-                    toolsets=toolsets,
-                    usage_limits=limits.usage_limits(),
-                    usage=usage,
-                )
+                async with passing_gate():  # a map's steps send their first requests in turn
+                    result = await agent.run(
+                        user_content(user_prompt, attachments),
+                        model=model,
+                        deps=step,
+                        instructions=system_prompt,
+                        model_settings=self._configuration.request_settings() or None,
+                        toolsets=toolsets,
+                        usage_limits=limits.usage_limits(),
+                        usage=usage,
+                    )
             except TimeoutError as exc:
                 raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
             except UsageLimitExceeded as exc:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import assert_never
 
 import pydantic
 
 from ._boundary import ToolBoundaryError
-from ._evaluate import clip, start_evaluation
+from ._evaluate import Evaluation, clip, start_evaluation
 from ._loop import await_user, on_user_thread
 from ._outcome_kinds import (
     OUTCOME_MODELS,
@@ -103,10 +105,20 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     match outcome:
         case ReturnOutcome(return_expression=expression):
             shown = clip(repr(expression), 300)
+
+            def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
+                # A return annotation (and a walrus target's) may carry the user's validators: user code.
+                return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
+
+            def evaluated() -> tuple[Evaluation, _Checked | None]:
+                evaluation = start_evaluation(expression, step.step_locals, step.step_globals)
+                if evaluation.awaits or inspect.isawaitable(evaluation.value):
+                    return evaluation, None  # awaited on the loop first, validated after
+                # Nothing to await: validate in the same visit to the user's thread, one hand-off fewer.
+                return evaluation, _Checked.of(lambda: validated(evaluation.value, evaluation))
+
             try:
-                evaluation = await on_user_thread(
-                    lambda: start_evaluation(expression, step.step_locals, step.step_globals)
-                )
+                evaluation, checked = await on_user_thread(evaluated)
                 value = evaluation.value
                 if evaluation.awaits:  # `await` inside the expression: the step runs on a loop, so await it
                     value = await await_user(value)  # type: ignore[arg-type]
@@ -123,10 +135,9 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             except Exception as exc:
                 raise ExecutionError(clip(f"`return_expression` {shown} raised {type(exc).__name__}: {exc}")) from exc
             try:
-                # A return annotation (and a walrus target's) may carry the user's validators: user code.
-                value, bindings = await on_user_thread(
-                    lambda: (validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings()))
-                )
+                if checked is None:
+                    checked = await on_user_thread(lambda: _Checked.of(lambda: validated(value, evaluation)))
+                value, bindings = checked.result()
             except ToolValidationError as exc:
                 raise ExecutionError(
                     f"return value of {shown} does not match the return annotation: {exc}"
@@ -146,6 +157,28 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             return Resolution(outcome=outcome)
         case _:
             assert_never(outcome)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """The validated return value and bindings, or the exception validating raised (re-raised by `result`
+    outside the evaluation's error handling, so it reads as a validation failure, not the expression's)."""
+
+    value: tuple[object, dict[str, object]] | None
+    error: Exception | None
+
+    @classmethod
+    def of(cls, validate: Callable[[], tuple[object, dict[str, object]]]) -> _Checked:
+        try:
+            return cls(validate(), None)
+        except Exception as exc:  # noqa: BLE001 - re-raised by `result`
+            return cls(None, exc)
+
+    def result(self) -> tuple[object, dict[str, object]]:
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
 
 
 def _exception(error_type: type[BaseException], message: str) -> BaseException:

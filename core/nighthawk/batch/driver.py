@@ -7,6 +7,9 @@ Python right here: a sync natural function's twin runs on to its next block (or 
 function's result is taken as is. So every item's user code runs on the caller's thread, and only the
 model conversations, up to `concurrency` of them, run at once on the loop.
 
+The items' steps go from the start of their model run to their first request in turn (`_send_gate`), so
+the items spread out instead of moving in waves.
+
 Items are pulled from the input only when a place is free, so a long generator is never read ahead.
 A provider's rate limit slows the whole map, not one item: nothing new is launched until the wait it asked
 for is over, and fewer items are in flight afterwards (half as many, growing back by one each time as
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
+from .._send_gate import gate_steps
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
 from .twin import StepRequest, coroutine_twin
@@ -82,6 +86,7 @@ class _Driver:
         self.caller = _loop._Caller()
         self.base = contextvars.copy_context()
         self.base.run(_loop._caller.set, self.caller)
+        self.base.run(gate_steps, self.caller)
         self.in_flight: set[_Item] = set()
         self.cancelling = False
         self.again: deque[_Item] = deque()
