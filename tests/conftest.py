@@ -52,6 +52,16 @@ def _no_default_executor() -> Iterator[None]:
 
 
 @pytest.fixture
+def fresh_session_store() -> Iterator[None]:
+    """An empty in-session store of map results: no map in a test resumes what another test's map did."""
+    from nighthawk.batch.store import session_store
+
+    session_store().clear()
+    yield
+    session_store().clear()
+
+
+@pytest.fixture
 def scripted() -> Callable[..., tuple[nh.AgentStepExecutor, Script]]:
     """`scripted(round, round, ...)` -> (executor on a FunctionModel, the script)."""
     return scripted_executor

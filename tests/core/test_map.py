@@ -26,14 +26,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
-from nighthawk.batch.store import session_store
 
 
-@pytest.fixture(autouse=True)
-def fresh_session_store() -> Iterator[None]:
-    session_store().clear()
-    yield
-    session_store().clear()
+pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
 class Model:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Iterator
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
@@ -17,14 +16,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 import nighthawk as nh
-from nighthawk.batch.store import session_store
 
 
-@pytest.fixture(autouse=True)
-def fresh_session_store() -> Iterator[None]:
-    session_store().clear()
-    yield
-    session_store().clear()
+pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
 class Model:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
@@ -13,14 +12,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
 from nighthawk.batch import driver
-from nighthawk.batch.store import session_store
 
 
-@pytest.fixture(autouse=True)
-def fresh_session_store() -> Iterator[None]:
-    session_store().clear()
-    yield
-    session_store().clear()
+pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
 @nh.natural_function

@@ -14,7 +14,6 @@ import pytest
 from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
-from nighthawk.batch.store import session_store
 from support import openai_server  # tests/ is on the path (pytest `pythonpath`)
 
 Reply, Status, tool_call = openai_server.Reply, openai_server.Status, openai_server.tool_call
@@ -24,11 +23,7 @@ WAIT_MS = 300
 CONCURRENCY = 8
 
 
-@pytest.fixture(autouse=True)
-def fresh_session_store() -> Iterator[None]:
-    session_store().clear()
-    yield
-    session_store().clear()
+pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
 class Provider:

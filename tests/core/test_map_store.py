@@ -72,11 +72,7 @@ FAILING = "1 / 0"
 '''
 
 
-@pytest.fixture(autouse=True)
-def fresh_session_store() -> Iterator[None]:
-    session_store().clear()
-    yield
-    session_store().clear()
+pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
 @pytest.fixture

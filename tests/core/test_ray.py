@@ -39,13 +39,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
 import nighthawk as nh  # noqa: E402
 import nighthawk.ray  # noqa: E402
-from nighthawk.batch.store import session_store  # noqa: E402
 
 pytestmark = [
     # A cluster that stops answering (see the engineering notes on two-CPU machines) fails the test, not CI.
     pytest.mark.timeout(300),
     # Ray Data's own settings object warns about its own deprecated fields when it is copied to the actors.
     pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context"),
+    pytest.mark.usefixtures("fresh_session_store"),
 ]
 
 ROWS = 500
@@ -65,13 +65,6 @@ def cluster() -> Iterator[str]:
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
-
-
-@pytest.fixture(autouse=True)
-def fresh_session_store() -> Iterator[None]:
-    session_store().clear()
-    yield
-    session_store().clear()
 
 
 @nh.natural_function
