@@ -192,13 +192,20 @@ class BudgetScope:
     """What the group's steps in progress have spent so far, by identity."""
     shared: SharedAllowance | None = None
     """Where the group is also counted, with what other processes spend in it (set once it is shared)."""
+    closed: bool = field(default=False, init=False)
+    """Set by `close`: every further request is refused."""
 
     @property
     def gates_requests(self) -> bool:
         """Whether each request must be checked against this group (it bounds requests, tokens or cost)."""
         limit = self.limit
         bounded = limit.requests is not None or limit.total_tokens is not None or limit.cost_usd is not None
-        return bounded or self.shared is not None
+        return bounded or self.shared is not None or self.closed
+
+    def close(self) -> None:
+        """Refuse every request the group's steps still try to send, whatever its limits: for a run that has
+        ended while some of its steps go on in threads it cannot cancel."""
+        self.closed = True
 
     def take_request(self) -> None:
         """Count one request in this group alone (a ledger keeping a shared group does this for everyone).
@@ -237,6 +244,8 @@ class BudgetScope:
 
     def _refuse_request(self) -> None:
         """Raise when the group has nothing left of a figure bounded at each request (under `_LOCK`)."""
+        if self.closed:
+            raise BudgetExceededError(level=self.level, budget="requests", limit=self._requests(), reached=self._requests())
         limit = self.limit
         for name, bound, figure in (
             ("requests", limit.requests, self._requests),

@@ -150,6 +150,16 @@ def test_group_request_budget_stops_the_step_that_would_exceed_it():
     assert script.requests == 2
 
 
+def test_a_closed_group_without_limits_refuses_the_next_request_of_its_steps():
+    executor, script = scripted_executor(*looping_rounds(0), *looping_rounds(0))
+    with nh.run(executor), nh.budget() as group:
+        assert count_up(1) == 2
+        group.close()  # what a run does when it ends while some of its steps still run on threads
+        with pytest.raises(nh.BudgetExceededError, match=r"cell budget `requests` of 1 was reached \(1\)"):
+            count_up(2)
+    assert script.requests == 1
+
+
 def test_group_budget_limits_a_step_to_what_is_left():
     executor, script = scripted_executor(*looping_rounds(0), *looping_rounds(4))
     with nh.run(executor), nh.budget(requests=3):

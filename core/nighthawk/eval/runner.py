@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..budget import BudgetScope, UsageBudget, UsageTotals, budget
+from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError
 from ..events import Event, OutcomeReached, ToolCallFinished, ToolCallStarted, listen
 from ..runtime import get_step_executor
@@ -88,10 +88,10 @@ def run_suite(
                     on_error="collect", progress=progress, item_usage=lambda index, spent: usage.__setitem__(index, spent),
                 )
             except BudgetExceededError as exc:
-                _refuse_further_requests(group)
+                group.close()  # a check still on a worker thread (the map cannot cancel threads) sends no more
                 results, stopped = exc.partial or [], str(exc)
             except BaseException:  # an interrupt: the pool still waits for the checks on its threads
-                _refuse_further_requests(group)
+                group.close()
                 raise
     checks = []
     for index, item in enumerate(items):
@@ -110,12 +110,6 @@ def run_suite(
         stopped=stopped,
         version=_version(),
     )
-
-
-def _refuse_further_requests(group: BudgetScope) -> None:
-    """Cap the run's group at what it has sent, so a check still running on a worker thread (the map cannot
-    cancel a thread) fails at its next model request instead of going on after the run has ended."""
-    group.limit = replace(group.limit, requests=max(group.sent, group.spent.requests, 1))
 
 
 def _run_check(item: _Item) -> CheckResult:
