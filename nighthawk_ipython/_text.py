@@ -11,6 +11,7 @@ from typing import Any, assert_never
 
 from nighthawk import events
 from nighthawk.budget import UsageTotals
+from nighthawk.errors import not_committed
 
 from ._records import STEP_STATUSES, StepRecord, ToolCallRecord, shown_indices
 
@@ -93,7 +94,7 @@ def outcome_text(view: StepRecord) -> str | None:
     """The outcome or failure of a step in one line, or `None` while it has neither."""
     if view.failure is not None:
         if view.failure.interrupted:
-            return "interrupted (nothing was committed)"
+            return f"interrupted: {not_committed()}"
         return f"failed ({view.failure.error_kind}): {view.failure.error_type}: {view.failure.error_message}"
     outcome = view.outcome
     if outcome is None:

@@ -23,6 +23,8 @@ last failed block stays available through `last_error()` (and `%nighthawk traceb
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ._report import short_traceback
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "ToolRegistrationError",
     "ToolValidationError",
     "last_error",
+    "name_uncommitted",
+    "not_committed",
     "record_error",
 ]
 
@@ -67,7 +71,7 @@ class ExecutionError(NighthawkError):
 
 
 class BudgetExceededError(ExecutionError):
-    """A step or cell budget ran out; the step stopped and nothing was committed."""
+    """A step or cell budget ran out; the step stopped and committed none of its bindings."""
 
     def __init__(self, *, level: str, budget: str, limit: float, reached: float) -> None:
         self.level = level
@@ -82,7 +86,7 @@ class BudgetExceededError(ExecutionError):
         had not finished)."""
         super().__init__(
             f"the {level} budget `{budget}` of {_figure(budget, limit)} was reached ({_figure(budget, reached)}); "
-            f"nothing was committed. {_RAISE_IT[level].format(budget=budget)}"
+            f"{not_committed()}. {_RAISE_IT[level].format(budget=budget)}"
         )
 
 
@@ -108,7 +112,7 @@ def _figure(budget: str, value: float) -> str:
 
 class OversightRejectedError(ExecutionError):
     """An oversight hook (`nighthawk.oversight`) stopped the step: it rejected the commit, or the confirm mode
-    could not ask the person; nothing was committed."""
+    could not ask the person; none of the step's bindings was committed."""
 
 
 class ReplayMissError(ExecutionError):
@@ -142,6 +146,37 @@ class MapItemError(NighthawkError):
         self.partial = partial
         """The map's results so far (a `MapResult`; `None` where an item had not finished)."""
         super().__init__(message)
+
+
+def not_committed(writes: Sequence[str] | None = None) -> str:
+    """What a step that failed or stopped left behind, in the words every such message uses: which bindings
+    it did not commit (`writes`, the block's write bindings; `None` while they are not known yet), and that
+    what it changed in place stays changed."""
+    if writes is None:
+        kept = "no binding was committed"
+    elif not writes:
+        kept = "the block has no write binding to commit"
+    else:
+        kept = f"{', '.join(f'`{name}`' for name in writes)} {'was' if len(writes) == 1 else 'were'} not committed"
+    return f"{kept}; changes made in place to objects (such as `items.append(...)`) are not undone"
+
+
+_NAMED = "_nighthawk_not_committed"
+"""Attribute of an error whose message says `not_committed(...)`: the sentence as it stands."""
+
+
+def name_uncommitted(error: BaseException, writes: Sequence[str]) -> None:
+    """Let `error`'s message name the bindings of the block it leaves (`writes`), when it says that a step
+    committed nothing. Called by every block the error passes through, so the outermost one, whose bindings
+    the caller sees, is named last."""
+    if not isinstance(error, NighthawkError) or not error.args or not isinstance(error.args[0], str):
+        return
+    said = getattr(error, _NAMED, not_committed())
+    if said not in error.args[0]:
+        return
+    named = not_committed(writes)
+    error.args = (error.args[0].replace(said, named), *error.args[1:])
+    setattr(error, _NAMED, named)
 
 
 def record_error(error: BaseException) -> None:
