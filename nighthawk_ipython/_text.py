@@ -71,7 +71,7 @@ def cost_text(totals: UsageTotals) -> str:
         return "$0"
     if totals.unpriced_requests >= totals.requests:
         return "unpriced"
-    total = f"${totals.cost_usd:.4f}"
+    total = f"${totals.priced_cost_usd:.4f}"
     return f"≥ {total} ({_plural(totals.unpriced_requests, 'unpriced request')})" if totals.unpriced_requests else total
 
 

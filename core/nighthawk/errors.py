@@ -9,6 +9,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     │   ├── OversightRejectedError  an oversight hook stopped the step (a rejected commit, an ask that failed)
     │   └── ReplayMissError         a replay store has no answer for a request
     ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
+    │   └── MapStoppedError         a map stopped: its model requests kept failing for a cause common to all items
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     ├── ToolRegistrationError       a user tool has a bad name, clashes with another one, or has no usable schema
@@ -31,6 +32,7 @@ __all__ = [
     "BudgetExceededError",
     "ExecutionError",
     "MapItemError",
+    "MapStoppedError",
     "NaturalParseError",
     "NighthawkError",
     "OversightRejectedError",
@@ -146,6 +148,19 @@ class MapItemError(NighthawkError):
         self.partial = partial
         """The map's results so far (a `MapResult`; `None` where an item had not finished)."""
         super().__init__(message)
+
+
+class MapStoppedError(MapItemError):
+    """A `nighthawk.map` stopped because its model requests kept failing for a reason that is not about the
+    item (no connection, a refused key, an unknown model, the same failure over and over); whatever
+    `on_error` says. Its cause is the exception of the item that stopped it (`index`)."""
+
+    def __init__(self, message: str, *, cause: str, affected: int, index: int, partial: object) -> None:
+        self.cause = cause
+        """What failed, in words (`nothing listens at the provider's address (connection refused)`)."""
+        self.affected = affected
+        """How many items failed this way before the map stopped."""
+        super().__init__(message, index=index, partial=partial)
 
 
 def not_committed(writes: Sequence[str] | None = None) -> str:

@@ -169,7 +169,7 @@ def _with_usage(result: CheckResult, spent: UsageTotals | None) -> CheckResult:
         return result
     return replace(
         result, requests=spent.requests, input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
-        cost_usd=None if spent.unpriced_requests else spent.cost_usd,
+        cost_usd=None if spent.unpriced_requests else spent.priced_cost_usd,
     )
 
 
