@@ -197,7 +197,7 @@ def map_reporting_items(
                 share(key, value, None)
                 return None
             if isinstance(error, BudgetExceededError):
-                stop.append(f"stopped at item {index}: {_described(error)}")
+                stop.append(f"stopped at item {index}: {_brief(error)}")
                 error.partial = results
                 raise error  # the group is spent: no item can run any more
             final = not isinstance(error, Exception) or attempt >= retries
@@ -216,7 +216,7 @@ def map_reporting_items(
                 stop.append(f"stopped at item {index}: {cause}")
                 raise _stopped(cause, watch.affected(error), index, error, results, finished, total, store) from error
             if on_error == "raise" or not isinstance(error, Exception):
-                stop.append(f"stopped at item {index}: {_described(error)}")
+                stop.append(f"stopped at item {index}: {_brief(error)}")
                 raise MapItemError(
                     f"item {index} of the map failed: {_described(error)}. The map stopped; set "
                     '`on_error="collect"` to run the other items and collect the failures, or `retries=` to '
@@ -232,7 +232,7 @@ def map_reporting_items(
         except BaseException as exc:
             if shown is not None:
                 shown.stopped(stop[0] if stop else "interrupted" if isinstance(exc, KeyboardInterrupt) else
-                              f"stopped: {_described(exc)}")
+                              f"stopped: {_brief(exc)}")
             raise
     return results
 
@@ -241,6 +241,18 @@ def _described(error: BaseException) -> str:
     """`Type: message`, without the full stop the message may end with (the caller goes on after it)."""
     text = str(error).rstrip().rstrip(".")
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+_BRIEF_CHARS = 160
+"""A summary names why the map stopped in this much: the whole message is the error's."""
+
+
+def _brief(error: BaseException) -> str:
+    """`_described(error)` up to the end of its first clause, for a summary line."""
+    text = _described(error)
+    cut = min((at for at in (text.find("; "), text.find(". ")) if at > 0), default=len(text))
+    text = text[:cut]
+    return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 3] + "..."
 
 
 def _stopped(
