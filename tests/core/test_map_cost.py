@@ -259,7 +259,7 @@ def test_an_item_that_stops_the_map_counts_as_failed_and_the_summary_names_it(ca
             nh.map(category, COLUMN, concurrency=1, progress=True)
     line = capsys.readouterr().err.split("\r")[-1]
     assert "| 1 failed |" in line
-    assert "stopped at item 5: ExecutionError:" in line and "no category for 'shipping'" in line
+    assert "stopped at item 5: ExecutionError: the model did not end the step with a valid outcome" in line
 
 
 def test_an_unpriced_run_reports_its_cost_as_unknown_not_zero(capsys) -> None:
