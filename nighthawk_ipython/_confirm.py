@@ -16,7 +16,7 @@ from IPython.core.error import StdinNotImplementedError
 
 from nighthawk._evaluate import clip
 from nighthawk._secrets import current_scrubber
-from nighthawk.errors import OversightRejectedError
+from nighthawk.errors import OversightRejectedError, not_committed
 from nighthawk.oversight import (
     Accept,
     Oversight,
@@ -59,7 +59,7 @@ def ask(call: ToolCall) -> ToolCallDecision:
         raise OversightRejectedError(
             f"confirm mode could not ask before `{call.tool_name}` ran: this frontend does not answer input "
             "requests (nbclient and nbval run notebooks without stdin), so the call was refused and the step "
-            "stopped; nothing was committed. Run `%nighthawk confirm off` (or drop `--confirm`) to run unattended"
+            f"stopped; {not_committed()}. Run `%nighthawk confirm off` (or drop `--confirm`) to run unattended"
         ) from exc
     except EOFError:
         answer = ""

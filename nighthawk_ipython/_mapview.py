@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nighthawk.batch.progress import MapTally, clock
+from nighthawk.batch.progress import MapTally
 from nighthawk.budget import UsageTotals
 
 __all__ = ["MapSummary", "MapView"]
@@ -86,6 +86,10 @@ class MapView(MapTally):
         super().failed_item(index, error)
         self._refresh()
 
+    def shared_item(self, *, failed: bool) -> None:
+        super().shared_item(failed=failed)
+        self._refresh()
+
     def close(self) -> None:
         self._mute(False)
         if self._widget is not None:
@@ -109,15 +113,12 @@ class MapView(MapTally):
     # --- rendering ---------------------------------------------------------------------------------
 
     def _figures(self, *, final: bool) -> list[str]:
-        parts = self.parts()
+        parts = self.parts(final=final)
         parts.insert(-3, f"{self.usage.requests:,} requests")
-        if final:
-            left = self.left
-            parts[-1] = f"{clock(self.elapsed)} elapsed" + (f", stopped with {left} left" if left else "")
         return parts
 
     def _html(self, figures: list[str], *, final: bool) -> str:
-        status = "running" if not final else ("stopped" if self.left else "done")
+        status = "running" if not final else ("stopped" if self.stop is not None or self.left else "done")
         bar = (
             f'<progress value="{self.done + self.failed}" max="{self.total}" style="width:16em;vertical-align:middle">'
             "</progress> "

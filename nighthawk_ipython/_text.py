@@ -11,6 +11,7 @@ from typing import Any, assert_never
 
 from nighthawk import events
 from nighthawk.budget import UsageTotals
+from nighthawk.errors import not_committed
 
 from ._records import STEP_STATUSES, StepRecord, ToolCallRecord, shown_indices
 
@@ -70,7 +71,7 @@ def cost_text(totals: UsageTotals) -> str:
         return "$0"
     if totals.unpriced_requests >= totals.requests:
         return "unpriced"
-    total = f"${totals.cost_usd:.4f}"
+    total = f"${totals.priced_cost_usd:.4f}"
     return f"≥ {total} ({_plural(totals.unpriced_requests, 'unpriced request')})" if totals.unpriced_requests else total
 
 
@@ -93,7 +94,7 @@ def outcome_text(view: StepRecord) -> str | None:
     """The outcome or failure of a step in one line, or `None` while it has neither."""
     if view.failure is not None:
         if view.failure.interrupted:
-            return "interrupted (nothing was committed)"
+            return f"interrupted: {not_committed()}"
         return f"failed ({view.failure.error_kind}): {view.failure.error_type}: {view.failure.error_message}"
     outcome = view.outcome
     if outcome is None:

@@ -21,6 +21,7 @@ from .errors import (
     BudgetExceededError,
     ExecutionError,
     MapItemError,
+    MapStoppedError,
     NaturalParseError,
     NighthawkError,
     OversightRejectedError,
@@ -57,6 +58,8 @@ __all__ = [
     "JsonableValue",
     "MapItemError",
     "MapResult",
+    "MapStoppedError",
+    "MapUsage",
     "NaturalParseError",
     "NighthawkError",
     "OversightRejectedError",
@@ -107,7 +110,7 @@ def unload_ipython_extension(ipython: _Any) -> None:
     nighthawk_ipython.unload_ipython_extension(ipython)
 
 
-_BATCH_NAMES = frozenset({"map", "MapResult"})
+_BATCH_NAMES = frozenset({"map", "MapResult", "MapUsage"})
 """Public names of the batch layer, imported on first use: a program that never maps does not pay for it
 (sqlite, hashing and the coroutine twins are a tenth of `import nighthawk`)."""
 

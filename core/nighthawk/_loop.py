@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from ._deadline import DeadlineInterrupt, call_within_deadline
-from .errors import NighthawkError, StepAbortedError
+from .errors import NighthawkError, StepAbortedError, not_committed
 
 __all__ = [
     "UserThreadExecutor",
@@ -248,7 +248,7 @@ def _guarded(fn: Callable[[], T]) -> T:
 def _aborted(exc: BaseException) -> StepAbortedError:
     detail = f"{type(exc).__name__}({exc})" if str(exc) else type(exc).__name__
     return StepAbortedError(
-        f"user code run by the step raised {detail}: the step was stopped and nothing was committed. Code a "
+        f"user code run by the step raised {detail}: the step was stopped and {not_committed()}. Code a "
         "step evaluates cannot exit the interpreter or cancel the step; raise an ordinary exception instead"
     )
 

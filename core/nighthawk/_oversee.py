@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import events
 from ._boundary import ToolBoundaryError
 from ._oversight_kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
-from .errors import NighthawkError, OversightRejectedError, ToolValidationError
+from .errors import NighthawkError, OversightRejectedError, ToolValidationError, not_committed
 from .step import StepContext
 
 if TYPE_CHECKING:
@@ -160,7 +160,8 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
             case Reject():
                 _record(step, "inspect_step_commit", oversight, "rejected", decision.reason)
                 raise OversightRejectedError(
-                    f"{label(oversight)} rejected the step at {step.step_id}: {decision.reason}; nothing was committed"
+                    f"{label(oversight)} rejected the step at {step.step_id}: {decision.reason}; "
+                    f"{not_committed(step.program.writes)}"
                 )
             case Rewrite():
                 # Validators and coercions are the user's code: on the user's thread.
@@ -189,7 +190,7 @@ def _rewritten(step: StepContext, oversight: Oversight, values: Mapping[str, obj
         if name not in step.program.writes:
             raise NighthawkError(
                 f"{label(oversight)} rewrote {name!r}, which is not a write binding of the block at {step.step_id} "
-                f"(its write bindings: {', '.join(step.program.writes) or 'none'}); nothing was committed"
+                f"(its write bindings: {', '.join(step.program.writes) or 'none'}); {not_committed(step.program.writes)}"
             )
         try:
             result[name] = step.validate_binding(name, value)

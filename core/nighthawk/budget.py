@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from .errors import BudgetExceededError
@@ -46,6 +46,7 @@ __all__ = [
     "active_budgets",
     "budget",
     "count_in_context",
+    "counting",
     "record_usage",
     "reserve_request",
     "reserve_shared_request",
@@ -128,11 +129,13 @@ class UsageTotals:
     """Requests, tokens and cost summed over steps (a group's, a model's, a cell's)."""
 
     requests: int = 0
+    """Model requests sent, those the provider answered with an error (HTTP 500, ...) included."""
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    priced_cost_usd: float = 0.0
+    """The cost of the requests with a known price: all of `cost_usd` when it is known, else a lower bound."""
     unpriced_requests: int = 0
-    """Requests whose cost is unknown: `cost_usd` is then a lower bound."""
+    """Requests whose cost is unknown (a model without a price)."""
 
     def add(self, usage: _Spending) -> None:
         self.requests += usage.requests
@@ -141,7 +144,13 @@ class UsageTotals:
         if usage.cost_usd is None:
             self.unpriced_requests += usage.requests
         else:
-            self.cost_usd += usage.cost_usd
+            self.priced_cost_usd += usage.cost_usd
+
+    @property
+    def cost_usd(self) -> float | None:
+        """US dollars, or `None` when the cost is unknown: some request had no price, or no request was sent
+        (everything was answered from a store), so there is no priced figure to report. Never a made-up 0."""
+        return None if self.unpriced_requests or not self.requests else self.priced_cost_usd
 
     @property
     def total_tokens(self) -> int:
@@ -220,7 +229,7 @@ class BudgetScope:
     def copy_spent(self) -> BudgetScope:
         """A new group with this one's limit, level and what its steps have spent and sent so far."""
         with _LOCK:
-            copy = BudgetScope(limit=self.limit, level=self.level, spent=UsageTotals(**vars(self.spent)))
+            copy = BudgetScope(limit=self.limit, level=self.level, spent=replace(self.spent))
             copy.sent = self.sent
         return copy
 
@@ -232,7 +241,7 @@ class BudgetScope:
         return self.spent.total_tokens + sum(running.total_tokens for running in self._running.values())
 
     def _cost(self) -> float:
-        return self.spent.cost_usd + sum(float(running.cost or 0) for running in self._running.values())  # type: ignore[arg-type]
+        return self.spent.priced_cost_usd + sum(float(running.cost or 0) for running in self._running.values())  # type: ignore[arg-type]
 
     def _spent_now(self) -> dict[str, float]:
         return {
@@ -297,6 +306,13 @@ def budget(
     if limit is None:
         limit = UsageBudget(requests=requests, total_tokens=total_tokens, cost_usd=cost_usd, wall_time_s=wall_time_s)
     with _opened(BudgetScope(limit=limit)) as scope:
+        yield scope
+
+
+@contextmanager
+def counting(totals: UsageTotals) -> Iterator[BudgetScope]:
+    """Add what the steps inside the `with` block spend to `totals`: an unbounded group that only counts."""
+    with _opened(BudgetScope(limit=UsageBudget(), spent=totals)) as scope:
         yield scope
 
 

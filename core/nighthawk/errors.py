@@ -9,6 +9,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     │   ├── OversightRejectedError  an oversight hook stopped the step (a rejected commit, an ask that failed)
     │   └── ReplayMissError         a replay store has no answer for a request
     ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
+    │   └── MapStoppedError         a map stopped: its model requests kept failing for a cause common to all items
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     ├── ToolRegistrationError       a user tool has a bad name, clashes with another one, or has no usable schema
@@ -23,12 +24,15 @@ last failed block stays available through `last_error()` (and `%nighthawk traceb
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ._report import short_traceback
 
 __all__ = [
     "BudgetExceededError",
     "ExecutionError",
     "MapItemError",
+    "MapStoppedError",
     "NaturalParseError",
     "NighthawkError",
     "OversightRejectedError",
@@ -38,6 +42,8 @@ __all__ = [
     "ToolRegistrationError",
     "ToolValidationError",
     "last_error",
+    "name_uncommitted",
+    "not_committed",
     "record_error",
 ]
 
@@ -67,7 +73,7 @@ class ExecutionError(NighthawkError):
 
 
 class BudgetExceededError(ExecutionError):
-    """A step or cell budget ran out; the step stopped and nothing was committed."""
+    """A step or cell budget ran out; the step stopped and committed none of its bindings."""
 
     def __init__(self, *, level: str, budget: str, limit: float, reached: float) -> None:
         self.level = level
@@ -82,7 +88,7 @@ class BudgetExceededError(ExecutionError):
         had not finished)."""
         super().__init__(
             f"the {level} budget `{budget}` of {_figure(budget, limit)} was reached ({_figure(budget, reached)}); "
-            f"nothing was committed. {_RAISE_IT[level].format(budget=budget)}"
+            f"{not_committed()}. {_RAISE_IT[level].format(budget=budget)}"
         )
 
 
@@ -108,7 +114,7 @@ def _figure(budget: str, value: float) -> str:
 
 class OversightRejectedError(ExecutionError):
     """An oversight hook (`nighthawk.oversight`) stopped the step: it rejected the commit, or the confirm mode
-    could not ask the person; nothing was committed."""
+    could not ask the person; none of the step's bindings was committed."""
 
 
 class ReplayMissError(ExecutionError):
@@ -142,6 +148,50 @@ class MapItemError(NighthawkError):
         self.partial = partial
         """The map's results so far (a `MapResult`; `None` where an item had not finished)."""
         super().__init__(message)
+
+
+class MapStoppedError(MapItemError):
+    """A `nighthawk.map` stopped because its model requests kept failing for a reason that is not about the
+    item (no connection, a refused key, an unknown model, the same failure over and over); whatever
+    `on_error` says. Its cause is the exception of the item that stopped it (`index`)."""
+
+    def __init__(self, message: str, *, cause: str, affected: int, index: int, partial: object) -> None:
+        self.cause = cause
+        """What failed, in words (`nothing listens at the provider's address (connection refused)`)."""
+        self.affected = affected
+        """How many items failed this way before the map stopped."""
+        super().__init__(message, index=index, partial=partial)
+
+
+def not_committed(writes: Sequence[str] | None = None) -> str:
+    """What a step that failed or stopped left behind, in the words every such message uses: which bindings
+    it did not commit (`writes`, the block's write bindings; `None` while they are not known yet), and that
+    what it changed in place stays changed."""
+    if writes is None:
+        kept = "no binding was committed"
+    elif not writes:
+        kept = "the block has no write binding to commit"
+    else:
+        kept = f"{', '.join(f'`{name}`' for name in writes)} {'was' if len(writes) == 1 else 'were'} not committed"
+    return f"{kept}; changes made in place to objects (such as `items.append(...)`) are not undone"
+
+
+_NAMED = "_nighthawk_not_committed"
+"""Attribute of an error whose message says `not_committed(...)`: the sentence as it stands."""
+
+
+def name_uncommitted(error: BaseException, writes: Sequence[str]) -> None:
+    """Let `error`'s message name the bindings of the block it leaves (`writes`), when it says that a step
+    committed nothing. Called by every block the error passes through, so the outermost one, whose bindings
+    the caller sees, is named last."""
+    if not isinstance(error, NighthawkError) or not error.args or not isinstance(error.args[0], str):
+        return
+    said = getattr(error, _NAMED, not_committed())
+    if said not in error.args[0]:
+        return
+    named = not_committed(writes)
+    error.args = (error.args[0].replace(said, named), *error.args[1:])
+    setattr(error, _NAMED, named)
 
 
 def record_error(error: BaseException) -> None:

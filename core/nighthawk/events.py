@@ -267,7 +267,7 @@ class UsageReported:
 
 @dataclass(frozen=True, kw_only=True)
 class StepFailed:
-    """The block failed or was interrupted; nothing was committed."""
+    """The block failed or was interrupted; no binding was committed (changes made in place to objects stay)."""
 
     invocation_id: str
     error_type: str

@@ -176,6 +176,9 @@ class AgentStepExecutor:
         ):
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
+            # A request the provider answered with an error (HTTP 500, ...) was sent, and the groups counted it
+            # then, but pydantic-ai counts only answered ones: it is added to what the step reports.
+            refused = 0
             try:
                 async with passing_gate():  # a map's steps send their first requests in turn
                     result = await agent.run(
@@ -193,6 +196,7 @@ class AgentStepExecutor:
             except UsageLimitExceeded as exc:
                 raise _budget_error(exc, usage, limits) from exc
             except ModelHTTPError as exc:
+                refused = 1  # the request that ended the run
                 refusal = media_refusal(f"{exc.body or ''} {exc.message}", attachments, messages, self.model_label)
                 message = refusal or http_error_message(model, exc.model_name, exc.status_code, exc.body)
                 raise ExecutionError(message) from exc
@@ -215,7 +219,7 @@ class AgentStepExecutor:
             finally:
                 spent = StepUsage(
                     model=self.model_label,
-                    requests=usage.requests,
+                    requests=usage.requests + refused,
                     input_tokens=usage.input_tokens or 0,
                     output_tokens=usage.output_tokens or 0,
                     cost_usd=None if usage.cost is None else float(usage.cost),

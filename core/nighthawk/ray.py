@@ -209,7 +209,7 @@ class _Rows:
         out[f"{self.output_column}_input_tokens"] = np.array([usage.input_tokens for usage in rows], dtype=np.int64)
         out[f"{self.output_column}_output_tokens"] = np.array([usage.output_tokens for usage in rows], dtype=np.int64)
         out[f"{self.output_column}_cost_usd"] = _objects(
-            None if usage.unpriced_requests else usage.cost_usd for usage in rows
+            None if usage.unpriced_requests else usage.priced_cost_usd for usage in rows
         )
         return out
 

@@ -28,6 +28,7 @@ from .errors import (
     StepAbortedError,
     ToolEvaluationError,
     ToolValidationError,
+    name_uncommitted,
     record_error,
 )
 from .frame import Frame
@@ -125,6 +126,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
             if listening:
                 success = await on_user_thread(lambda: _success_events(step, resolution, result, before, started))
     except BaseException as exc:
+        name_uncommitted(exc, step.program.writes)
         if isinstance(exc, Exception):  # not an interrupt or a cancellation
             record_error(shown_short(exc))
         if listening:

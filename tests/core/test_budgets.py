@@ -188,12 +188,19 @@ def test_cost_of_a_group_is_the_sum_of_its_steps():
     assert group.spent.unpriced_requests == 0
 
 
-def test_unpriced_model_counts_requests_without_a_cost():
+def test_unpriced_model_counts_requests_with_an_unknown_cost_not_a_zero_one():
     executor, _ = scripted_executor(*looping_rounds(0))
     with nh.run(executor), nh.budget() as group:
         count_up(1)
-    assert group.spent.cost_usd == 0.0
+    assert group.spent.cost_usd is None
+    assert group.spent.priced_cost_usd == 0.0
     assert group.spent.unpriced_requests == 1
+
+
+def test_a_group_that_sent_no_request_has_no_known_cost():
+    with nh.budget() as group:
+        pass
+    assert group.spent.cost_usd is None
 
 
 # --- usage reporting ---------------------------------------------------------------------------------

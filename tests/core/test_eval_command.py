@@ -202,3 +202,22 @@ def test_a_step_over_its_own_budget_fails_its_check_and_the_run_goes_on() -> Non
         result = run_suite(["bookshop"])
     assert result.stopped == "" and [check.status for check in result.checks] == ["failed"] * 3
     assert "BudgetExceededError: the step budget `requests` of 2 was reached" in result.checks[0].failure
+
+
+def test_a_failed_check_shows_its_own_line_and_the_step_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import inspect
+
+    def no_outcome(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "no such kind"})])
+
+    from pydantic_ai.models.function import FunctionModel
+
+    program = PROGRAMS[0]
+    with nh.run(agent_executor(FunctionModel(no_outcome, model_name="broken"))):
+        result = run_suite([program.name])
+    sources = {check.__name__: inspect.getsource(check) for check in program.checks}
+    for check in result.checks:
+        first, error = check.failure.splitlines()[0], check.failure.splitlines()[-1]
+        assert first != '"""'
+        assert first in sources[check.check]  # a line of the check itself
+        assert error.startswith("ExecutionError: the model did not end the step with a valid outcome")

@@ -54,6 +54,12 @@ class Recorder:
     def failed_item(self, index: int, error: BaseException) -> None:
         self.calls.append(f"failed {index} {type(error).__name__}")
 
+    def shared_item(self, *, failed: bool) -> None:
+        self.calls.append("shared failure" if failed else "shared")
+
+    def stopped(self, reason: str) -> None:
+        self.calls.append(f"stopped: {reason}")
+
     def close(self) -> None:
         self.calls.append("close")
 
@@ -95,3 +101,19 @@ def test_a_factory_returning_none_leaves_the_map_to_the_stderr_line(capsys: pyte
     with nh.run(returning("a + b")):
         nh.map(add, range(3), range(3), progress=True)
     assert capsys.readouterr().err.rstrip("\n").split("\r")[-1].startswith("nighthawk.map 3/3 | 0 failed | ")
+
+
+def test_a_renderer_is_told_of_items_answered_by_an_equal_item(clean: list[Recorder]) -> None:
+    with nh.run(returning("a + b")):
+        nh.map(add, [1, 1, 2], [1, 1, 2])
+    (shown,) = clean
+    assert sorted(shown.calls[:-1]) == ["finished", "finished", "shared"]
+
+
+def test_a_renderer_is_told_where_and_why_the_map_stopped_before_it_closes(clean: list[Recorder]) -> None:
+    with nh.run(returning("fail_at(a, {1}) + b")), pytest.raises(nh.MapItemError):
+        nh.map(add, range(3), range(3), concurrency=1)
+    (shown,) = clean
+    assert shown.calls[-2].startswith("stopped: stopped at item 1: ExecutionError:")
+    assert shown.calls[-3] == "failed 1 ExecutionError"
+    assert shown.calls[-1] == "close"

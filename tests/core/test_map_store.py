@@ -159,3 +159,26 @@ def test_a_function_whose_source_file_changed_since_import_still_maps(module: ty
     with nh.run(module.Model(module.LABELLING).executor()):
         result = nh.map(module.label, TEXTS, progress=False)
     assert [label.name for label in result] == [text.upper() for text in TEXTS]
+
+
+FOREIGN_ITEMS = {
+    "another program's table": "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)",
+    "a view": "CREATE TABLE things (key TEXT, value TEXT, stored REAL); "
+    "CREATE VIEW items AS SELECT key, value, stored FROM things",
+    "a table without the key": "CREATE TABLE items (key TEXT, value TEXT NOT NULL, stored REAL NOT NULL)",
+}
+
+
+@pytest.mark.parametrize("schema", FOREIGN_ITEMS.values(), ids=FOREIGN_ITEMS.keys())
+def test_a_file_whose_items_are_not_a_store_is_refused_before_any_request(
+    schema: str, module: types.ModuleType, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "inventory.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(schema)
+    model = module.Model(module.LABELLING)
+    with nh.run(model.executor()), pytest.raises(nh.NighthawkError, match=r"inventory\.sqlite.* is not a nighthawk map store"):
+        nh.map(module.label, TEXTS, store=str(path), progress=False)
+    assert model.requests == 0

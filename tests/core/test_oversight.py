@@ -213,7 +213,7 @@ def test_an_accepted_commit_commits_the_proposed_values() -> None:
 
 
 def test_a_rejected_commit_raises_oversight_rejected_error() -> None:
-    with pytest.raises(nh.oversight.OversightRejectedError, match="rejected the step at .*: not approved; nothing was committed"):
+    with pytest.raises(nh.oversight.OversightRejectedError, match="rejected the step at .*: not approved; .* not committed; changes made in place"):
         run_block(_ASSIGN, oversight=commit_hook(lambda proposal: nh.oversight.Reject("not approved")))
 
 

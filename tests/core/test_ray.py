@@ -178,7 +178,7 @@ def test_oversight_in_force_when_the_dataset_is_made_oversees_the_rows(cluster: 
     with nh.run(executor()), nh.scope(oversight=nh.oversight.Oversight(inspect_step_commit=refuse_priority_two)):
         mapped = routed(tickets(6), on_error="collect")
     assert [row["team"] for row in mapped] == ["team-0/p0", "team-1/p1", None, "team-3/p0", "team-4/p1", None]
-    assert "priority 2 goes to a person; nothing was committed" in mapped[2]["team_error"]
+    assert "priority 2 goes to a person; the block has no write binding to commit" in mapped[2]["team_error"]
 
 
 def test_a_failed_row_stops_the_dataset_naming_the_row(cluster: str) -> None:
@@ -225,7 +225,8 @@ def test_a_budget_around_the_dataset_bounds_the_requests_of_all_actors_together(
     done = [row for row in mapped if row["team"] is not None]
     assert 0 < len(done) <= len(asked(log))
     stop = (
-        "BudgetExceededError: the cell budget `requests` of 10 was reached (10); nothing was committed. "
+        "BudgetExceededError: the cell budget `requests` of 10 was reached (10); the block has no write binding to "
+        "commit; changes made in place to objects (such as `items.append(...)`) are not undone. "
         "Raise it with `nighthawk.budget(requests=...)` (in a notebook: `%nighthawk limits cell.requests=...` "
         "or `%%natural --budget requests=...`)."
     )

@@ -223,3 +223,56 @@ def test_cell_wall_time_budget_names_its_own_limit_and_the_time_since_it_opened(
         fill([1])
     assert (caught.value.level, caught.value.limit) == ("cell", 1.0)
     assert caught.value.reached > 1.0
+
+
+def test_wall_time_error_names_the_uncommitted_bindings_and_the_changes_made_in_place():
+    @nh.natural_function
+    def collect(items: list[int]) -> int:
+        count = 0
+        """natural
+        Append to <items>, then store how many there are in <:count>.
+        """
+        return count
+
+    rounds = [
+        [call("nh_eval", expression="items.append(4)")],
+        [call("nh_eval", expression=f"time.sleep({RUNS_FOR_S})")],
+        [finish()],
+    ]
+    executor, _ = scripted_executor(*rounds, step_budget=nh.UsageBudget(wall_time_s=1.0))
+    items = [1, 2, 3]
+    with nh.run(executor), pytest.raises(nh.BudgetExceededError) as caught:
+        collect(items)
+    message = str(caught.value)
+    assert "nothing was committed" not in message  # the append below stayed: "nothing" would be untrue
+    assert "`count` was not committed" in message
+    assert "changes made in place to objects (such as `items.append(...)`) are not undone" in message
+    assert items == [1, 2, 3, 4]
+
+
+def test_the_outermost_block_names_its_bindings_when_an_inner_step_is_stopped():
+    @nh.natural_function
+    def inner(x: int) -> int:
+        doubled = 0
+        """natural
+        Store twice <x> in <:doubled>.
+        """
+        return doubled
+
+    @nh.natural_function
+    def outer(x: int) -> int:
+        first = second = 0
+        """natural
+        Call <inner> on <x>, store the answers in <:first> and <:second>.
+        """
+        return first + second
+
+    rounds = [
+        [call("nh_eval", expression="inner(x)")],
+        [call("nh_eval", expression=f"time.sleep({RUNS_FOR_S})")],
+        [finish()],
+    ]
+    executor, _ = scripted_executor(*rounds, step_budget=nh.UsageBudget(wall_time_s=1.0))
+    with nh.run(executor), pytest.raises(nh.BudgetExceededError) as caught:
+        outer(2)
+    assert "`first`, `second` were not committed" in str(caught.value)

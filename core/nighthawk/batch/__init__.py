@@ -10,31 +10,44 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from typing import Any, Literal
 
-from ..budget import UsageBudget, UsageTotals, budget
-from ..errors import BudgetExceededError, MapItemError, NighthawkError
+from dataclasses import dataclass
+
+from ..budget import UsageTotals, counting
+from ..errors import BudgetExceededError, MapItemError, MapStoppedError, NighthawkError
 from ..runtime import get_step_executor
 from .progress import open_progress
 from .ratelimit import rate_limit_wait
+from .stopping import CommonCause
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
 
-__all__ = ["MapResult", "map", "map_reporting_items"]
+__all__ = ["MapResult", "MapUsage", "map", "map_reporting_items"]
 
 _map = map  # the builtin, before this module's own `map` hides it
+
+
+@dataclass(kw_only=True)
+class MapUsage(UsageTotals):
+    """What a map's run spent (`UsageTotals`), and how many items it answered without asking the model."""
+
+    items_kept: int = 0
+    """Items answered from this session's earlier maps or from `store=`."""
+    items_shared: int = 0
+    """Items answered by another item of the same map with equal arguments, which ran once for all of them."""
 
 
 class MapResult(list):  # type: ignore[type-arg]
     """A map's results in input order (`None` where an item failed), with its errors and usage."""
 
     errors: dict[int, BaseException]
-    """Failed items by position (with `on_error="collect"`)."""
-    usage: UsageTotals
-    """Requests, tokens and cost of this run (items answered from a store cost nothing)."""
+    """Failed items by position (with `on_error="collect"`; equal items share one exception)."""
+    usage: MapUsage
+    """Requests, tokens and cost of this run, and the items answered without a request."""
 
     def __init__(self, values: Iterable[object] = (), *, errors: dict[int, BaseException] | None = None,
-                 usage: UsageTotals | None = None) -> None:
+                 usage: MapUsage | None = None) -> None:
         super().__init__(values)
         self.errors = errors if errors is not None else {}
-        self.usage = usage if usage is not None else UsageTotals()
+        self.usage = usage if usage is not None else MapUsage()
 
 
 def map(  # noqa: A001 - shaped like the builtin on purpose
@@ -51,7 +64,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
 
     Each item's Python (the function's own code, the model's expressions, return values, tools) runs on
     this thread, as in a plain call; only the waits for the model overlap. Items finished by an earlier
-    map of this session (same program, arguments and model), or kept in `store`, are not run again.
+    map of this session (same program, arguments and model), or kept in `store`, are not run again; items
+    equal to one already running wait for its answer (or failure) instead of asking the model again.
 
     Args:
         function: A natural function (sync or async), or any callable calling them. A sync callable that
@@ -73,6 +87,10 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             far are on `.partial`).
         BudgetExceededError: An enclosing budget ran out (whatever `on_error` and `retries` say); the results
             so far are on `.partial`, and what finished is kept for the next run.
+        MapStoppedError: The model requests kept failing for a reason that is not about the item (no
+            connection, a refused key, an unknown model, or the same failure `CONSECUTIVE_FAILURES` times in
+            a row; see `nighthawk.batch.stopping`), whatever `on_error` and `retries` say; the results so far
+            are on `.partial`, and what finished is kept for the next run.
     """
     return map_reporting_items(
         function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=store, progress=progress
@@ -100,21 +118,33 @@ def map_reporting_items(
     model = _model_identity()
     session = session_store()
     keys: dict[int, tuple[str, tuple[object, ...]]] = {}
+    sharing: dict[str, list[int]] = {}
+    """Key of each item in flight -> the positions of equal items waiting for its answer."""
+    watch = CommonCause()
     results = MapResult()
+    total = _total(iterables)
+    stop: list[str] = []
+    """Why the map stopped, as its summary says it (set before the error is raised)."""
+    finished = 0
+    """Items with their answer (run, kept or shared)."""
     with ExitStack() as stack:
-        usage = stack.enter_context(budget(UsageBudget())).spent  # an unbounded group: it only counts
-        results.usage = usage
+        usage = results.usage
+        stack.enter_context(counting(usage))  # an unbounded group: it only counts
         disk = DiskStore(store, return_type(function)) if store is not None else None
         if disk is not None:
             stack.callback(disk.close)
-        shown = open_progress(progress, _total(iterables), usage)
+        shown = open_progress(progress, total, usage)
         if shown is not None:
             stack.callback(shown.close)
 
         def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
+            nonlocal finished
             for index, args in enumerate(zip(*iterables)):
                 results.append(None)
                 key, anchors = item_key(fingerprint, model, args)
+                if key in sharing:
+                    sharing[key].append(index)  # an equal item is in flight: its answer is this one's too
+                    continue
                 value = session.get(key)
                 if value is MISSING and disk is not None:
                     value = disk.get(key)
@@ -122,51 +152,125 @@ def map_reporting_items(
                         session.put(key, value, anchors)
                 if value is not MISSING:
                     results[index] = value
+                    finished += 1
+                    usage.items_kept += 1
                     if item_usage is not None:
                         item_usage(index, UsageTotals())
                     if shown is not None:
                         shown.kept_item()
                     continue
                 keys[index] = (key, anchors)
+                sharing[key] = []
                 yield index, args
+
+        def share(key: str, value: object, error: BaseException | None) -> None:
+            """Give the equal items waiting for an item its answer, or its failure."""
+            nonlocal finished
+            for other in sharing.pop(key, ()):
+                if error is None:
+                    results[other] = value
+                    finished += 1
+                else:
+                    results.errors[other] = error
+                usage.items_shared += 1
+                if item_usage is not None:
+                    item_usage(other, UsageTotals())
+                if shown is not None:
+                    shown.shared_item(failed=error is not None)
 
         def settle(
             index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None, spent: UsageTotals
         ) -> float | None:
+            nonlocal finished
             if error is None:
                 key, anchors = keys.pop(index)
                 if disk is not None:
                     disk.put(key, value)  # first, so a value it cannot hold fails the map at once
                 session.put(key, value, anchors)
                 results[index] = value
+                finished += 1
+                watch.succeeded()
                 if item_usage is not None:
                     item_usage(index, spent)
                 if shown is not None:
                     shown.finished_item()
+                share(key, value, None)
                 return None
             if isinstance(error, BudgetExceededError):
+                stop.append(f"stopped at item {index}: {_brief(error)}")
                 error.partial = results
                 raise error  # the group is spent: no item can run any more
-            if isinstance(error, Exception) and attempt < retries:
+            final = not isinstance(error, Exception) or attempt >= retries
+            cause = watch.failed(error, final=final) if isinstance(error, Exception) else None
+            if cause is None and not final:
                 return rate_limit_wait(error) or 0.0
-            keys.pop(index, None)
+            key, _ = keys.pop(index)
+            if cause is not None or on_error == "collect" and isinstance(error, Exception):
+                results.errors[index] = error
+                if item_usage is not None:
+                    item_usage(index, spent)
+            if shown is not None:
+                shown.failed_item(index, error)
+            if cause is not None:
+                share(key, None, error)
+                stop.append(f"stopped at item {index}: {cause}")
+                raise _stopped(cause, watch.affected(error), index, error, results, finished, total, store) from error
             if on_error == "raise" or not isinstance(error, Exception):
+                stop.append(f"stopped at item {index}: {_brief(error)}")
                 raise MapItemError(
-                    f"item {index} of the map failed: {type(error).__name__}: {error}. The map stopped; set "
+                    f"item {index} of the map failed: {_described(error)}. The map stopped; set "
                     '`on_error="collect"` to run the other items and collect the failures, or `retries=` to '
                     "try failed items again",
                     index=index,
                     partial=results,
                 ) from error
-            results.errors[index] = error
-            if item_usage is not None:
-                item_usage(index, spent)
-            if shown is not None:
-                shown.failed_item(index, error)
+            share(key, None, error)
             return None
 
-        drive(function, pending(), concurrency=concurrency, settle=settle)
+        try:
+            drive(function, pending(), concurrency=concurrency, settle=settle)
+        except BaseException as exc:
+            if shown is not None:
+                shown.stopped(stop[0] if stop else "interrupted" if isinstance(exc, KeyboardInterrupt) else
+                              f"stopped: {_brief(exc)}")
+            raise
     return results
+
+
+def _described(error: BaseException) -> str:
+    """`Type: message`, without the full stop the message may end with (the caller goes on after it)."""
+    text = str(error).rstrip().rstrip(".")
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+_BRIEF_CHARS = 160
+"""A summary names why the map stopped in this much: the whole message is the error's."""
+
+
+def _brief(error: BaseException) -> str:
+    """`_described(error)` up to the end of its first clause, for a summary line."""
+    text = _described(error)
+    cut = min((at for at in (text.find("; "), text.find(". ")) if at > 0), default=len(text))
+    text = text[:cut]
+    return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 3] + "..."
+
+
+def _stopped(
+    cause: str, affected: int, index: int, error: BaseException, results: MapResult, finished: int, total: int | None,
+    store: str | None,
+) -> MapStoppedError:
+    """The error of a map stopped by a common cause; `finished`: the items that have their answer."""
+    left = "" if total is None else f"; {total - finished - len(results.errors)} items were not run"
+    kept = f"kept in `store={store!r}`" if store is not None else "kept for this session"
+    return MapStoppedError(
+        f"the map stopped: {cause}. {affected} item{'s' if affected != 1 else ''} failed this way (item {index}: "
+        f"{_described(error)}){left}. The {finished} finished items are {kept}: fix the cause and run the same "
+        "map again to run only the others",
+        cause=cause,
+        affected=affected,
+        index=index,
+        partial=results,
+    )
 
 
 def _check(*, concurrency: int, on_error: str, retries: int, iterables: tuple[Iterable[Any], ...]) -> None:

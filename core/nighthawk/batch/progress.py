@@ -33,7 +33,13 @@ class ProgressRenderer(Protocol):
         """An item ran and returned."""
 
     def failed_item(self, index: int, error: BaseException) -> None:
-        """An item failed for good (collected with `on_error="collect"`)."""
+        """An item failed for good."""
+
+    def shared_item(self, *, failed: bool) -> None:
+        """An item was answered by an equal item of the map (`failed`: with that item's failure)."""
+
+    def stopped(self, reason: str) -> None:
+        """The map stops before its end: `reason` names the item and the cause (`stopped at item 3: ...`)."""
 
     def close(self) -> None:
         """The map ended, finished or stopped: show the summary."""
@@ -85,8 +91,15 @@ class MapTally:
         self.total = total
         self.usage = usage
         self.done = 0
+        """Items with their answer: run, kept or shared."""
         self.failed = 0
+        """Items that failed, each failure once (an equal item sharing it counts in `shared`)."""
         self.kept = 0
+        self.shared = 0
+        """Items answered by an equal item of the map."""
+        self.shared_failures = 0
+        self.stop: str | None = None
+        """Why the map stopped before its end, once it did."""
         self.failures: list[tuple[int, BaseException]] = []
         """The first failed items, by position (a handful: a summary lists them, it does not log them)."""
         self._started = time.monotonic()
@@ -103,45 +116,68 @@ class MapTally:
         if len(self.failures) < 5:
             self.failures.append((index, error))
 
+    def shared_item(self, *, failed: bool) -> None:
+        self.shared += 1
+        if failed:
+            self.shared_failures += 1
+        else:
+            self.done += 1
+
+    def stopped(self, reason: str) -> None:
+        self.stop = reason
+
     @property
     def elapsed(self) -> float:
         return max(time.monotonic() - self._started, 1e-9)
 
     @property
     def rate(self) -> float:
-        """Items run per second (items answered from a store took no time and do not count)."""
-        return (self.done - self.kept) / self.elapsed
+        """Items run per second (items answered from a store or by an equal item took no time and do not count)."""
+        return (self.done - self.kept - (self.shared - self.shared_failures)) / self.elapsed
 
     @property
     def left(self) -> int | None:
-        return None if self.total is None else self.total - self.done - self.failed
+        return None if self.total is None else self.total - self.done - self.failed - self.shared_failures
 
     def done_text(self) -> str:
         return f"{self.done}/{self.total}" if self.total is not None else str(self.done)
 
     def cost_text(self) -> str:
-        if self.usage.unpriced_requests and not self.usage.cost_usd:
-            return "cost unknown"  # no price for this model
-        return f"${self.usage.cost_usd:.4f}" + ("+" if self.usage.unpriced_requests else "")
+        """`$0.0123`; `cost unknown` when no request was priced (a model without a price, or every item
+        answered without a request); a lower bound when only some were."""
+        usage = self.usage
+        if usage.cost_usd is not None:
+            return f"${usage.cost_usd:.4f}"
+        if usage.priced_cost_usd and usage.unpriced_requests < usage.requests:
+            return f"${usage.priced_cost_usd:.4f}+ (cost unknown for {usage.unpriced_requests:,} requests)"
+        return "cost unknown"
 
-    def time_text(self) -> str:
-        """The ETA while items are left and a rate is known, else the time so far."""
+    def time_text(self, *, final: bool = False) -> str:
+        """The ETA while items are left and a rate is known, else the time so far; at the end, the time taken
+        and, when the map stopped, where and why."""
         left, rate = self.left, self.rate
+        if final:
+            ended = f"{clock(self.elapsed)} elapsed"
+            if self.stop is not None:
+                ended += f", {self.stop}" + (f", {left} left" if left else "")
+            return ended
         if left and rate > 0:
             return f"ETA {clock(left / rate)}"
         return f"{clock(self.elapsed)} elapsed"
 
-    def parts(self) -> list[str]:
-        """The figures, in the order every renderer shows them."""
+    def parts(self, *, final: bool = False) -> list[str]:
+        """The figures, in the order every renderer shows them (`final`: for the summary at the end)."""
         parts = [self.done_text()]
         if self.kept:
             parts.append(f"{self.kept} kept")
+        if self.shared:
+            parts.append(f"{self.shared} answered by another item")
         parts += [
             f"{self.failed} failed",
             f"{self.rate:.1f} items/s",
             f"{self.usage.total_tokens:,} tokens",
             self.cost_text(),
-            self.time_text(),
+            self.time_text(final=final),
         ]
         return parts
 
@@ -167,20 +203,24 @@ class LineProgress(MapTally):
         super().failed_item(index, error)
         self._draw(final=False)
 
+    def shared_item(self, *, failed: bool) -> None:
+        super().shared_item(failed=failed)
+        self._draw(final=False)
+
     def close(self) -> None:
         self._draw(final=True)
         self.stream.write("\n")
         self.stream.flush()
 
-    def line(self) -> str:
-        return "nighthawk.map " + " | ".join(self.parts())
+    def line(self, *, final: bool = False) -> str:
+        return "nighthawk.map " + " | ".join(self.parts(final=final))
 
     def _draw(self, *, final: bool) -> None:
         now = time.monotonic()
         if not final and now - self._drawn < _INTERVAL_S:
             return
         self._drawn = now
-        text = self.line()
+        text = self.line(final=final)
         padding = " " * max(self._width - len(text), 0)  # wipe what a longer previous line left
         self._width = len(text)
         self.stream.write(f"\r{text}{padding}")

@@ -159,11 +159,33 @@ def _open(path: Path) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, stored REAL NOT NULL)")
+        db.execute(f"CREATE TABLE IF NOT EXISTS items ({_COLUMNS})")
+        _check_table(db, path)
     except BaseException:
         db.close()
         raise
     return db
+
+
+_COLUMNS = "key TEXT PRIMARY KEY, value TEXT NOT NULL, stored REAL NOT NULL"
+_SHAPE = [("key", "TEXT", 1), ("value", "TEXT", 0), ("stored", "REAL", 0)]
+"""Each column of the `items` table as `PRAGMA table_info` reports it: name, type, place in the primary key."""
+
+
+def _check_table(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file whose `items` is not the store's table (another program's, or a view): reading or
+    writing it would fail only after the first item had paid for its model calls."""
+    (kind,) = db.execute("SELECT type FROM sqlite_master WHERE name = 'items'").fetchone()
+    shape = [(name, kind_of.upper(), key) for _, name, kind_of, _, _, key in db.execute("PRAGMA table_info(items)")]
+    if kind == "table" and shape == _SHAPE:
+        return
+    found = f"a {kind}" if kind != "table" else "a table with the columns " + ", ".join(
+        f"{name} {kind_of}" + (" PRIMARY KEY" if key else "") for name, kind_of, key in shape
+    )
+    raise NighthawkError(
+        f"`store={str(path)!r}` is not a nighthawk map store: its `items` is {found}, where a store has a table "
+        f"`items ({_COLUMNS})`. Give `store=` a file of its own (a new name makes a new store)"
+    )
 
 
 class DiskStore:
@@ -186,7 +208,7 @@ class DiskStore:
                 if "locked" not in str(exc) or time.monotonic() > give_up:
                     raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
                 time.sleep(0.05)
-            except sqlite3.Error as exc:
+            except sqlite3.Error as exc:  # not a database at all
                 raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
 
     def get(self, key: str) -> object:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..budget import UsageBudget, UsageTotals, budget
-from ..errors import BudgetExceededError
+from ..errors import BudgetExceededError, MapStoppedError
 from ..events import Event, OutcomeReached, ToolCallFinished, ToolCallStarted, listen
 from ..runtime import get_step_executor
 from .catalog import select
@@ -87,15 +87,18 @@ def run_suite(
                     run_item, (items, [secrets.token_hex(8)] * len(items)), concurrency=concurrency,
                     on_error="collect", progress=progress, item_usage=lambda index, spent: usage.__setitem__(index, spent),
                 )
-            except BudgetExceededError as exc:
+            except (BudgetExceededError, MapStoppedError) as exc:
                 group.close()  # a check still on a worker thread (the map cannot cancel threads) sends no more
                 results, stopped = exc.partial or [], str(exc)
             except BaseException:  # an interrupt: the pool still waits for the checks on its threads
                 group.close()
                 raise
+    failed = getattr(results, "errors", {})
     checks = []
     for index, item in enumerate(items):
         result = results[index] if index < len(results) else None
+        if isinstance(failed.get(index), _RequestFailed):
+            result = failed[index].result
         if result is None:
             result = CheckResult(program=item.program.name, check=item.program.checks[item.check_index].__name__,
                                  run=item.run, status="not run", failure=stopped)
@@ -112,11 +115,22 @@ def run_suite(
     )
 
 
+class _RequestFailed(Exception):
+    """A check failed because a model request failed: handed to the map (with the check's result), which stops
+    the run when requests keep failing for a reason common to every check (`nighthawk.batch.stopping`)."""
+
+    def __init__(self, result: CheckResult) -> None:
+        super().__init__(result.failure)
+        self.result = result
+
+
 def _run_check(item: _Item) -> CheckResult:
     """Run one check on this (worker) thread, recording its steps' tool calls."""
+    from ..batch.stopping import request_failure  # loaded with the batch layer, on the run's first check
+
     check = item.program.checks[item.check_index]
     steps = _StepRecorder()
-    status, failure = "passed", ""
+    status, failure, request_failed = "passed", "", None
     started = time.monotonic()
     with listen(steps):
         try:
@@ -124,19 +138,25 @@ def _run_check(item: _Item) -> CheckResult:
         except Exception as exc:  # noqa: BLE001 - any failure of the program is the check failing
             if isinstance(exc, BudgetExceededError) and exc.level != "step":
                 raise  # the run's budget (a step's own budget is this check failing): the map stops
-            status, failure = "failed", _describe(exc)
-    return CheckResult(
+            status, failure = "failed", _describe(exc, check.__name__)
+            request_failed = exc if request_failure(exc) is not None else None
+    result = CheckResult(
         program=item.program.name, check=check.__name__, run=item.run, status=status, failure=failure,
         wall_time_s=time.monotonic() - started, steps=tuple(steps.calls),
     )
+    if request_failed is not None:
+        raise _RequestFailed(result) from request_failed
+    return result
 
 
-def _describe(exc: BaseException) -> str:
-    """The failed `assert` line (or the program line that raised) and the exception."""
+def _describe(exc: BaseException, check: str) -> str:
+    """The check's own line that failed (its `assert`, or its call of the program that raised), and the
+    exception: a step's error is raised at the natural function's docstring, which says nothing."""
     frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename in _PROGRAM_FILES]
+    own = [frame for frame in frames if frame.name == check]
     where = ""
-    if frames:
-        frame = frames[-1]
+    if own or frames:
+        frame = (own or frames)[-1]
         where = (linecache.getline(frame.filename, frame.lineno or 0).strip() or frame.line or "") + "\n"
     text = str(exc)
     return f"{where}{type(exc).__name__}" + (f": {text}" if text else "")
@@ -169,7 +189,7 @@ def _with_usage(result: CheckResult, spent: UsageTotals | None) -> CheckResult:
         return result
     return replace(
         result, requests=spent.requests, input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
-        cost_usd=None if spent.unpriced_requests else spent.cost_usd,
+        cost_usd=None if spent.unpriced_requests else spent.priced_cost_usd,
     )
 
 

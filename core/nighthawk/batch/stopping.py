@@ -1,0 +1,115 @@
+"""When a map stops by itself: its model requests keep failing for a reason that is not about the item.
+
+Nothing listening at the provider's address, a host name that does not resolve, a key the provider refuses
+(401/403) or a model or address it does not know (404) fail every item the same way: one such failure
+stops the map. Any other failure of the model request (HTTP 500, a timeout, a 429 after its retries)
+stops it when `CONSECUTIVE_FAILURES` items in a row, in the order they end, failed with the same one.
+Failures that are about the item (the model's `raise` outcome, an invalid outcome, the user's code, a
+prompt too long for the context window) never stop a map and break a run of request failures.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+__all__ = ["CONSECUTIVE_FAILURES", "CommonCause", "RequestFailure", "request_failure"]
+
+CONSECUTIVE_FAILURES = 5
+"""Items in a row whose model request failed the same way (the same HTTP status, a timeout, ...) that stop
+a map."""
+
+_REFUSALS = {
+    401: "the provider refuses the API key (HTTP 401)",
+    403: "the API key may not use this model or endpoint (HTTP 403)",
+    404: "the provider knows no such model or address (HTTP 404)",
+}
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """How an item's model request failed."""
+
+    kind: str
+    """What failed, as a map's stop message names it (`HTTP 500`, `connection refused`, ...)."""
+    common: bool
+    """Whether it fails every item alike (no connection, no such model, a refused key): the map stops at once."""
+
+
+def request_failure(error: BaseException) -> RequestFailure | None:
+    """How the model request behind `error` (an item's failure) failed, or `None` when `error` is not a failed
+    model request (it is about the item), judged from its chain of causes."""
+    chain = _chain(error)
+    api = _model_api_error()
+    failed = next((index for index, cause in enumerate(chain) if api is not None and isinstance(cause, api)), None)
+    if failed is None:
+        return None
+    below = chain[failed:]  # only what the request raised: an item's own network calls say nothing of the provider
+    if any(type(cause).__name__ == "ModelContextWindowExceededError" for cause in below):
+        return None  # this item's prompt is too long: another may fit
+    for cause in below:
+        status = getattr(cause, "status_code", None)
+        if isinstance(status, int):
+            return RequestFailure(_REFUSALS.get(status, f"HTTP {status}"), common=status in _REFUSALS)
+        if isinstance(cause, ConnectionRefusedError):
+            return RequestFailure("nothing listens at the provider's address (connection refused)", common=True)
+        if isinstance(cause, socket.gaierror):
+            return RequestFailure("the provider's host name does not resolve (DNS failure)", common=True)
+    if any(isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in below):
+        return RequestFailure("the request timed out", common=False)
+    return RequestFailure(f"{type(below[-1]).__name__}: {below[-1]}".splitlines()[0][:200], common=False)
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _model_api_error() -> type[BaseException] | None:
+    try:
+        from pydantic_ai.exceptions import ModelAPIError  # loaded already by any step that sent a request
+    except ImportError:  # pragma: no cover - pydantic-ai is a dependency
+        return None
+    return ModelAPIError
+
+
+class CommonCause:
+    """Follows a map's items as they end and says when the map must stop (`failed` returns the reason)."""
+
+    def __init__(self, consecutive: int = CONSECUTIVE_FAILURES) -> None:
+        self.consecutive = consecutive
+        self._streak: list[str] = []
+        self._by_kind: dict[str, int] = {}
+
+    def succeeded(self) -> None:
+        self._streak.clear()
+
+    def failed(self, error: BaseException, *, final: bool) -> str | None:
+        """Note an item's failure; the cause that stops the map, if it does now. A failure that is not `final`
+        (the item will be tried again: a 429 the map waits out) stops the map only if its cause is common."""
+        failure = request_failure(error)
+        if failure is None:
+            if final:
+                self._streak.clear()
+            return None
+        if failure.common:
+            self._by_kind[failure.kind] = self._by_kind.get(failure.kind, 0) + 1
+            return failure.kind
+        if not final:
+            return None
+        self._by_kind[failure.kind] = self._by_kind.get(failure.kind, 0) + 1
+        if self._streak and self._streak[-1] != failure.kind:
+            self._streak.clear()
+        self._streak.append(failure.kind)
+        if len(self._streak) >= self.consecutive:
+            return f"{len(self._streak)} items in a row failed the same way: {failure.kind}"
+        return None
+
+    def affected(self, error: BaseException) -> int:
+        """How many items of the map failed the way `error` did."""
+        failure = request_failure(error)
+        return 0 if failure is None else self._by_kind.get(failure.kind, 0)
