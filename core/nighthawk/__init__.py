@@ -96,6 +96,8 @@ __all__ = [
     "map",
     "measuring_counter",
     "natural_function",
+    "oversight",
+    "resilience",
     "run",
     "scope",
     "session_usage",
@@ -144,4 +146,7 @@ def __getattr__(name: str) -> _Any:
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
     if name == "ray":
         return importlib.import_module(f"{__name__}.ray")
+    # `nh.resilience.vote(...)`: the transformers are imported on first use, not by `import nighthawk`.
+    if name == "resilience":
+        return importlib.import_module(f"{__name__}.resilience")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

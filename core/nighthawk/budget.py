@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
@@ -42,17 +42,17 @@ __all__ = [
     "StepUsage",
     "UsageBudget",
     "UsageLedger",
-    "UsageMeter",
     "UsageTotals",
     "active_budgets",
     "budget",
+    "budget_lock",
     "count_in_context",
-    "current_usage_meter",
+    "opened",
     "record_usage",
+    "replacing_budgets",
     "reserve_request",
     "reserve_shared_request",
     "running_step",
-    "metering",
     "session_usage",
     "shared_budget",
     "step_deadline",
@@ -197,6 +197,9 @@ class BudgetScope:
     """Where the group is also counted, with what other processes spend in it (set once it is shared)."""
     closed: bool = field(default=False, init=False)
     """Set by `close`: every further request is refused."""
+    counts_records: bool = False
+    """Whether usage recorded by hand (`UsageMeter.record`) in its context counts here too (a call measured
+    by `nighthawk.resilience.budget`)."""
 
     @property
     def gates_requests(self) -> bool:
@@ -299,7 +302,7 @@ def budget(
     """
     if limit is None:
         limit = UsageBudget(requests=requests, total_tokens=total_tokens, cost_usd=cost_usd, wall_time_s=wall_time_s)
-    with _opened(BudgetScope(limit=limit)) as scope:
+    with opened(BudgetScope(limit=limit)) as scope:
         yield scope
 
 
@@ -307,17 +310,31 @@ def budget(
 def shared_budget(allowance: SharedAllowance) -> Iterator[BudgetScope]:
     """Count the steps inside the `with` block in a group another process opened and shared (`allowance`):
     it alone bounds them, here as everywhere else it counts."""
-    with _opened(BudgetScope(limit=UsageBudget(), shared=allowance)) as scope:
+    with opened(BudgetScope(limit=UsageBudget(), shared=allowance)) as scope:
         yield scope
 
 
 @contextmanager
-def _opened(scope: BudgetScope) -> Iterator[BudgetScope]:
-    token = _scopes.set((*_scopes.get(), scope))
+def opened(scope: BudgetScope) -> Iterator[BudgetScope]:
+    """Count the steps inside the `with` block in `scope` too (a group made by the caller)."""
+    with replacing_budgets(lambda _group: False, scope):
+        yield scope
+
+
+@contextmanager
+def replacing_budgets(replaced: Callable[[BudgetScope], bool], scope: BudgetScope) -> Iterator[BudgetScope]:
+    """Inside the `with` block, count the steps in `scope` and no longer in the enclosing groups `replaced`
+    picks (a run's usage meter gives way to an inner run's)."""
+    token = _scopes.set((*(group for group in _scopes.get() if not replaced(group)), scope))
     try:
         yield scope
     finally:
         _scopes.reset(token)
+
+
+def budget_lock() -> threading.Lock:
+    """The lock guarding every group's figures (to change or read several at once)."""
+    return _LOCK
 
 
 def active_budgets() -> tuple[BudgetScope, ...]:
@@ -484,102 +501,3 @@ def session_usage() -> UsageLedger:
     """The process-wide usage ledger (totals by model since start or the last `reset()`)."""
     return _LEDGER
 
-
-class _Counted(Protocol):
-    """Token figures of a usage report: pydantic-ai's `RunUsage`, or a `StepUsage`."""
-
-    @property
-    def input_tokens(self) -> int: ...
-    @property
-    def output_tokens(self) -> int: ...
-
-
-class UsageMeter:
-    """Token and request totals of a run (or of a scope given its own meter), readable at any moment.
-
-    The meter is an unbounded budget group: the steps inside its `with` block report to it exactly what they
-    report to every `nighthawk.budget` group, under the same lock, so the two never disagree. Only the
-    innermost meter counts a step (an inner run's steps are not also counted by the outer run's meter).
-    """
-
-    def __init__(self) -> None:
-        self._group = _MeterGroup(limit=UsageBudget(), meter=self)
-
-    def record(self, usage: _Counted) -> None:
-        """Add usage by hand (pydantic-ai's `RunUsage`, a `StepUsage`, anything with token counts)."""
-        requests = getattr(usage, "requests", 0) or 0
-        cost = getattr(usage, "cost_usd", None)
-        with _LOCK:
-            self._group.spent.add(
-                StepUsage(
-                    model="",
-                    requests=requests,
-                    input_tokens=usage.input_tokens or 0,
-                    output_tokens=usage.output_tokens or 0,
-                    cost_usd=cost if cost is not None else 0.0,
-                )
-            )
-
-    def totals(self) -> UsageTotals:
-        """A copy of the totals as they stand."""
-        with _LOCK:
-            return UsageTotals(**vars(self._group.spent))
-
-    @property
-    def input_tokens(self) -> int:
-        return self.totals().input_tokens
-
-    @property
-    def output_tokens(self) -> int:
-        return self.totals().output_tokens
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens so far."""
-        return self.totals().total_tokens
-
-    @property
-    def requests(self) -> int:
-        return self.totals().requests
-
-    @property
-    def cost_usd(self) -> float:
-        """Dollars so far, of priced models only."""
-        return self.totals().cost_usd
-
-    def snapshot(self) -> object:
-        """An independent pydantic-ai `RunUsage` with the totals now (later steps do not change it)."""
-        from pydantic_ai.usage import RunUsage  # pydantic-ai, kept out of `import nighthawk`
-
-        totals = self.totals()
-        return RunUsage(requests=totals.requests, input_tokens=totals.input_tokens, output_tokens=totals.output_tokens)
-
-    def __repr__(self) -> str:
-        totals = self.totals()
-        return f"UsageMeter(requests={totals.requests}, total_tokens={totals.total_tokens})"
-
-
-@dataclass(kw_only=True, eq=False)
-class _MeterGroup(BudgetScope):
-    """The budget group a `UsageMeter` counts in: unbounded, and it knows its meter."""
-
-    meter: UsageMeter
-
-
-@contextmanager
-def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
-    """Count the steps inside the `with` block in `meter` (instead of in the meter of an enclosing run)."""
-    kept = tuple(group for group in _scopes.get() if not isinstance(group, _MeterGroup))
-    token = _scopes.set((*kept, meter._group))
-    try:
-        yield meter
-    finally:
-        _scopes.reset(token)
-
-
-def current_usage_meter() -> UsageMeter | None:
-    """The meter in force, or `None` outside `nighthawk.run(...)`."""
-    for group in reversed(_scopes.get()):
-        if isinstance(group, _MeterGroup):
-            return group.meter
-    return None

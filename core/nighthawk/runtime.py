@@ -19,7 +19,7 @@ from . import events
 from ._oversee import overseeing
 from ._oversight_kinds import Oversight
 from ._tool_registry import ToolScope, push_tool_scope
-from .budget import UsageMeter, current_usage_meter, metering
+from .budget import BudgetScope, StepUsage, UsageBudget, UsageTotals, active_budgets, budget_lock, replacing_budgets
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
 from .step import ExecutionContext, StepContext, current_step
@@ -112,6 +112,103 @@ def ensure_telemetry() -> None:
 
         install_default_listener()
         _telemetry_installed = True
+
+
+class _Counted(Protocol):
+    """Token figures of a usage report: pydantic-ai's `RunUsage`, or a `StepUsage`."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+
+
+class UsageMeter:
+    """Token and request totals of a run (or of a scope given its own meter), readable at any moment.
+
+    The meter is an unbounded budget group: the steps inside its `with` block report to it exactly what they
+    report to every `nighthawk.budget` group, under the same lock, so the two never disagree. Only the
+    innermost meter counts a step (an inner run's steps are not also counted by the outer run's meter).
+    """
+
+    def __init__(self) -> None:
+        self._group = _MeterGroup(limit=UsageBudget(), meter=self)
+
+    def record(self, usage: _Counted) -> None:
+        """Add usage by hand (pydantic-ai's `RunUsage`, a `StepUsage`, anything with token counts); a call
+        measured by `nighthawk.resilience.budget` in this context counts it too."""
+        cost = getattr(usage, "cost_usd", None)
+        spent = StepUsage(
+            model="",
+            requests=getattr(usage, "requests", 0) or 0,
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cost_usd=cost if cost is not None else 0.0,
+        )
+        measured = [group for group in active_budgets() if group.counts_records and group is not self._group]
+        with budget_lock():
+            for group in (self._group, *measured):
+                group.spent.add(spent)
+
+    def totals(self) -> UsageTotals:
+        """A copy of the totals as they stand."""
+        with budget_lock():
+            return UsageTotals(**vars(self._group.spent))
+
+    @property
+    def input_tokens(self) -> int:
+        return self.totals().input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.totals().output_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens so far."""
+        return self.totals().total_tokens
+
+    @property
+    def requests(self) -> int:
+        return self.totals().requests
+
+    @property
+    def cost_usd(self) -> float:
+        """Dollars so far, of priced models only."""
+        return self.totals().cost_usd
+
+    def snapshot(self) -> object:
+        """An independent pydantic-ai `RunUsage` with the totals now (later steps do not change it)."""
+        from pydantic_ai.usage import RunUsage  # pydantic-ai, kept out of `import nighthawk`
+
+        totals = self.totals()
+        return RunUsage(requests=totals.requests, input_tokens=totals.input_tokens, output_tokens=totals.output_tokens)
+
+    def __repr__(self) -> str:
+        totals = self.totals()
+        return f"UsageMeter(requests={totals.requests}, total_tokens={totals.total_tokens})"
+
+
+@dataclass(kw_only=True, eq=False)
+class _MeterGroup(BudgetScope):
+    """The budget group a `UsageMeter` counts in: unbounded, and it knows its meter."""
+
+    meter: UsageMeter
+
+
+@contextmanager
+def metering(meter: UsageMeter) -> Iterator[UsageMeter]:
+    """Count the steps inside the `with` block in `meter` (instead of in the meter of an enclosing run)."""
+    with replacing_budgets(lambda group: isinstance(group, _MeterGroup), meter._group):
+        yield meter
+
+
+def current_usage_meter() -> UsageMeter | None:
+    """The meter in force, or `None` outside `nighthawk.run(...)`."""
+    for group in reversed(active_budgets()):
+        if isinstance(group, _MeterGroup):
+            return group.meter
+    return None
 
 
 def _new_id() -> str:
