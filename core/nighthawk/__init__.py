@@ -123,6 +123,10 @@ def unload_ipython_extension(ipython: _Any) -> None:
     nighthawk_ipython.unload_ipython_extension(ipython)
 
 
+_SUBMODULES = frozenset({"oversight", "resilience"})
+"""Public submodules listed in `__all__`, as nighthawk-python lists them (`resilience` loads on first use)."""
+
+
 _BATCH_NAMES = frozenset({"map", "MapResult"})
 """Public names of the batch layer, imported on first use: a program that never maps does not pay for it
 (sqlite, hashing and the coroutine twins are a tenth of `import nighthawk`)."""
