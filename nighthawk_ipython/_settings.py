@@ -38,6 +38,7 @@ LIMIT_KEYS: tuple[str, ...] = (
     "tool_result_max_tokens",
     "media_max_items",
     "media_max_bytes",
+    "object_max_methods",
 )
 """Fields of `nighthawk.StepContextLimits` that `%nighthawk limits` accepts (checked by a test)."""
 
@@ -115,8 +116,9 @@ class NighthawkSettings(Configurable):
     def _check_limits(self, proposal: Any) -> dict[str, int]:
         limits = _only_known(proposal["value"], LIMIT_KEYS, "context limit")
         for key, value in limits.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TraitError(f"context limit `{key}` must be a positive int, got {value!r}")
+            least = 0 if key == "object_max_methods" else 1  # 0: list no methods
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise TraitError(f"context limit `{key}` must be an int of at least {least}, got {value!r}")
         return limits
 
     @validate("budgets")

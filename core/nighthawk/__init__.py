@@ -15,6 +15,7 @@ from .configuration import (
     StepExecutorConfiguration,
     StepExecutorConfigurationPatch,
     StepPromptTemplates,
+    to_jsonable_value,
 )
 from .decorator import natural_function
 from .errors import (
@@ -102,6 +103,7 @@ __all__ = [
     "scope",
     "session_usage",
     "set_default_step_executor",
+    "to_jsonable_value",
     "tool",
     "unload_ipython_extension",
 ]

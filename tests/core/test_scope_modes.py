@@ -206,3 +206,50 @@ def test_a_step_without_implicit_references_sends_the_same_request_as_one_outsid
     with nh.run(scoped_executor), nh.scope(mode="replace", implicit_references={}):
         triage("it crashes")
     assert prompts(plain) == prompts(scoped)
+
+
+# Object methods in the summaries (StepContextLimits.object_max_methods) ------------------------------------
+
+
+class Ticket:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def words(self) -> list[str]:
+        """The ticket's words."""
+        return self.text.split()
+
+    def mentions(self, name: str, *, exact: bool = False) -> bool:
+        return name in self.text
+
+    def _private(self) -> None: ...
+
+
+@nh.natural_function
+def read_ticket(ticket: Ticket) -> None:
+    """natural
+    Read <ticket>.
+    """
+
+
+def test_an_objects_methods_are_not_listed_by_default() -> None:
+    executor, script = scripted_executor([finish()])
+    with nh.run(executor):
+        read_ticket(Ticket("it crashes"))
+    assert "ticket.words" not in prompts(script)[1]
+
+
+def test_object_max_methods_lists_that_many_public_methods_with_signatures() -> None:
+    limits = nh.StepContextLimits(object_max_methods=1)
+    executor, script = scripted_executor([finish()], context_limits=limits)
+    with nh.run(executor):
+        read_ticket(Ticket("it crashes"))
+    user = prompts(script)[1]
+    assert "ticket.mentions: (name: str, *, exact: bool = False) -> bool" in user
+    assert "ticket: 1 more methods not listed" in user
+    assert "_private" not in user
+
+
+def test_object_max_methods_refuses_a_negative_number() -> None:
+    with pytest.raises(ValueError, match="`StepContextLimits.object_max_methods` must be a whole number of at least 0"):
+        nh.StepContextLimits(object_max_methods=-1)
