@@ -382,8 +382,8 @@ def _parse_limits(values: list[str]) -> tuple[dict[str, int], dict[str, Any]]:
         try:
             value = int(raw.replace("_", ""))
         except ValueError:
-            value = 0
-        if value < 1:
+            value = -1
+        if value < (0 if key == "object_max_methods" else 1):  # 0 methods: none listed
             raise UsageError(f"%nighthawk limits: {key} must be a positive integer, got {raw!r}")
         limits[key] = value
     return limits, budgets

@@ -38,6 +38,7 @@ LIMIT_KEYS: tuple[str, ...] = (
     "tool_result_max_tokens",
     "media_max_items",
     "media_max_bytes",
+    "object_max_methods",
 )
 """Fields of `nighthawk.StepContextLimits` that `%nighthawk limits` accepts (checked by a test)."""
 
@@ -115,8 +116,9 @@ class NighthawkSettings(Configurable):
     def _check_limits(self, proposal: Any) -> dict[str, int]:
         limits = _only_known(proposal["value"], LIMIT_KEYS, "context limit")
         for key, value in limits.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TraitError(f"context limit `{key}` must be a positive int, got {value!r}")
+            least = 0 if key == "object_max_methods" else 1  # 0: list no methods
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise TraitError(f"context limit `{key}` must be an int of at least {least}, got {value!r}")
         return limits
 
     @validate("budgets")
@@ -277,6 +279,7 @@ class NighthawkSettings(Configurable):
         lines.extend(_destination(target))
         if self.confirm:  # only when on: a notebook's saved status output stays as it was
             lines.append("confirm: on (every tool call waits for your answer)")
+        lines.extend(_scope_lines())
         return "\n".join(lines)
 
     def _spending(self, executor: Any) -> list[str]:
@@ -385,6 +388,31 @@ def _describe_object(value: object, source: str) -> str:
     kind = type(value).__name__
     described = f"{kind} {label}" if label else kind
     return f"{source} ({described})" if source else described
+
+
+def _scope_lines() -> list[str]:
+    """What the `nighthawk.scope(...)` in force adds to every step (nothing outside one, or when it adds
+    nothing: a notebook's saved status output stays as it was)."""
+    # The core, only once the status is asked for.
+    from nighthawk.errors import NighthawkError
+    from nighthawk.runtime import (
+        get_implicit_references,
+        get_system_prompt_suffix_fragments,
+        get_user_prompt_suffix_fragments,
+    )
+
+    try:
+        references = get_implicit_references()
+        system, user = get_system_prompt_suffix_fragments(), get_user_prompt_suffix_fragments()
+    except NighthawkError:
+        return []
+    lines = []
+    if references:
+        lines.append("scope:   implicit references " + ", ".join(sorted(references)))
+    for prompt, fragments in (("system", system), ("user", user)):
+        if fragments:
+            lines.append(f"scope:   {prompt} prompt + " + " | ".join(repr(fragment[:60]) for fragment in fragments))
+    return lines
 
 
 def _default_executor() -> Any:

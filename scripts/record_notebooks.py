@@ -204,6 +204,10 @@ ANSWERS: dict[str, list[Answer]] = {
             [[assign("labels", "{ticket: classify(ticket) for ticket in tickets if 'click here' not in ticket.lower()}"), pass_()]],
         ),
         Answer(
+            "areas that product_areas() lists",
+            [[return_("next(area for area in product_areas() if area[:-1] in ticket.lower())")]],
+        ),
+        Answer(
             "exchange_rate tool",
             [[("exchange_rate", {"currency": "USD"})], [assign("price_eur", "round(price_usd * 0.92, 2)"), pass_()]],
         ),

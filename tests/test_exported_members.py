@@ -16,7 +16,7 @@ def test_all_lists_exactly_the_public_names() -> None:
         if not name.startswith("_") and not isinstance(value, types.ModuleType) and name != "annotations"
     }
     lazy = nighthawk._BATCH_NAMES | nighthawk._AGENT_SETTINGS  # those load on first use
-    assert set(nighthawk.__all__) == public | lazy
+    assert set(nighthawk.__all__) == public | lazy | nighthawk._SUBMODULES
 
 
 def test_batch_names_load_on_first_use() -> None:

@@ -15,6 +15,7 @@ from .configuration import (
     StepExecutorConfiguration,
     StepExecutorConfigurationPatch,
     StepPromptTemplates,
+    to_jsonable_value,
 )
 from .decorator import natural_function
 from .errors import (
@@ -36,8 +37,15 @@ from . import oversight  # `nh.oversight.Oversight(...)`, `nh.oversight.read_onl
 from .redaction import ContextRedaction
 from .runtime import (
     ExecutionContext,
+    ExecutionRef,
+    UsageMeter,
+    get_current_usage_meter,
     get_execution_context,
+    get_execution_ref,
+    get_implicit_references,
     get_step_executor,
+    get_system_prompt_suffix_fragments,
+    get_user_prompt_suffix_fragments,
     run,
     scope,
     set_default_step_executor,
@@ -55,6 +63,7 @@ __all__ = [
     "ContextRedaction",
     "ExecutionContext",
     "ExecutionError",
+    "ExecutionRef",
     "JsonableValue",
     "MapItemError",
     "MapResult",
@@ -75,20 +84,29 @@ __all__ = [
     "ToolRegistrationError",
     "ToolValidationError",
     "UsageBudget",
+    "UsageMeter",
     "budget",
     "estimate_tokens",
     "get_current_step_context",
+    "get_current_usage_meter",
     "get_execution_context",
+    "get_execution_ref",
+    "get_implicit_references",
     "get_step_executor",
+    "get_system_prompt_suffix_fragments",
+    "get_user_prompt_suffix_fragments",
     "last_error",
     "load_ipython_extension",
     "map",
     "measuring_counter",
     "natural_function",
+    "oversight",
+    "resilience",
     "run",
     "scope",
     "session_usage",
     "set_default_step_executor",
+    "to_jsonable_value",
     "tool",
     "unload_ipython_extension",
 ]
@@ -108,6 +126,10 @@ def unload_ipython_extension(ipython: _Any) -> None:
     import nighthawk_ipython  # here for the same reason as in `load_ipython_extension`
 
     nighthawk_ipython.unload_ipython_extension(ipython)
+
+
+_SUBMODULES = frozenset({"oversight", "resilience"})
+"""Public submodules listed in `__all__`, as nighthawk-python lists them (`resilience` loads on first use)."""
 
 
 _BATCH_NAMES = frozenset({"map", "MapResult", "MapUsage"})
@@ -133,4 +155,7 @@ def __getattr__(name: str) -> _Any:
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
     if name == "ray":
         return importlib.import_module(f"{__name__}.ray")
+    # `nh.resilience.vote(...)`: the transformers are imported on first use, not by `import nighthawk`.
+    if name == "resilience":
+        return importlib.import_module(f"{__name__}.resilience")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

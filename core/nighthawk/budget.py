@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
@@ -45,9 +45,12 @@ __all__ = [
     "UsageTotals",
     "active_budgets",
     "budget",
+    "budget_lock",
     "count_in_context",
     "counting",
+    "opened",
     "record_usage",
+    "replacing_budgets",
     "reserve_request",
     "reserve_shared_request",
     "running_step",
@@ -203,6 +206,9 @@ class BudgetScope:
     """Where the group is also counted, with what other processes spend in it (set once it is shared)."""
     closed: bool = field(default=False, init=False)
     """Set by `close`: every further request is refused."""
+    counts_records: bool = False
+    """Whether usage recorded by hand (`UsageMeter.record`) in its context counts here too (a call measured
+    by `nighthawk.resilience.budget`)."""
 
     @property
     def gates_requests(self) -> bool:
@@ -305,7 +311,7 @@ def budget(
     """
     if limit is None:
         limit = UsageBudget(requests=requests, total_tokens=total_tokens, cost_usd=cost_usd, wall_time_s=wall_time_s)
-    with _opened(BudgetScope(limit=limit)) as scope:
+    with opened(BudgetScope(limit=limit)) as scope:
         yield scope
 
 
@@ -320,17 +326,31 @@ def counting(totals: UsageTotals) -> Iterator[BudgetScope]:
 def shared_budget(allowance: SharedAllowance) -> Iterator[BudgetScope]:
     """Count the steps inside the `with` block in a group another process opened and shared (`allowance`):
     it alone bounds them, here as everywhere else it counts."""
-    with _opened(BudgetScope(limit=UsageBudget(), shared=allowance)) as scope:
+    with opened(BudgetScope(limit=UsageBudget(), shared=allowance)) as scope:
         yield scope
 
 
 @contextmanager
-def _opened(scope: BudgetScope) -> Iterator[BudgetScope]:
-    token = _scopes.set((*_scopes.get(), scope))
+def opened(scope: BudgetScope) -> Iterator[BudgetScope]:
+    """Count the steps inside the `with` block in `scope` too (a group made by the caller)."""
+    with replacing_budgets(lambda _group: False, scope):
+        yield scope
+
+
+@contextmanager
+def replacing_budgets(replaced: Callable[[BudgetScope], bool], scope: BudgetScope) -> Iterator[BudgetScope]:
+    """Inside the `with` block, count the steps in `scope` and no longer in the enclosing groups `replaced`
+    picks (a run's usage meter gives way to an inner run's)."""
+    token = _scopes.set((*(group for group in _scopes.get() if not replaced(group)), scope))
     try:
         yield scope
     finally:
         _scopes.reset(token)
+
+
+def budget_lock() -> threading.Lock:
+    """The lock guarding every group's figures (to change or read several at once)."""
+    return _LOCK
 
 
 def active_budgets() -> tuple[BudgetScope, ...]:
@@ -496,3 +516,4 @@ _LEDGER = UsageLedger()
 def session_usage() -> UsageLedger:
     """The process-wide usage ledger (totals by model since start or the last `reset()`)."""
     return _LEDGER
+

@@ -7,8 +7,10 @@ settings class is turned into that class, or refused when it has a key the class
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -29,6 +31,7 @@ __all__ = [
     "StepExecutorConfiguration",
     "StepExecutorConfigurationPatch",
     "StepPromptTemplates",
+    "to_jsonable_value",
 ]
 
 DEFAULT_MODEL = "openai-responses:gpt-5.4-nano"
@@ -43,6 +46,47 @@ JsonRendererStyle: TypeAlias = Literal["strict", "default", "detailed"]
 JSON_RENDERER_STYLES: tuple[JsonRendererStyle, ...] = ("strict", "default", "detailed")
 
 JsonableValue: TypeAlias = "dict[str, JsonableValue] | list[JsonableValue] | str | int | float | bool | None"
+
+CYCLE_MARK = "<cycle>"
+"""Stands for a container met again inside itself."""
+NONSERIALIZABLE_MARK = "<nonserializable>"
+"""Stands for a value with no JSON form (bytes, an arbitrary object)."""
+
+
+def to_jsonable_value(value: object) -> JsonableValue:
+    """`value` as plain JSON data: pydantic models and dataclasses become dicts, mappings get string keys (in
+    a stable order), sets, tuples and other sequences become lists. Never raises: a cycle becomes
+    `"<cycle>"` and anything without a JSON form `"<nonserializable>"`."""
+    return _jsonable(value, set())
+
+
+def _jsonable(value: object, open_ids: set[int]) -> JsonableValue:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value  # type: ignore[return-value]
+    if isinstance(value, (bytes, bytearray)):
+        return NONSERIALIZABLE_MARK
+    if id(value) in open_ids:
+        return CYCLE_MARK
+    open_ids.add(id(value))
+    try:
+        dump = getattr(value, "model_dump", None)
+        if callable(dump) and not isinstance(value, type):  # a pydantic model, without importing pydantic
+            return _jsonable(dump(mode="python"), open_ids)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return _jsonable({f.name: getattr(value, f.name) for f in fields(value)}, open_ids)
+        if isinstance(value, Mapping):
+            items = []
+            for key, item in value.items():
+                key_text = key if isinstance(key, str) else json.dumps(_jsonable(key, open_ids), ensure_ascii=False)
+                items.append((key_text, item))
+            return {key: _jsonable(item, open_ids) for key, item in sorted(items, key=lambda pair: pair[0])}
+        if isinstance(value, (set, frozenset, Sequence)):
+            return [_jsonable(item, open_ids) for item in list(value)]
+        return NONSERIALIZABLE_MARK
+    except Exception:  # a broken `__iter__`, `model_dump` or property: the value has no JSON form
+        return NONSERIALIZABLE_MARK
+    finally:
+        open_ids.discard(id(value))
 
 
 def check_model(model: object, parameter: str = "model") -> None:
@@ -118,11 +162,17 @@ class StepContextLimits:
     """Bytes of images and documents one step may attach, all together; also the largest file a
     `pathlib.Path` binding is read from."""
 
+    object_max_methods: int = 0
+    """Public methods listed, with their signatures, under an object of a user class in a summary (as
+    nighthawk-python's object view does). 0, the default, lists none: the prompts stay as they were."""
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"`StepContextLimits.{f.name}` must be a positive int, got {value!r}")
+            least = 0 if f.name == "object_max_methods" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                what = "a whole number of at least 0" if least == 0 else "a positive int"
+                raise ValueError(f"`StepContextLimits.{f.name}` must be {what}, got {value!r}")
 
 
 def check_request_setting(name: str, value: object) -> None:

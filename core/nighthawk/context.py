@@ -157,7 +157,30 @@ def _build_entry(
     rendered = render_value(
         shown, max_tokens=limits.value_max_tokens, style=style, counter=counter, redaction=redaction
     )
-    return _Entry(name=name, line=f"{name}: {type_name(value)} = {rendered}", signature=None)
+    line = f"{name}: {type_name(value)} = {rendered}"
+    if limits.object_max_methods and shown is value:
+        line = "\n".join((line, *_method_lines(name, value, limits.object_max_methods, max_chars, redaction)))
+    return _Entry(name=name, line=line, signature=None)
+
+
+def _method_lines(name: str, value: object, most: int, max_chars: int, redaction: ContextRedaction) -> list[str]:
+    """`name.method: (params) -> ret` for up to `most` public methods of an instance of a user class (the
+    model then knows what it may call), and a count of those left out."""
+    kind = type(value)
+    if kind.__module__ == "builtins" or isinstance(value, type):
+        return []
+    methods = [
+        attribute
+        for attribute in dir(kind)
+        if not attribute.startswith("_") and inspect.isfunction(inspect.getattr_static(kind, attribute, None))
+    ]
+    lines = []
+    for method in methods[:most]:
+        signature = _signature_text(getattr(value, method), max_chars)
+        lines.append(f"{name}.{method}: {redaction.scrub_text(signature or '<signature-unavailable>')}")
+    if len(methods) > most:
+        lines.append(f"{name}: {len(methods) - most} more methods not listed")
+    return lines
 
 
 def render_entry(

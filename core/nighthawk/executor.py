@@ -60,17 +60,37 @@ class AgentStepExecutor:
     Build it with `AgentStepExecutor.from_configuration(configuration=StepExecutorConfiguration(...))`. The
     model is a `provider:model` string, resolved on the first step, or a pydantic-ai `Model` instance
     (for example `FunctionModel` or `TestModel` in tests).
+
+    `AgentStepExecutor.from_agent(agent)` (or `agent=`) runs steps with a pydantic-ai `Agent` of your own:
+    its model (when it has one), its model settings and its tools are kept, and each step adds the
+    Nighthawk tools, the step's prompts and its outcome.
     """
 
-    def __init__(self, configuration: StepExecutorConfiguration | None = None) -> None:
+    def __init__(self, configuration: StepExecutorConfiguration | None = None, *, agent: Any = None) -> None:
         self._configuration = configuration or StepExecutorConfiguration()
         self._agents: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
         self._model: Any = None
+        self._user_agent = agent
 
     @classmethod
     def from_configuration(cls, *, configuration: StepExecutorConfiguration) -> AgentStepExecutor:
         """Build an executor; nothing is contacted until the first step."""
         return cls(configuration)
+
+    @classmethod
+    def from_agent(cls, agent: Any, *, configuration: StepExecutorConfiguration | None = None) -> AgentStepExecutor:
+        """Run steps with your own pydantic-ai `Agent` (its model, settings and tools kept)."""
+        return cls(configuration, agent=agent)
+
+    @property
+    def agent(self) -> Any:
+        """The pydantic-ai `Agent` given with `from_agent`, or `None`."""
+        return self._user_agent
+
+    def _chosen_model(self) -> Any:
+        """The model steps use: the given agent's, when it has one, else the configuration's."""
+        agent_model = getattr(self._user_agent, "model", None)
+        return agent_model if agent_model is not None else self._configuration.model
 
     @property
     def configuration(self) -> StepExecutorConfiguration:
@@ -78,7 +98,7 @@ class AgentStepExecutor:
 
     def with_configuration(self, configuration: StepExecutorConfiguration) -> AgentStepExecutor:
         """A new executor with another configuration (the same model instance when the model is unchanged)."""
-        executor = AgentStepExecutor(configuration)
+        executor = AgentStepExecutor(configuration, agent=self._user_agent)
         if configuration.model == self._configuration.model:
             executor._model = self._model
         return executor
@@ -86,7 +106,7 @@ class AgentStepExecutor:
     @property
     def model_label(self) -> str:
         """A readable name of the model for displays and logs."""
-        model = self._configuration.model
+        model = self._chosen_model()
         if isinstance(model, str):
             return model
         system = str(getattr(model, "system", type(model).__name__))
@@ -101,7 +121,7 @@ class AgentStepExecutor:
 
     def _resolve_model(self) -> Any:
         if self._model is None:
-            model = _build_model(self._configuration.model)
+            model = _build_model(self._chosen_model())
             if self._configuration.fallback_models:
                 from pydantic_ai.models.fallback import FallbackModel
 
@@ -164,7 +184,8 @@ class AgentStepExecutor:
                 )
             )
         user_tools = {**step.tools, **step.tool_scope.tools}
-        toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else None
+        toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else []
+        toolsets += self._agent_toolsets()
         limits = step_limits(self._configuration.step_budget)
         usage = RunUsage()  # pydantic-ai adds to it in place, so a failed step still reports what it spent
         # Tool calls of one response run one after the other, in the order sent: each may read what the
@@ -186,8 +207,8 @@ class AgentStepExecutor:
                         model=model,
                         deps=step,
                         instructions=system_prompt,
-                        model_settings=self._configuration.request_settings() or None,
-                        toolsets=toolsets,
+                        model_settings=self._request_settings() or None,
+                        toolsets=toolsets or None,
                         usage_limits=limits.usage_limits(),
                         usage=usage,
                     )
@@ -227,6 +248,20 @@ class AgentStepExecutor:
                 step.usage = spent
                 record_usage(spent, running=usage)
         return result.output
+
+
+    def _agent_toolsets(self) -> list[Any]:
+        """The tools of the given agent (its own function tools and toolsets), offered beside ours."""
+        return [toolset for toolset in getattr(self._user_agent, "toolsets", ()) if getattr(toolset, "tools", True)]
+
+    def _request_settings(self) -> dict[str, Any]:
+        """The configuration's request settings, with the given agent's model settings over our defaults
+        (the configuration's own `model_settings` win over both)."""
+        settings = self._configuration.request_settings()
+        explicit = self._configuration.model_settings or {}
+        agent_settings = getattr(self._user_agent, "model_settings", None) or {}
+        settings.update({key: value for key, value in agent_settings.items() if key not in explicit})
+        return settings
 
 
 @contextmanager

@@ -34,7 +34,7 @@ def render_prompts(
         placeholders=media_placeholders(attachments),
         **options,
     )
-    globals_summary = render_globals_summary(step.program.references, visible_locals, step.step_globals, **options)
+    globals_summary = render_globals_summary(step.global_references(), visible_locals, step.step_globals, **options)
     scope_system, scope_user = prompt_suffix_fragments()
     system = configuration.prompts.step_system_prompt_template
     user = Template(configuration.prompts.step_user_prompt_template).safe_substitute(

@@ -33,7 +33,7 @@ from .errors import (
 )
 from .frame import Frame
 from ._oversee import review_commit
-from .runtime import current_execution_context, ensure_telemetry, get_step_executor
+from .runtime import current_execution_context, ensure_telemetry, get_step_executor, scope_implicit_references
 from .step import StepContext, activate, build_step
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
         execution_context=current_execution_context(),
         configuration=configuration,
         tools=visible_tools(),
+        implicit_references=scope_implicit_references(),
     )
     # The wall-time budget runs from here: rendering the prompt and every call of user code count.
     deadline = step_deadline(configuration.step_budget)

@@ -147,6 +147,14 @@ class StepContext:
     """Why the latest outcome was rejected (reported if the model runs out of retries)."""
     reminded_unset: bool = False
     """Whether the model was already told, once, that a `pass` left write bindings unset."""
+    implicit_references: Mapping[str, object] = field(default_factory=dict)
+    """Names the enclosing scopes offer the model (`nighthawk.scope(implicit_references=...)`); they are in
+    `step_globals` too, and the prompt lists them with the globals the block mentions."""
+
+    def global_references(self) -> tuple[str, ...]:
+        """The names the globals summary lists: those the block mentions, then the implicit references."""
+        mentioned = self.program.references
+        return mentioned + tuple(name for name in self.implicit_references if name not in mentioned)
 
     def validate_binding(self, name: str, value: object) -> object:
         """Validate a value assigned to a bare name against its write binding's type.
@@ -247,11 +255,13 @@ def build_step(
     execution_context: ExecutionContext,
     configuration: StepExecutorConfiguration,
     tools: Mapping[str, ToolDefinition] | None = None,
+    implicit_references: Mapping[str, object] | None = None,
 ) -> StepContext:
     """Build the step for one execution of a block in `frame` (spec order of the state layers).
 
     `tools` are the user tools of the enclosing scopes; the caller hands them over, and the executor offers
-    them with those the step itself registers.
+    them with those the step itself registers. `implicit_references` (from the enclosing scopes) are laid
+    over the globals.
     """
     parent = current_step()
     step_locals: dict[str, object] = dict(parent.step_locals) if parent is not None else {}
@@ -262,12 +272,16 @@ def build_step(
     step_globals = frame.python_globals
     if "__builtins__" not in step_globals:
         step_globals = {**step_globals, "__builtins__": builtins}
+    if implicit_references:
+        # A copy: the scope's names must not leak into the module or notebook namespace.
+        step_globals = {**step_globals, **implicit_references}
     binding_types: dict[str, Any] = {}
     for name in program.writes:
         declared = frame.binding_types.get(name, object)
         binding_types[name] = infer_binding_type(declared, step_locals.get(name)) if frame.infer_types else declared
     allowed = allowed_outcomes(program, frame)
-    raise_types = _raise_types(step_locals, step_globals, program.references)
+    references = program.references + tuple(implicit_references or ())
+    raise_types = _raise_types(step_locals, step_globals, references)
     return StepContext(
         step_id=frame.step_id,
         invocation_id=uuid.uuid4().hex,
@@ -285,4 +299,5 @@ def build_step(
         inherited=inherited,
         tools=dict(tools or {}),
         outcome_schema=outcome_schema(allowed, tuple(raise_types)),
+        implicit_references=dict(implicit_references or {}),
     )

@@ -398,6 +398,34 @@ def test_claude_sdk_options(agent: FakeAgent, project: str) -> None:
     assert run["mcp_servers"]["nighthawk"]["headers"]["Authorization"].startswith("Bearer ")
 
 
+@pytest.mark.parametrize("agent", ["claude-code-cli"], indirect=True)
+def test_claude_cli_loads_the_project_settings_and_skills_it_is_told_to(agent: FakeAgent, project: str) -> None:
+    finish_quickly(agent)
+    executor = agent.executor(working_directory=project, setting_sources=("project",), claude_allowed_tools=("Skill",))
+    with nh.run(executor):
+        compute(1)
+    argv = agent.runs[0]["argv"]
+    assert argv[argv.index("--setting-sources") + 1] == "project"
+    assert argv[argv.index("--allowedTools") + 1].endswith(",Skill")
+
+
+@pytest.mark.parametrize("agent", ["claude-code-sdk"], indirect=True)
+def test_claude_sdk_loads_the_project_settings_and_skills_it_is_told_to(agent: FakeAgent, project: str) -> None:
+    finish_quickly(agent)
+    with nh.run(agent.executor(working_directory=project, setting_sources=("project",))):
+        compute(1)
+    assert agent.runs[0]["options"]["setting_sources"] == ["project"]
+
+
+@pytest.mark.parametrize("agent", ["claude-code-cli", "claude-code-sdk"], indirect=True)
+def test_claude_keeps_its_own_setting_sources_unless_told(agent: FakeAgent) -> None:
+    finish_quickly(agent)
+    with nh.run(agent.executor()):
+        compute(1)
+    run = agent.runs[0]
+    assert "--setting-sources" not in run.get("argv", []) and run.get("options", {}).get("setting_sources") is None
+
+
 def test_default_sends_no_model_choice(agent: FakeAgent) -> None:
     finish_quickly(agent)
     with nh.run(agent.executor("default")):

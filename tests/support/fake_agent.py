@@ -103,6 +103,7 @@ def main_claude() -> None:
     parser.add_argument("--max-turns", type=int)
     parser.add_argument("--max-budget-usd", type=float)
     parser.add_argument("--resume")
+    parser.add_argument("--setting-sources")
     arguments = parser.parse_args()
     if arguments.output_format == "stream-json" and not arguments.verbose:
         sys.exit("Error: When using --print, --output-format=stream-json requires --verbose")
@@ -213,6 +214,7 @@ def fake_sdk_module() -> Any:
         model: str | None = None
         cwd: str | None = None
         cli_path: str | None = None
+        setting_sources: list[str] | None = None
 
     @dataclasses.dataclass
     class ResultMessage:

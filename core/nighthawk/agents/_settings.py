@@ -72,6 +72,11 @@ class _ClaudeCodeSettings(AgentModelSettings):
     executable: str | None = None
     """The `claude` program to run (a path or a name on `PATH`); `None`: `claude`."""
 
+    setting_sources: tuple[Literal["user", "project", "local"], ...] | None = None
+    """Which Claude Code settings the agent loads (`--setting-sources`): `("project",)` loads the project's
+    `CLAUDE.md` and its skills (`.claude/skills/*/SKILL.md`) from `working_directory`. `None` leaves the
+    default: the `claude` program loads them all, the SDK none."""
+
 
 class ClaudeCodeCliModelSettings(_ClaudeCodeSettings):
     """Settings of `claude-code-cli:<model>`: the `claude` program run in print mode."""

@@ -76,6 +76,7 @@ class ClaudeCodeCliBackend:
             "--max-turns": settings.max_turns,
             "--max-budget-usd": settings.max_budget_usd,
             "--resume": turn.session_id,
+            "--setting-sources": None if settings.setting_sources is None else ",".join(settings.setting_sources),
         }
         for flag, value in options.items():
             if value is not None:

@@ -50,6 +50,7 @@ class ClaudeCodeSdkBackend:
             "cwd": settings.working_directory,
             "cli_path": settings.executable,
             "resume": turn.session_id,
+            "setting_sources": None if settings.setting_sources is None else list(settings.setting_sources),
         }
         given = {key: value for key, value in chosen.items() if value is not None}
         known = {f.name for f in dataclasses.fields(sdk.ClaudeAgentOptions)}

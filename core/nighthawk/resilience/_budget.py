@@ -1,0 +1,143 @@
+"""`budget`: bound the tokens or money of a function's calls, each and in all, from the usage the budget
+groups already count."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Literal
+
+from .. import errors
+from ..budget import BudgetScope, UsageBudget, UsageTotals, budget_lock, opened
+from ..runtime import get_current_usage_meter
+from ._calls import is_async, logger
+
+__all__ = ["BudgetExceededError", "budget"]
+
+LimitKind = Literal["tokens", "tokens_per_call", "cost", "cost_per_call"]
+
+
+class BudgetExceededError(errors.BudgetExceededError):
+    """A `resilience.budget(...)` limit was reached. It is a `nighthawk.BudgetExceededError` (level
+    `call`), so one `except` catches both kinds of budget."""
+
+    def __init__(self, *, limit_kind: LimitKind, limit_value: float, call_usage: Any, accumulated_usage: Any, reached: float) -> None:
+        self.limit_kind = limit_kind
+        self.limit_value = limit_value
+        self.call_usage = call_usage
+        """What the call spent (a pydantic-ai `RunUsage`; zero when it was refused before being called)."""
+        self.accumulated_usage = accumulated_usage
+        """What the run had spent at the check (a pydantic-ai `RunUsage`)."""
+        self.level, self.budget, self.limit, self.reached = "call", limit_kind, limit_value, reached
+        self.partial = None
+        errors.ExecutionError.__init__(
+            self,
+            f"budget exceeded: {limit_kind} limit {limit_value:g} reached ({reached:g}); "
+            + ("the call was not made" if call_usage.total_tokens == 0 and limit_kind in ("tokens", "cost") else "nothing more is spent on it"),
+        )
+
+
+def _run_usage(totals: UsageTotals) -> Any:
+    from pydantic_ai.usage import RunUsage  # only once a budget is checked: pydantic-ai is heavy
+
+    return RunUsage(requests=totals.requests, input_tokens=totals.input_tokens, output_tokens=totals.output_tokens)
+
+
+def budget(
+    *,
+    tokens: int | None = None,
+    tokens_per_call: int | None = None,
+    cost: float | None = None,
+    cost_per_call: float | None = None,
+    cost_function: Callable[[Any], float] | None = None,
+    estimate_usage: Callable[..., Any] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Bound what calls of a function spend.
+
+    A call is measured like a `nighthawk.budget` group: its steps count there as in every enclosing group, so
+    both see the same figures. `tokens` and `cost` bound the whole run (read from its `UsageMeter`): a call
+    is refused when the run has already reached them, and raises after it when the call took the run past
+    them. `tokens_per_call` and `cost_per_call` bound one call, checked when it returns. Outside
+    `nighthawk.run(...)` there is no run meter, so only the per-call limits apply.
+
+    Args:
+        tokens: Input plus output tokens of the run.
+        tokens_per_call: Tokens of one call.
+        cost: Money of the run, as `cost_function` prices it.
+        cost_per_call: Money of one call.
+        cost_function: Price of a pydantic-ai `RunUsage` (needed for `cost` and `cost_per_call`).
+        estimate_usage: Called with the call's arguments, returns the `RunUsage` the call is expected to take:
+            the call is refused beforehand when the run plus that estimate would pass `tokens` or `cost`.
+
+    Raises:
+        ValueError: No limit given, or a cost limit without `cost_function`.
+    """
+    if all(limit is None for limit in (tokens, tokens_per_call, cost, cost_per_call)):
+        raise ValueError("`budget` requires at least one of tokens, tokens_per_call, cost, cost_per_call")
+    if (cost is not None or cost_per_call is not None) and cost_function is None:
+        raise ValueError("a `cost` or `cost_per_call` limit needs a `cost_function` to price usage")
+
+    def exceeded(kind: LimitKind, limit: float, reached: float, call: Any, run: Any) -> BudgetExceededError:
+        logger.warning("Budget exceeded: %s limit %g reached (%g)", kind, limit, reached)
+        return BudgetExceededError(limit_kind=kind, limit_value=limit, call_usage=call, accumulated_usage=run, reached=reached)
+
+    def check_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        meter = get_current_usage_meter()
+        if meter is None or (tokens is None and cost is None):
+            return
+        run = _run_usage(meter.totals())
+        expected = estimate_usage(*args, **kwargs) if estimate_usage is not None else None
+        nothing = _run_usage(UsageTotals())
+        if tokens is not None:
+            reached = run.total_tokens + (expected.total_tokens if expected is not None else 0)
+            if run.total_tokens >= tokens or reached > tokens:
+                raise exceeded("tokens", tokens, reached, nothing, run)
+        if cost is not None and cost_function is not None:
+            spent = cost_function(run) + (cost_function(expected) if expected is not None else 0.0)
+            if cost_function(run) >= cost or spent > cost:
+                raise exceeded("cost", cost, spent, nothing, run)
+
+    def check_after(group: BudgetScope) -> None:
+        with budget_lock():
+            call = _run_usage(group.spent)
+        meter = get_current_usage_meter()
+        run = _run_usage(meter.totals()) if meter is not None else call
+        if tokens_per_call is not None and call.total_tokens > tokens_per_call:
+            raise exceeded("tokens_per_call", tokens_per_call, call.total_tokens, call, run)
+        if cost_per_call is not None and cost_function is not None and (spent := cost_function(call)) > cost_per_call:
+            raise exceeded("cost_per_call", cost_per_call, spent, call, run)
+        if meter is None:
+            return
+        if tokens is not None and run.total_tokens > tokens:
+            raise exceeded("tokens", tokens, run.total_tokens, call, run)
+        if cost is not None and cost_function is not None and (spent := cost_function(run)) > cost:
+            raise exceeded("cost", cost, spent, call, run)
+
+    def call_group() -> BudgetScope:
+        # Unbounded: it measures the call; the limits are checked around it, so they never stop a step half-way.
+        return BudgetScope(limit=UsageBudget(), counts_records=True)
+
+    def transform(function: Callable[..., Any]) -> Callable[..., Any]:
+        if is_async(function):
+
+            @functools.wraps(function)
+            async def budgeted_async(*args: Any, **kwargs: Any) -> Any:
+                check_before(args, kwargs)
+                with opened(call_group()) as group:
+                    result = await function(*args, **kwargs)
+                check_after(group)
+                return result
+
+            return budgeted_async
+
+        @functools.wraps(function)
+        def budgeted(*args: Any, **kwargs: Any) -> Any:
+            check_before(args, kwargs)
+            with opened(call_group()) as group:
+                result = function(*args, **kwargs)
+            check_after(group)
+            return result
+
+        return budgeted
+
+    return transform
