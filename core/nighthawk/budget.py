@@ -318,7 +318,7 @@ def budget(
 @contextmanager
 def counting(totals: UsageTotals) -> Iterator[BudgetScope]:
     """Add what the steps inside the `with` block spend to `totals`: an unbounded group that only counts."""
-    with _opened(BudgetScope(limit=UsageBudget(), spent=totals)) as scope:
+    with opened(BudgetScope(limit=UsageBudget(), spent=totals)) as scope:
         yield scope
 
 
