@@ -122,9 +122,9 @@ def repeat_problem(
             seen |= round_
         if len(idle) >= max_idle_rounds:
             repeated = Counter(call for round_ in idle for call in round_).most_common(1)
-            which = f": it keeps repeating {repeated[0][0].label()}" if repeated else ", answering in plain text"
+            which = f" (most often {repeated[0][0].label()})" if repeated else " (plain text only)"
             return (
-                f"the model repeats the same calls: {len(idle)} responses in a row brought no new assignment, "
+                f"the model repeats the same call: {len(idle)} responses in a row brought no new assignment, "
                 f"tool result or outcome{which}"
             )
     return None

@@ -217,9 +217,11 @@ class AgentStepExecutor:
                     )
                 ) from exc
             except ModelAPIError as exc:
-                timeout = self._configuration.request_settings().get("request_timeout")
+                # The deadline that ran out says its figure; else the per-attempt `timeout` setting, if a number.
+                timeout = getattr(exc, "timeout", None) or self._configuration.request_settings().get("timeout")
                 message = connection_error_message(
-                    model, exc.model_name, exc.message, error=exc, waited_s=watch.waited_s(), timeout_s=timeout
+                    model, exc.model_name, exc.message, error=exc, waited_s=watch.waited_s(),
+                    timeout_s=timeout if isinstance(timeout, (int, float)) else None,
                 )
                 raise ExecutionError(message) from exc
             except AgentRunError as exc:
