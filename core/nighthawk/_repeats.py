@@ -67,25 +67,30 @@ def _arguments(part: object) -> str:
 def rounds(messages: Sequence[object]) -> list[frozenset[Call]]:
     """The rounds of a conversation whose last response has been answered, in order.
 
+    A response's results are in the request that follows it. They are matched by call id within that
+    request only, in order: some servers number the calls of each response from 0, so an id is not unique
+    across a conversation (nor always within a response).
+
     Args:
         messages: pydantic-ai messages (`ModelRequest` and `ModelResponse`), oldest first.
     """
-    results: dict[str, str] = {}
-    for message in messages:
-        if getattr(message, "kind", "") != "request":
-            continue
-        for part in getattr(message, "parts", ()):
-            call_id = getattr(part, "tool_call_id", None)
-            if call_id and getattr(part, "part_kind", "") in ("tool-return", "retry-prompt"):
-                results[call_id] = str(part.content)  # type: ignore[attr-defined]
     found = []
-    for message in messages:
+    for index, message in enumerate(messages):
         if getattr(message, "kind", "") != "response":
             continue
-        calls = [part for part in getattr(message, "parts", ()) if getattr(part, "part_kind", "") == "tool-call"]
-        found.append(
-            frozenset(Call(part.tool_name, _arguments(part), results.get(part.tool_call_id, "")) for part in calls)  # type: ignore[attr-defined]
-        )
+        answers: dict[str, list[str]] = {}
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        for part in getattr(following, "parts", ()):
+            call_id = getattr(part, "tool_call_id", None)
+            if call_id and getattr(part, "part_kind", "") in ("tool-return", "retry-prompt"):
+                answers.setdefault(call_id, []).append(str(part.content))  # type: ignore[attr-defined]
+        calls = []
+        for part in getattr(message, "parts", ()):
+            if getattr(part, "part_kind", "") != "tool-call":
+                continue
+            results = answers.get(part.tool_call_id) or [""]  # type: ignore[attr-defined]
+            calls.append(Call(part.tool_name, _arguments(part), results.pop(0) if len(results) > 1 else results[0]))  # type: ignore[attr-defined]
+        found.append(frozenset(calls))
     return found
 
 
