@@ -197,7 +197,7 @@ def _body(view: StepRecord, *, calls: list[ToolCallRecord] | None = None, first_
     decisions = "".join(f'<div class="nh-oversight">{_e(decision_text(decision))}</div>' for decision in view.decisions)
     text = text_answers(view)
     if text is not None:  # what the model wrote instead of calling a tool: why a step went nowhere
-        decisions = f'<div class="nh-model-text">{_code(text)}</div>{decisions}
+        decisions = f'<div class="nh-model-text">{_code(text)}</div>{decisions}'
     return (
         f"{_outcome(view)}{decisions}"
         f"<details open><summary>Tool calls ({len(view.tool_calls)})</summary>{_tools(calls, first_call)}</details>"
