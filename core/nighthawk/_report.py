@@ -105,6 +105,12 @@ _NO_ANSWER = frozenset({"ReadTimeout", "WriteTimeout", "ModelRequestTimeout", "S
 _DROPPED = frozenset({"RemoteProtocolError", "ReadError", "ServerDisconnectedError", "ConnectionResetError"})
 
 
+_SLOW = (
+    "The model is slow or its answer long: raise `request_timeout_s` (in a notebook: `%nighthawk limits "
+    "request_timeout_s=300`), or use a smaller or faster model."
+)
+
+
 def transport_failure(error: BaseException | None) -> str:
     """`connect` (refused, DNS, TLS, proxy), `answer` (connected, no answer in time), `dropped` (the
     connection broke mid-answer) or `unknown`, from the classes in `error`'s cause and context chain."""
@@ -151,13 +157,15 @@ def connection_error_message(
                 f"cannot connect to the model provider {where}: {detail} Check the base URL, the network or proxy "
                 "(and for https the certificate), and that the server is running; then run the block again."
             )
-        case "answer":
-            limit = f" within {timeout_s:g} s" if timeout_s is not None else ""
-            generating = "" if waited_s is None else f" (the model had been generating for {waited_s:.1f} s)"
+        case "answer" if timeout_s is not None and waited_s is not None:
             return (
-                f"the model provider {where} accepted the request but sent no answer{limit}{generating}: {detail} "
-                "The model is slow or its answer long: raise `request_timeout_s` (in a notebook: `%nighthawk limits "
-                "request_timeout_s=300`), or use a smaller or faster model."
+                f"the model provider {_where(model)} (model {model_name!r}) accepted the request but sent no answer "
+                f"within {timeout_s:g} s (the model had been generating for {waited_s:.1f} s): {detail} {_SLOW}"
+            )
+        case "answer":
+            return (
+                f"the model provider {_where(model)} (model {model_name!r}) accepted the request but sent no answer "
+                f"in time{waited}: {detail} {_SLOW}"
             )
         case "dropped":
             return (
