@@ -89,7 +89,7 @@ class StepWatch(AbstractCapability[StepContext]):
         note += f"; the model's last text: {self.last_text!r}." if self.last_text else "."
         if self.responses and self.without_tool_call == self.responses:
             note += (
-                " The model answered every time in plain text although tools were offered: the server or its chat "
+                " The model never called a tool although tools were offered: the server or its chat "
                 f"template may not support tool calls (see {LOCAL_MODELS_DOC})."
             )
         return f"{message.rstrip('. ')}. {note}"
