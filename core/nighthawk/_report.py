@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import traceback
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -137,15 +138,19 @@ def connection_error_message(
     *,
     error: BaseException | None = None,
     waited_s: float | None = None,
-    timeout_s: float | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """The message of a request that never got an answer: no connection, no answer in time, or a broken one.
 
     Args:
         error: The failure, whose chain says which of those it was.
         waited_s: Seconds from sending the request to the failure.
-        timeout_s: The request timeout in force, if any.
+        settings: The request's model settings, for the per-attempt `timeout` when no deadline names its own.
     """
+    # pydantic-ai's request deadline says its figure; else the per-attempt `timeout` setting, if a number.
+    timeout_s = getattr(error, "timeout", None) or (settings or {}).get("timeout")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        timeout_s = None
     where = f"{_where(model)} (model {model_name!r})"
     detail = trim_advice(detail).strip()
     if detail and not detail.endswith((".", "!", "?")):

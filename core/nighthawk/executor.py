@@ -217,11 +217,9 @@ class AgentStepExecutor:
                     )
                 ) from exc
             except ModelAPIError as exc:
-                # The deadline that ran out says its figure; else the per-attempt `timeout` setting, if a number.
-                timeout = getattr(exc, "timeout", None) or self._configuration.request_settings().get("timeout")
                 message = connection_error_message(
                     model, exc.model_name, exc.message, error=exc, waited_s=watch.waited_s(),
-                    timeout_s=timeout if isinstance(timeout, (int, float)) else None,
+                    settings=self._configuration.request_settings(),
                 )
                 raise ExecutionError(message) from exc
             except AgentRunError as exc:
