@@ -129,6 +129,8 @@ def test_repeat_stop_commits_nothing() -> None:
 
 def test_same_call_with_a_new_result_is_not_a_repeat() -> None:
     # The model reads a value that changes between its calls: each result is new, so nothing stops it.
+    # (The script sends the same call part each time, so every call has the same id, as some servers number
+    # the calls of each response from 0: results are matched to the response they answer, not by id alone.)
     executor, _ = scripted_executor(
         *[[call("nh_eval", expression="next(counter)")]] * 6, [finish("return", return_expression="6")]
     )
