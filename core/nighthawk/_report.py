@@ -102,7 +102,7 @@ _CANNOT_CONNECT = frozenset({
     "ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionRefusedError", "gaierror",
     "SSLError", "SSLCertVerificationError", "ClientSSLError", "ClientConnectorCertificateError", "ProxyError",
 })
-_NO_ANSWER = frozenset({"ReadTimeout", "WriteTimeout", "ModelRequestTimeout", "ServerTimeoutError"})
+_NO_ANSWER = frozenset({"ReadTimeout", "WriteTimeout", "ModelTimeoutError", "ModelRequestTimeout", "ServerTimeoutError"})
 _DROPPED = frozenset({"RemoteProtocolError", "ReadError", "ServerDisconnectedError", "ConnectionResetError"})
 
 
@@ -114,19 +114,22 @@ _SLOW = (
 
 def transport_failure(error: BaseException | None) -> str:
     """`connect` (refused, DNS, TLS, proxy), `answer` (connected, no answer in time), `dropped` (the
-    connection broke mid-answer) or `unknown`, from the classes in `error`'s cause and context chain."""
+    connection broke mid-answer) or `unknown`, from `error`'s cause and context chain: the transport phase
+    pydantic-ai names (`connect`, `write`, `read`), else the classes of the transport's own exceptions."""
     names: set[str] = set()
+    phases: set[object] = set()
     seen: set[int] = set()
     current = error
     while current is not None and id(current) not in seen and len(seen) < 16:
         seen.add(id(current))
         names.update(cls.__name__ for cls in type(current).__mro__)
+        phases.add(getattr(current, "phase", None))
         current = current.__cause__ or current.__context__
-    if names & _CANNOT_CONNECT:
+    if "connect" in phases or names & _CANNOT_CONNECT:
         return "connect"
     if names & _NO_ANSWER:
         return "answer"
-    if names & _DROPPED:
+    if phases & {"read", "write"} or names & _DROPPED:
         return "dropped"
     return "unknown"
 
