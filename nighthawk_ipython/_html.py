@@ -27,6 +27,7 @@ from ._text import (
     outcome_text,
     programs,
     step_usage,
+    text_answers,
     total_usage,
 )
 
@@ -194,6 +195,9 @@ def _body(view: StepRecord, *, calls: list[ToolCallRecord] | None = None, first_
     if children:
         nested = f"<details open><summary>Nested steps ({_e(counts_text(children))})</summary>{_listing(children)}</details>"
     decisions = "".join(f'<div class="nh-oversight">{_e(decision_text(decision))}</div>' for decision in view.decisions)
+    text = text_answers(view)
+    if text is not None:  # what the model wrote instead of calling a tool: why a step went nowhere
+        decisions = f'<div class="nh-model-text">{_code(text)}</div>{decisions}'
     return (
         f"{_outcome(view)}{decisions}"
         f"<details open><summary>Tool calls ({len(view.tool_calls)})</summary>{_tools(calls, first_call)}</details>"

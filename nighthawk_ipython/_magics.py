@@ -231,8 +231,8 @@ class NighthawkMagics(Magics):
 
         `%nighthawk model provider:model` or `%nighthawk model VARIABLE` (a pydantic-ai Model or a
         StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...` (context
-        limits, budgets such as `step.requests=20` or `cell.cost_usd=0.5`, `request_timeout_s`, `max_retries`;
-        `None` lifts a bound), `%nighthawk confirm on|off` (show every tool call and wait for `y` before it
+        limits, budgets such as `step.requests=20` or `cell.cost_usd=0.5`, `request_timeout_s`, `max_retries`,
+        `max_repeated_calls`, `max_idle_rounds`; `None` lifts a bound), `%nighthawk confirm on|off` (show every tool call and wait for `y` before it
         runs), `%nighthawk status` (also where requests go and what bounds them),
         `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
         `%nighthawk replay PATH [--record|--auto]` (answer from

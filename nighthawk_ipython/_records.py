@@ -84,6 +84,10 @@ class StepRecord:
         self.decisions: list[events.OversightDecision] = []
         """Rejections and rewrites by oversight hooks (acceptances are not shown)."""
         self.prompt: events.PromptRendered | None = None
+        self.text_answers = 0
+        """Responses in which the model called no tool (it answered in plain text, or not at all)."""
+        self.last_text: str | None = None
+        """What the model wrote in the latest of those responses (clipped and masked by the core)."""
         self.duration_s: float | None = None
         self.children: list[StepRecord] = []
         self._lock = threading.RLock()
@@ -119,6 +123,9 @@ class StepRecord:
                 if self.prompt is not None:  # the first request's prompt is the one that matters
                     return False
                 self.prompt = event
+            case events.ModelText():
+                self.text_answers = event.count
+                self.last_text = event.text
             case events.OutcomeReached():
                 self.outcome = event
             case events.Committed():

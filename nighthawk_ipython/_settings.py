@@ -42,16 +42,18 @@ LIMIT_KEYS: tuple[str, ...] = (
 )
 """Fields of `nighthawk.StepContextLimits` that `%nighthawk limits` accepts (checked by a test)."""
 
+REQUEST_KEYS: tuple[str, ...] = ("request_timeout_s", "max_retries", "max_repeated_calls", "max_idle_rounds")
+"""Fields of `nighthawk.StepExecutorConfiguration` that `%nighthawk limits` sets by name."""
 BUDGET_FIGURES: tuple[str, ...] = ("requests", "total_tokens", "cost_usd", "wall_time_s")
 """The fields of `nighthawk.UsageBudget`, bounded per step, per cell or by `%%natural --budget`."""
 BUDGET_KEYS: tuple[str, ...] = (
     *(f"step.{figure}" for figure in BUDGET_FIGURES),
     *(f"cell.{figure}" for figure in BUDGET_FIGURES),
-    "request_timeout_s",
-    "max_retries",
+    *REQUEST_KEYS,
 )
 """What `%nighthawk limits` also accepts: bounds of one step and of one cell (fields of
-`nighthawk.UsageBudget`), the request timeout and the retries; a value `None` lifts the bound."""
+`nighthawk.UsageBudget`), then `REQUEST_KEYS`: the request timeout, the retries, and how much a model may
+repeat itself; a value `None` lifts the bound."""
 
 
 class NighthawkSettings(Configurable):
@@ -208,7 +210,7 @@ class NighthawkSettings(Configurable):
         step = {key.partition(".")[2]: value for key, value in budgets.items() if key.startswith("step.")}
         if step:
             values["step_budget"] = replace(DEFAULT_STEP_BUDGET, **step)
-        for key in ("request_timeout_s", "max_retries"):
+        for key in REQUEST_KEYS:
             if key in budgets:
                 check_request_setting(key, budgets[key])  # the configuration's own rule, before anything is kept
                 values[key] = budgets[key]

@@ -28,6 +28,7 @@ __all__ = [
     "step_lines",
     "total_usage",
     "step_usage",
+    "text_answers",
     "usage_text",
 ]
 
@@ -174,6 +175,15 @@ def _change_text(change: events.LocalsChange) -> str:
     return f"{CHANGE_MARK[change.change]} {change.name} = {values} ({change_scope(change)})"
 
 
+def text_answers(view: StepRecord) -> str | None:
+    """`model text (2 responses without a tool call), last: '…'`, or `None` when the model always called tools."""
+    if not view.text_answers:
+        return None
+    count = _plural(view.text_answers, "response")
+    last = repr(view.last_text) if view.last_text else "(empty)"
+    return f"model text ({count} without a tool call), last: {last}"
+
+
 def decision_text(decision: events.OversightDecision) -> str:
     """`oversight: read_only rejected nh_eval (why)` for a rejection or a rewrite shown under a step."""
     subject = decision.tool_name or ("the commit" if not decision.names else ", ".join(decision.names))
@@ -195,6 +205,9 @@ def step_lines(view: StepRecord, indent: str) -> list[str]:
     if view.tool_calls:
         lines.append(f"{inner}tool calls ({len(view.tool_calls)}):")
         lines.extend(f"{inner}  {_call_text(i, call)}" for i, call in enumerate(view.tool_calls, 1))
+    text = text_answers(view)
+    if text is not None:
+        lines.append(f"{inner}{text}")
     lines.extend(f"{inner}{decision_text(decision)}" for decision in view.decisions)
     if view.changes:
         lines.append(f"{inner}locals:")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import traceback
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "http_error_message",
     "short_traceback",
     "shown_short",
+    "transport_failure",
     "trim_advice",
 ]
 
@@ -94,12 +96,95 @@ def _where(model: Any) -> str:
     return f"{system} at {base_url}" if base_url else str(system)
 
 
-def connection_error_message(model: Any, model_name: str, detail: str) -> str:
-    """The message of a request that never got an answer (no connection, timeout, ...)."""
-    return (
-        f"cannot reach the model provider {_where(model)} (model {model_name!r}): {trim_advice(detail)} "
-        "Check the base URL, the network or proxy, and that the server is running; then run the block again."
-    )
+# What an exception in a failed request's chain says happened on the wire, by class name: the transport
+# libraries (httpx, aiohttp, the SDKs) are not imported here, and any of them may sit in the chain.
+_CANNOT_CONNECT = frozenset({
+    "ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionRefusedError", "gaierror",
+    "SSLError", "SSLCertVerificationError", "ClientSSLError", "ClientConnectorCertificateError", "ProxyError",
+})
+_NO_ANSWER = frozenset({"ReadTimeout", "WriteTimeout", "ModelTimeoutError", "ModelRequestTimeout", "ServerTimeoutError"})
+_DROPPED = frozenset({"RemoteProtocolError", "ReadError", "ServerDisconnectedError", "ConnectionResetError"})
+
+
+_SLOW = (
+    "The model is slow or its answer long: raise `request_timeout_s` (in a notebook: `%nighthawk limits "
+    "request_timeout_s=300`), or use a smaller or faster model."
+)
+
+
+def transport_failure(error: BaseException | None) -> str:
+    """`connect` (refused, DNS, TLS, proxy), `answer` (connected, no answer in time), `dropped` (the
+    connection broke mid-answer) or `unknown`, from `error`'s cause and context chain: the transport phase
+    pydantic-ai names (`connect`, `write`, `read`), else the classes of the transport's own exceptions."""
+    names: set[str] = set()
+    phases: set[object] = set()
+    seen: set[int] = set()
+    current = error
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        names.update(cls.__name__ for cls in type(current).__mro__)
+        phases.add(getattr(current, "phase", None))
+        current = current.__cause__ or current.__context__
+    if "connect" in phases or names & _CANNOT_CONNECT:
+        return "connect"
+    if names & _NO_ANSWER:
+        return "answer"
+    if phases & {"read", "write"} or names & _DROPPED:
+        return "dropped"
+    return "unknown"
+
+
+def connection_error_message(
+    model: Any,
+    model_name: str,
+    detail: str,
+    *,
+    error: BaseException | None = None,
+    waited_s: float | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> str:
+    """The message of a request that never got an answer: no connection, no answer in time, or a broken one.
+
+    Args:
+        error: The failure, whose chain says which of those it was.
+        waited_s: Seconds from sending the request to the failure.
+        settings: The request's model settings, for the per-attempt `timeout` when no deadline names its own.
+    """
+    # pydantic-ai's request deadline says its figure; else the per-attempt `timeout` setting, if a number.
+    timeout_s = getattr(error, "timeout", None) or (settings or {}).get("timeout")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        timeout_s = None
+    where = f"{_where(model)} (model {model_name!r})"
+    detail = trim_advice(detail).strip()
+    if detail and not detail.endswith((".", "!", "?")):
+        detail += "."
+    waited = "" if waited_s is None else f" after {waited_s:.1f} s"
+    match transport_failure(error):
+        case "connect":
+            return (
+                f"cannot connect to the model provider {where}: {detail} Check the base URL, the network or proxy "
+                "(and for https the certificate), and that the server is running; then run the block again."
+            )
+        case "answer" if timeout_s is not None and waited_s is not None:
+            return (
+                f"the model provider {_where(model)} (model {model_name!r}) accepted the request but sent no answer "
+                f"within {timeout_s:g} s (the model had been generating for {waited_s:.1f} s): {detail} {_SLOW}"
+            )
+        case "answer":
+            return (
+                f"the model provider {_where(model)} (model {model_name!r}) accepted the request but sent no answer "
+                f"in time{waited}: {detail} {_SLOW}"
+            )
+        case "dropped":
+            return (
+                f"the connection to the model provider {where} broke before the answer was complete{waited}: "
+                f"{detail} Check the server (its log, its memory) and run the block again."
+            )
+        case _:
+            return (
+                f"the request to the model provider {where} failed{waited}: {detail} Check the base URL, the "
+                "network or proxy, and that the server is running; then run the block again."
+            )
 
 
 def http_error_message(model: Any, model_name: str, status: int, body: object) -> str:

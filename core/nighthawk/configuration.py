@@ -21,6 +21,8 @@ from .budget import UsageBudget
 from .redaction import ContextRedaction
 
 __all__ = [
+    "DEFAULT_MAX_IDLE_ROUNDS",
+    "DEFAULT_MAX_REPEATED_CALLS",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MODEL",
     "DEFAULT_REQUEST_TIMEOUT_S",
@@ -41,6 +43,12 @@ DEFAULT_STEP_BUDGET = UsageBudget(requests=50, wall_time_s=600.0)
 
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 2
+
+DEFAULT_MAX_REPEATED_CALLS = 3
+"""Model responses in a row with the same tool call, the same arguments and the same result that end a step."""
+
+DEFAULT_MAX_IDLE_ROUNDS = 5
+"""Model responses in a row with no new assignment, tool result or outcome that end a step."""
 
 JsonRendererStyle: TypeAlias = Literal["strict", "default", "detailed"]
 JSON_RENDERER_STYLES: tuple[JsonRendererStyle, ...] = ("strict", "default", "detailed")
@@ -176,15 +184,19 @@ class StepContextLimits:
 
 
 def check_request_setting(name: str, value: object) -> None:
-    """Refuse a `request_timeout_s` that is not a positive number or a `max_retries` that is not a whole
-    number of at least 0 (`None` is allowed for both: the provider's own setting).
+    """Refuse a `request_timeout_s` that is not a positive number, a `max_retries` that is not a whole
+    number of at least 0, or a `max_repeated_calls` or `max_idle_rounds` that is not a whole number of at
+    least 1 (`None` is allowed for all: the provider's own setting, or no bound).
 
     Raises:
         ValueError: The value, with what the setting accepts.
     """
     if value is None:
         return
-    if name == "request_timeout_s":
+    if name in ("max_repeated_calls", "max_idle_rounds"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be a whole number of at least 1 or None, got {value!r}")
+    elif name == "request_timeout_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
             raise ValueError(f"`request_timeout_s` must be a positive number of seconds or None, got {value!r}")
     elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -240,6 +252,15 @@ class StepExecutorConfiguration:
     """Retries of a request that failed with 429 or 5xx; the provider client backs off between them and
     honours the server's `Retry-After`. `None` leaves the client's own setting."""
 
+    max_repeated_calls: int | None = DEFAULT_MAX_REPEATED_CALLS
+    """A step ends with `ExecutionError` when the model sends the same tool call with the same arguments, and
+    gets the same result, in this many responses in a row (several identical calls in one response count
+    once); `None` never stops it. Checked before each request, so the stopped loop costs no further request."""
+
+    max_idle_rounds: int | None = DEFAULT_MAX_IDLE_ROUNDS
+    """A step ends with `ExecutionError` after this many model responses in a row that bring no new
+    assignment, tool result or outcome (plain-text answers included); `None` never stops it."""
+
     fallback_models: tuple[Any, ...] = ()
     """Models tried in order when a request to `model` fails (pydantic-ai `FallbackModel`), each checked like
     `model`. A lone string is refused, not read as one model: `"a,b"` would then pass as one odd model name and
@@ -294,6 +315,8 @@ class StepExecutorConfigurationPatch:
     step_budget: UsageBudget | None = None
     request_timeout_s: float | None = None
     max_retries: int | None = None
+    max_repeated_calls: int | None = None
+    max_idle_rounds: int | None = None
     fallback_models: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -416,6 +439,8 @@ _FIELD_CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "step_budget": _settings_object(UsageBudget),
     "request_timeout_s": _request_setting,
     "max_retries": _request_setting,
+    "max_repeated_calls": _request_setting,
+    "max_idle_rounds": _request_setting,
     "fallback_models": _fallback_models,
 }
 """How each field of a configuration (or a patch) is checked and, where a dict is given, converted."""

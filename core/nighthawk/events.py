@@ -37,6 +37,7 @@ __all__ = [
     "EventListener",
     "LocalsChange",
     "MediaShown",
+    "ModelText",
     "OutcomeReached",
     "OversightDecision",
     "PromptRendered",
@@ -198,6 +199,18 @@ class OversightDecision:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelText:
+    """The model answered without calling any tool; a step goes on only through tool calls."""
+
+    invocation_id: str
+    text: str
+    """What the model wrote, clipped (empty when it sent nothing at all)."""
+    count: int
+    """How many responses of this step so far had no tool call."""
+    event_kind: Literal["model_text"] = "model_text"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Assignment:
     """`nh_assign` stored a value in the step (not yet committed to Python)."""
 
@@ -300,6 +313,7 @@ Event: TypeAlias = Union[  # noqa: UP007 - a runtime union object, annotated wit
     | ToolCallStarted
     | ToolCallFinished
     | OversightDecision
+    | ModelText
     | Assignment
     | OutcomeReached
     | Committed

@@ -169,6 +169,7 @@ class AgentStepExecutor:
 
         from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
         from ._send_gate import passing_gate
+        from ._watch import StepWatch  # here: it subclasses a pydantic-ai class
 
         model = self._resolve_model()
         agent = self._get_agent(step)
@@ -187,6 +188,10 @@ class AgentStepExecutor:
         toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else []
         toolsets += self._agent_toolsets()
         limits = step_limits(self._configuration.step_budget)
+        watch = StepWatch(
+            max_repeated_calls=self._configuration.max_repeated_calls,
+            max_idle_rounds=self._configuration.max_idle_rounds,
+        )
         usage = RunUsage()  # pydantic-ai adds to it in place, so a failed step still reports what it spent
         # Tool calls of one response run one after the other, in the order sent: each may read what the
         # previous one assigned, and an awaiting call must not let a later one overtake it.
@@ -211,6 +216,7 @@ class AgentStepExecutor:
                         toolsets=toolsets or None,
                         usage_limits=limits.usage_limits(),
                         usage=usage,
+                        capabilities=[watch],
                     )
             except TimeoutError as exc:
                 raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
@@ -231,10 +237,16 @@ class AgentStepExecutor:
                 problem = step.outcome_problem or _last_retry_reason(messages)
                 reason = f"; last problem: {problem}" if problem else ""
                 raise ExecutionError(
-                    f"the model did not end the step with a valid outcome ({trim_advice(exc.message)}){reason}"
+                    watch.explain_unfinished(
+                        f"the model did not end the step with a valid outcome ({trim_advice(exc.message)}){reason}"
+                    )
                 ) from exc
             except ModelAPIError as exc:
-                raise ExecutionError(connection_error_message(model, exc.model_name, exc.message)) from exc
+                message = connection_error_message(
+                    model, exc.model_name, exc.message, error=exc, waited_s=watch.waited_s(),
+                    settings=self._configuration.request_settings(),
+                )
+                raise ExecutionError(message) from exc
             except AgentRunError as exc:
                 raise ExecutionError(f"the model request failed: {trim_advice(str(exc))}") from exc
             finally:

@@ -225,6 +225,7 @@ class OpenTelemetryListener:
                 events.PromptRendered()
                 | events.ToolCallStarted()
                 | events.ToolCallFinished()
+                | events.ModelText()
                 | events.Assignment()
                 | events.Committed()
             ):

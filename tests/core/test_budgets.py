@@ -33,8 +33,12 @@ def count_up(x: int) -> int:
 
 
 def looping_rounds(tool_rounds: int) -> list[list[ToolCallPart]]:
-    """`tool_rounds` requests that each evaluate an expression, then one that assigns and passes."""
-    return [[call("nh_eval", expression="x")] for _ in range(tool_rounds)] + [
+    """`tool_rounds` requests that each evaluate an expression, then one that assigns and passes.
+
+    Each expression is a new one: the same call with the same result again and again would be a model that
+    repeats itself, which `max_repeated_calls` stops before any budget does.
+    """
+    return [[call("nh_eval", expression=f"x + {index} - {index}")] for index in range(tool_rounds)] + [
         [call("nh_assign", target_path="y", expression="x + 1"), finish("pass")]
     ]
 

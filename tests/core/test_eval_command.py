@@ -73,6 +73,22 @@ def test_show_steps_lists_the_tool_calls_of_a_failed_check(server, capsys) -> No
     assert "    AssertionError\n      outcome(pass)\n" in capsys.readouterr().out
 
 
+def test_show_steps_quotes_a_model_that_answers_in_text_instead_of_calling_tools(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    chatty = openai_server.Reply(text="The average word length is about 4.")
+    monkeypatch.setenv(_tokens.ENVIRONMENT_VARIABLE, "estimate")
+    with (
+        openai_server.ScriptedOpenAIServer(lambda request: chatty, lifetime=60.0, max_requests=100) as scripted,
+        override_allow_model_requests(True),
+    ):
+        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        main(["--model", "openai-chat:gpt-test", "--only", "words_average", "--show-steps"])
+    shown = capsys.readouterr().out
+    assert "      (answered without a tool call) 'The average word length is about 4.'\n" in shown
+    assert "3 of 3 model responses had no tool call; the model's last text: 'The average word length is about 4.'" in shown
+    assert "(no tool calls)" not in shown
+
+
 def test_a_budget_stops_the_run_and_reports_the_rest_as_not_run(server) -> None:
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model="openai-chat:gpt-test"))
     with nh.run(executor):

@@ -14,10 +14,15 @@ Figures measured here (pydantic-ai-slim 2.68, openai 3.54), also in docs/provide
 
 from __future__ import annotations
 
+import socket
+import ssl
 import time
 
 import pytest
-from pydantic_ai.exceptions import ModelHTTPError
+import httpx
+from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
@@ -181,6 +186,86 @@ def test_hung_server_hits_the_request_deadline_once(server, api):
     elapsed = time.perf_counter() - started
     assert server.request_count == 1
     assert 0.9 <= elapsed < 5.0
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_server_that_accepts_and_never_answers_is_named_slow_not_unreachable(server, api):
+    server.push(Hang(10.0))
+    configuration = nh.StepExecutorConfiguration(model=f"openai-{api}:gpt-test", request_timeout_s=1)
+    with (
+        nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)),
+        pytest.raises(nh.ExecutionError) as caught,
+    ):
+        increment(1)
+    message = str(caught.value)
+    assert "accepted the request but sent no answer within 1 s (the model had been generating for " in message
+    assert "raise `request_timeout_s`" in message and "smaller or faster model" in message
+    assert "cannot connect" not in message and "Check the base URL" not in message
+
+
+def test_port_where_nothing_listens_is_named_cannot_connect(monkeypatch: pytest.MonkeyPatch):
+    # A socket bound and not listening holds the port: connecting to it is refused.
+    with socket.socket() as bound, openai_server.NetworkRecorder() as network, override_allow_model_requests(True):
+        bound.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{bound.getsockname()[1]}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        with nh.run(executor("chat", max_retries=0)), pytest.raises(nh.ExecutionError) as caught:
+            increment(1)
+    assert network.non_loopback == []
+    message = str(caught.value)
+    assert message.startswith("cannot connect to the model provider openai at http://127.0.0.1:")
+    assert "Check the base URL" in message and "no answer" not in message
+
+
+# --- failures no loopback server can cause (DNS, TLS, a broken answer): as pydantic-ai reports them ---------
+
+
+def failing_model(error: BaseException) -> FunctionModel:
+    """A model whose request fails as pydantic-ai reports a transport failure."""
+
+    def respond(messages: object, info: object) -> ModelResponse:
+        raise error
+
+    return FunctionModel(respond, model_name="remote")
+
+
+def transport_error(cause: BaseException, *, phase: str | None) -> ModelConnectionError:
+    try:
+        try:
+            raise httpx.ConnectError("connection failed") from cause
+        except httpx.ConnectError as connect_error:
+            raise ModelConnectionError("remote", "Connection error.", phase=phase) from connect_error
+    except ModelConnectionError as error:
+        return error
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        socket.gaierror(-2, "Name or service not known"),
+        ssl.SSLCertVerificationError(1, "certificate verify failed"),
+        ConnectionRefusedError(111, "Connection refused"),
+    ],
+    ids=["dns", "tls", "refused"],
+)
+def test_dns_tls_and_refused_connections_are_named_cannot_connect(cause: BaseException) -> None:
+    error = transport_error(cause, phase=None)  # the transport's own classes tell, without a phase
+    configuration = nh.StepExecutorConfiguration(model=failing_model(error))
+    with (
+        nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)),
+        pytest.raises(nh.ExecutionError, match="^cannot connect to the model provider"),
+    ):
+        increment(1)
+
+
+def test_connection_broken_while_the_model_answered_is_named_so() -> None:
+    error = ModelConnectionError("remote", "Server disconnected without sending a response.", phase="read")
+    configuration = nh.StepExecutorConfiguration(model=failing_model(error))
+    with (
+        nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)),
+        pytest.raises(nh.ExecutionError, match="broke before the answer was complete after [0-9.]+ s"),
+    ):
+        increment(1)
 
 
 FAILURES = {

@@ -108,6 +108,7 @@ def _full_sequence() -> list[events.Event]:
             duration_s=0.01,
         ),
         events.Assignment(invocation_id=INVOCATION_ID, target="answer", value="42"),
+        events.ModelText(invocation_id=INVOCATION_ID, text="Let me think.", count=1),
         events.OversightDecision(
             invocation_id=INVOCATION_ID,
             hook="inspect_tool_call",

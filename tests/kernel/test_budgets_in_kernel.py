@@ -124,6 +124,19 @@ def test_status_shows_budgets_timeout_retries_and_fallback(shell: Any, use_model
     assert "requests: timeout 30 s · retries 4 · fallback none" in captured.stdout
 
 
+def test_limits_set_how_much_a_model_may_repeat_itself(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(passing, model_name="quiet"))
+    shell.run_line_magic("nighthawk", "limits max_repeated_calls=6 max_idle_rounds=None")
+    configuration = nighthawk.get_step_executor().configuration
+    assert (configuration.max_repeated_calls, configuration.max_idle_rounds) == (6, None)
+
+
+@pytest.mark.parametrize("item", ["max_repeated_calls=0", "max_idle_rounds=1.5"])
+def test_bad_repeat_limit_is_a_usage_error(shell: Any, item: str) -> None:
+    with pytest.raises(UsageError, match="must be a whole number of at least 1 or None"):
+        shell.run_line_magic("nighthawk", f"limits {item}")
+
+
 def test_none_lifts_a_default_step_bound(shell: Any, use_model: Any) -> None:
     use_model(FunctionModel(passing, model_name="quiet"))
     shell.run_line_magic("nighthawk", "limits step.wall_time_s=None")

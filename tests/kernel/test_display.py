@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from IPython.utils.capture import capture_output
 from kernel_scripts import assign, outcome, scripted, step_events
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk_ipython
@@ -108,6 +108,24 @@ def test_failed_tool_call_shows_its_error_kind_and_message(shell: Any, use_model
     use_model(scripted([ToolCallPart("nh_eval", {"expression": "1/0"})], [outcome("pass")]))
     output, _ = run(shell, "Divide.")
     assert "1. nh_eval {\"expression\":\"1/0\"} -> error execution: ZeroDivisionError" in output.data["text/plain"]
+
+
+def _chatty(messages: Any, info: Any) -> ModelResponse:
+    """A model that never calls a tool, as a local model behind a chat template without tool support."""
+    return ModelResponse(parts=[TextPart("I would add the numbers.")])
+
+
+def test_text_shows_what_the_model_wrote_instead_of_calling_a_tool(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(_chatty, model_name="chatty"))
+    output, result = run(shell, "Sum the numbers.")
+    assert result.error_in_exec is not None
+    assert "model text (3 responses without a tool call), last: 'I would add the numbers.'" in output.data["text/plain"]
+
+
+def test_html_shows_what_the_model_wrote_instead_of_calling_a_tool(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(_chatty, model_name="chatty"))
+    output, _ = run(shell, "Sum the numbers.")
+    assert "model text (3 responses without a tool call), last: &#x27;I would add the numbers.&#x27;" in output.data["text/html"]
 
 
 def test_raised_step_is_shown_before_the_error(shell: Any, use_model: Any) -> None:

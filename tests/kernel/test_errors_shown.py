@@ -107,7 +107,7 @@ def test_connection_error_names_the_provider_and_the_base_url(live: Live) -> Non
     cell = live.run("%%natural -m unreachable\nDo something.", timeout=60)
     url = live.ok("url").result.strip("'")
     assert cell.ename == "ExecutionError"
-    assert f"cannot reach the model provider openai at {url}" in cell.error_text
+    assert f"cannot connect to the model provider openai at {url}" in cell.error_text
     assert len(cell.error_text) < SHORT
 
 

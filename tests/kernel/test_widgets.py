@@ -41,6 +41,15 @@ def test_tool_call_appears_in_the_live_view_while_the_step_runs() -> None:
     assert ">nh_eval</code>" in page and "<i>running</i>" in page
 
 
+def test_text_the_model_wrote_instead_of_a_tool_call_appears_in_the_live_view_while_the_step_runs() -> None:
+    from nighthawk import events as nh_events
+
+    started, prompt, *_ = step_events()
+    said = nh_events.ModelText(invocation_id=started.invocation_id, text="I would add them up.", count=2)
+    page = cell([started, prompt, said]).live_html()
+    assert "model text (2 responses without a tool call), last: &#x27;I would add them up.&#x27;" in page
+
+
 def test_live_view_of_many_steps_shows_the_running_one_and_the_counts() -> None:
     finished = [step_events(f"done-{n}") for n in range(40)]
     page = cell(*finished, step_events("now", calls=2)[:4]).live_html()

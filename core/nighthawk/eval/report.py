@@ -10,7 +10,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .results import ProgramResult, SuiteResult
+from .results import ProgramResult, StepCall, SuiteResult
 
 __all__ = ["Comparison", "Report", "compare", "compare_text", "report", "report_text"]
 
@@ -51,6 +51,12 @@ def _figures(result: ProgramResult | SuiteResult) -> list[str]:
     ]
 
 
+def _step_text(step: StepCall) -> str:
+    if step.tool == "text":  # a response without a tool call: what the model wrote instead
+        return f"(answered without a tool call) {step.result!r}"
+    return f"{step.tool}({step.arguments})" + (f" -> {step.result}" if step.result else "")
+
+
 _HEADER = ("program", "pass rate", "checks held", "requests", "input tok", "output tok", "cost")
 
 
@@ -72,9 +78,7 @@ def report_text(result: SuiteResult, *, show_steps: bool = False) -> str:
         lines.append(f"- {check.program}.{check.check} (run {check.run + 1}):")
         lines += [f"    {line}" for line in check.failure.splitlines()]
         if show_steps:
-            lines += [
-                f"      {step.tool}({step.arguments})" + (f" -> {step.result}" if step.result else "") for step in check.steps
-            ]
+            lines += [f"      {_step_text(step)}" for step in check.steps]
             if not check.steps:
                 lines.append("      (no tool calls)")
     if failed and not show_steps:

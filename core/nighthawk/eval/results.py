@@ -17,14 +17,16 @@ FORMAT = 1
 
 @dataclass(frozen=True, kw_only=True)
 class StepCall:
-    """One tool call, or the outcome, of a step the check ran (shown with `--show-steps`)."""
+    """One tool call, the outcome, or a response without a tool call, of a step the check ran (shown with
+    `--show-steps`)."""
 
     tool: str
-    """`nh_eval`, `nh_assign`, a user tool, or `outcome`."""
+    """`nh_eval`, `nh_assign`, a user tool, `outcome`, or `text` (the model answered without a tool call)."""
     arguments: str
     """The call's arguments as the model sent them (for an outcome: its kind and expression or message)."""
     result: str
-    """What the call returned, or its error; for an outcome, the value returned or the exception raised."""
+    """What the call returned, or its error; for an outcome, the value returned or the exception raised; for
+    `text`, what the model wrote (clipped)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError, MapStoppedError
-from ..events import Event, OutcomeReached, ToolCallFinished, ToolCallStarted, listen
+from ..events import Event, ModelText, OutcomeReached, ToolCallFinished, ToolCallStarted, listen
 from ..runtime import get_step_executor
 from .catalog import select
 from .program import Program
@@ -163,7 +163,8 @@ def _describe(exc: BaseException, check: str) -> str:
 
 
 class _StepRecorder:
-    """An event listener keeping each tool call with its result, and each outcome."""
+    """An event listener keeping each tool call with its result, each outcome, and each response in which
+    the model called no tool (what it wrote instead)."""
 
     def __init__(self) -> None:
         self.calls: list[StepCall] = []
@@ -176,6 +177,8 @@ class _StepRecorder:
             case ToolCallFinished(call_id=call_id, tool_name=tool, result=result, error_message=error):
                 shown = f"error: {error}" if error else result
                 self.calls.append(StepCall(tool=tool, arguments=self._arguments.pop(call_id, ""), result=shown))
+            case ModelText(text=text):
+                self.calls.append(StepCall(tool="text", arguments="", result=text))
             case OutcomeReached(kind=kind):
                 detail = event.return_expression or event.raise_message or ""
                 result = event.return_value or event.raise_error_type or ""
