@@ -83,6 +83,12 @@ def _process_view() -> dict[str, Any]:
     return {"cmdline": read("cmdline"), "environ": read("environ"), "pgid": os.getpgid(0), "pid": os.getpid()}
 
 
+def _config_file(path: str) -> dict[str, Any]:
+    """Who may read the MCP configuration file the agent was given, and where it is."""
+    return {"config_path": path, "config_mode": oct(os.stat(path).st_mode & 0o777),
+            "config_folder_mode": oct(os.stat(os.path.dirname(path)).st_mode & 0o777)}
+
+
 def _log(entry: dict[str, Any]) -> None:
     with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
         log.write(json.dumps(entry) + "\n")
@@ -135,8 +141,7 @@ def main_claude() -> None:
     config = json.loads(Path(arguments.mcp_config).read_text())
     entry = {
         "argv": sys.argv[1:], "cwd": os.getcwd(), "prompt": sys.stdin.read(), "mcp_config": config,
-        "config_mode": oct(os.stat(arguments.mcp_config).st_mode & 0o777), "config_path": arguments.mcp_config,
-        "tool_results": [], **_process_view(),
+        "tool_results": [], **_config_file(arguments.mcp_config), **_process_view(),
     }
     _prelude(actions)
     session_id = arguments.resume or f"session-{os.getpid()}"
@@ -168,8 +173,7 @@ def _claude_for_the_sdk() -> None:
     config = json.loads(Path(config_path).read_text())
     log_path = Path(os.environ["FAKE_AGENT_LOG"])
     index, actions = _scenario_turn(log_path)
-    entry = {"argv": argv, "config_path": config_path, "mcp_config": config,
-             "config_mode": oct(os.stat(config_path).st_mode & 0o777), "tool_results": [], **_process_view()}
+    entry = {"argv": argv, "mcp_config": config, "tool_results": [], **_config_file(config_path), **_process_view()}
     resumed = next((a.partition("=")[2] for a in argv if a.startswith("--resume=")), None)
     session_id = resumed or f"session-{os.getpid()}"
 
@@ -184,7 +188,8 @@ def _claude_for_the_sdk() -> None:
         elif message.get("type") == "user":
             entry["prompt"] = message["message"]["content"]
             _prelude(actions)
-            send({"type": "system", "subtype": "init", "session_id": session_id, "cwd": os.getcwd(), "tools": []})
+            send({"type": "system", "subtype": "init", "session_id": session_id, "cwd": os.getcwd(), "tools": [],
+                  "claude_code_version": "2.1.0"})
             server = config["mcpServers"]["nighthawk"]
             try:
                 reply = asyncio.run(_act(actions, server["url"], server.get("headers") or {}, entry))
@@ -192,9 +197,10 @@ def _claude_for_the_sdk() -> None:
                 _log(entry)
             send({"type": "assistant", "session_id": session_id, "parent_tool_use_id": None,
                   "message": {"role": "assistant", "model": "fake", "content": [{"type": "text", "text": reply}]}})
-            send({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 12, "duration_api_ms": 10,
-                  "num_turns": 2, "result": reply, "session_id": session_id, "total_cost_usd": 0.0123,
-                  "usage": {"input_tokens": 100, "output_tokens": 30}})
+            error = next((action["error_result"] for action in actions if "error_result" in action), None)
+            send({"type": "result", "subtype": "error_during_execution" if error else "success", "is_error": bool(error),
+                  "duration_ms": 12, "duration_api_ms": 10, "num_turns": 2, "result": error or reply,
+                  "session_id": session_id, "total_cost_usd": 0.0123, "usage": {"input_tokens": 100, "output_tokens": 30}})
 
 
 # --- codex ------------------------------------------------------------------------------------------
