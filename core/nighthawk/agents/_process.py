@@ -24,9 +24,10 @@ from ..errors import NighthawkError
 from ._model import AgentFailure
 from ._private import write_private
 
-__all__ = ["find_program", "run_json_lines", "session_launcher", "stop_launched_group"]
+__all__ = ["find_program", "run_json_lines", "GRACE_S", "forget_launched", "session_launcher", "signal_launched_group"]
 
-_GRACE_S = 2.0
+GRACE_S = 2.0
+"""Seconds an agent has to end after SIGTERM before it is killed."""
 _STDERR_TAIL = 2_000
 
 _live_groups: set[int] = set()
@@ -129,7 +130,7 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
         try:
-            await asyncio.shield(asyncio.wait_for(process.wait(), _GRACE_S))
+            await asyncio.shield(asyncio.wait_for(process.wait(), GRACE_S))
             return
         except asyncio.TimeoutError:
             continue
@@ -154,7 +155,7 @@ def session_launcher(folder: str, program: str) -> tuple[str, str]:
     """A script in the private `folder` that runs `program` (with the script's arguments) as the leader of a
     new session, so in a process group of its own, and writes its pid to a file; (script, pid file).
 
-    The pid file is recorded until `stop_launched_group` is given it, so interpreter exit kills that group.
+    The pid file is recorded until `forget_launched` is given it, so interpreter exit kills that group.
     """
     pidfile = os.path.join(folder, "agent.pid")
     command = " ".join(shlex.quote(part) for part in (sys.executable, "-I", "-S", "-c", _LAUNCH, pidfile, program))
@@ -163,28 +164,13 @@ def session_launcher(folder: str, program: str) -> tuple[str, str]:
     return script, pidfile
 
 
-async def stop_launched_group(pidfile: str, *, gently: bool) -> None:
-    """Stop what is left of the group a `session_launcher` started: SIGTERM first when `gently`, then SIGKILL
-    for whatever did not end within the grace period."""
-    try:
-        group = _group_in(pidfile)
-        if group is None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL) if gently else (signal.SIGKILL,):
-            try:
-                os.killpg(group, sig)
-            except ProcessLookupError:
-                return
-            for _ in range(int(_GRACE_S / 0.02)):
-                await asyncio.sleep(0.02)
-                try:
-                    os.killpg(group, 0)
-                except ProcessLookupError:
-                    return
-    except BaseException:
-        if (group := _group_in(pidfile)) is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(group, signal.SIGKILL)
-        raise
-    finally:
-        _live_pidfiles.discard(pidfile)
+def signal_launched_group(pidfile: str, sig: int) -> None:
+    """Send `sig` to the group a `session_launcher` started, if it has started and anything of it is left."""
+    if (group := _group_in(pidfile)) is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, sig)
+
+
+def forget_launched(pidfile: str) -> None:
+    """The launched group is stopped: interpreter exit need not (and must not, its pid being free) kill it."""
+    _live_pidfiles.discard(pidfile)

@@ -12,12 +12,13 @@ import asyncio
 import dataclasses
 import json
 import os
+import signal
 from typing import Any
 
 from ..errors import NighthawkError
 from ._model import AgentFailure, Turn, TurnResult
 from ._private import private_folder, write_private
-from ._process import find_program, session_launcher, stop_launched_group
+from ._process import GRACE_S, find_program, forget_launched, session_launcher, signal_launched_group
 from ._settings import ClaudeCodeSdkModelSettings
 from .claude_cli import INSTALL, claude_mcp_servers, claude_tool_names, read_claude_result
 
@@ -85,14 +86,17 @@ class ClaudeCodeSdkBackend:
                 return await asyncio.shield(consuming)
             finally:
                 try:
-                    if not consuming.done():
-                        await stop_launched_group(pidfile, gently=True)
+                    if not consuming.done():  # ended early: SIGTERM now, and let the SDK reap the ended `claude`
+                        signal_launched_group(pidfile, signal.SIGTERM)
+                        consuming.cancel()
+                        await asyncio.wait({consuming}, timeout=GRACE_S)
                 finally:
+                    signal_launched_group(pidfile, signal.SIGKILL)  # what is left of the group, however it ended
+                    forget_launched(pidfile)
                     consuming.cancel()
                     await asyncio.wait({consuming})
                     if not consuming.cancelled():
                         consuming.exception()  # retrieved: the turn's own outcome was already decided above
-                    await stop_launched_group(pidfile, gently=False)  # whatever it left running
 
     async def _consume(self, sdk: Any, prompt: str, options: Any) -> TurnResult:
         result: TurnResult | None = None
