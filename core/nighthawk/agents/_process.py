@@ -24,7 +24,7 @@ from ..errors import NighthawkError
 from ._model import AgentFailure
 from ._private import write_private
 
-__all__ = ["find_program", "run_json_lines", "GRACE_S", "forget_launched", "session_launcher", "signal_launched_group"]
+__all__ = ["GRACE_S", "find_program", "forget_launched", "run_json_lines", "session_launcher", "signal_launched_group"]
 
 GRACE_S = 2.0
 """Seconds an agent has to end after SIGTERM before it is killed."""
