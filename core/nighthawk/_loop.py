@@ -125,8 +125,9 @@ _refusing: contextvars.ContextVar[bool] = contextvars.ContextVar("nighthawk_refu
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run `coroutine` on the background loop in the caller's context, serving its user code until it ends.
 
-    On KeyboardInterrupt (an interrupted kernel) the task is cancelled and awaited before the interrupt is
-    re-raised; a second interrupt while it ends stops waiting (the task can no longer run user code here).
+    On KeyboardInterrupt (an interrupted kernel), or any other exception raised on this thread while it waits
+    (a `SystemExit` from a signal handler), the task is cancelled and awaited before the exception is
+    re-raised; a second one while it ends stops waiting (the task can no longer run user code here).
 
     Raises:
         NighthawkError: Called from a coroutine running on the background loop itself (it would wait for
@@ -163,7 +164,9 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     loop.call_soon_threadsafe(start)
     try:
         _serve(caller)
-    except KeyboardInterrupt:
+    except BaseException:
+        # An interrupt, a `SystemExit` a signal handler raised, or any error out of the serving itself: the
+        # step must not go on without its caller (a coding agent would keep running with a live token).
         _cancel_and_wait(loop, task_box, caller)
         raise
     finally:
@@ -200,9 +203,9 @@ def _cancel_and_wait(loop: asyncio.AbstractEventLoop, task_box: list[asyncio.Tas
             if isinstance(item, _Done):
                 return
             _refuse(item)  # the step is ending: run no more user code for it
-    except KeyboardInterrupt:
-        # A second interrupt: stop waiting. The cancelled task can no longer reach this thread (the caller
-        # is closed by `run_sync`), and its result is never committed.
+    except BaseException:  # noqa: BLE001 - the first exception is the one re-raised
+        # A second interrupt (or exit): stop waiting. The cancelled task can no longer reach this thread (the
+        # caller is closed by `run_sync`), and its result is never committed.
         return
 
 

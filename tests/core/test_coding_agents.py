@@ -14,7 +14,6 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,69 +21,10 @@ import pytest
 from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
-from support import fake_agent
+from support.agent_harness import BACKENDS, FakeAgent, agent, call, fake_agent_sdk, outcome  # noqa: F401 - `agent` is a fixture
 from support.contract_blocks import compute, write_or_report
 
-BACKENDS = ["claude-code-cli", "claude-code-sdk", "codex"]
 PASSWORD = "hunter2-blue-42"
-
-
-@dataclass
-class FakeAgent:
-    backend: str
-    folder: Path
-
-    def script(self, *turns: list[dict[str, Any]]) -> None:
-        """What the agent does, one list of actions per turn (a resumed session is the next turn)."""
-        (self.folder / "scenario.json").write_text(json.dumps({"turns": list(turns)}))
-
-    def executor(self, model: str = "default", **settings: Any) -> nh.AgentStepExecutor:
-        configuration = nh.StepExecutorConfiguration(model=f"{self.backend}:{model}", model_settings=settings or None)
-        return nh.AgentStepExecutor.from_configuration(configuration=configuration)
-
-    @property
-    def runs(self) -> list[dict[str, Any]]:
-        log = self.folder / "log.jsonl"
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-    def tool_results(self, run: int = 0) -> list[str]:
-        return [result["text"] for result in self.runs[run]["tool_results"]]
-
-    def hanging(self) -> dict[str, Any] | None:
-        pidfile = self.folder / "agent.pid"
-        return json.loads(pidfile.read_text()) if pidfile.exists() and pidfile.read_text() else None
-
-
-def _executable(folder: Path, name: str) -> None:
-    support = Path(fake_agent.__file__).parent
-    path = folder / name
-    path.write_text(
-        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(support)!r})\nimport fake_agent\nfake_agent.main_{name}()\n"
-    )
-    path.chmod(0o755)
-
-
-@pytest.fixture(params=BACKENDS)
-def agent(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    programs = tmp_path / "bin"
-    programs.mkdir()
-    for name in ("claude", "codex"):
-        _executable(programs, name)
-    monkeypatch.setenv("PATH", f"{programs}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_AGENT_SCENARIO", str(tmp_path / "scenario.json"))
-    monkeypatch.setenv("FAKE_AGENT_LOG", str(tmp_path / "log.jsonl"))
-    monkeypatch.setenv("FAKE_AGENT_PIDFILE", str(tmp_path / "agent.pid"))
-    monkeypatch.setitem(sys.modules, "claude_agent_sdk", fake_agent.fake_sdk_module())
-    with override_allow_model_requests(True):
-        yield FakeAgent(request.param, tmp_path)
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"call": name, "arguments": arguments}
-
-
-def outcome(kind: str = "pass", **fields: Any) -> dict[str, Any]:
-    return call("nh_outcome", kind=kind, **fields)
 
 
 @nh.natural_function
@@ -266,10 +206,6 @@ def test_interrupt_stops_the_agent_and_its_server(agent: FakeAgent) -> None:
     port = int(hung["url"].split(":")[2].split("/")[0])
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
         pass
-
-
-def fake_agent_sdk() -> Any:
-    return sys.modules["claude_agent_sdk"]
 
 
 def test_recorded_agent_steps_replay_without_the_agent(agent: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:

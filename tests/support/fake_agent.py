@@ -10,7 +10,9 @@ tools, tool results) as one JSON line to `FAKE_AGENT_LOG`.
 
 Actions: `{"call": name, "arguments": {...}}`, `{"reply": text}` (the final reply), `{"crash": message,
 "status": n}`, `{"garbage": text}` (a line that is not JSON), `{"error_result": text}`, `{"hang": true}`
-(writes its pid to `FAKE_AGENT_PIDFILE`, then sleeps).
+(starts a helper process, writes both pids, the server's url and its token to `FAKE_AGENT_PIDFILE`, then
+sleeps). The `claude` program also speaks the Agent SDK's protocol (`--input-format stream-json`), so the
+real `claude_agent_sdk` can run it; the programs log their command line and environment as /proc shows them.
 """
 
 from __future__ import annotations
@@ -53,13 +55,38 @@ async def _act(actions: list[dict[str, Any]], url: str, headers: dict[str, str],
                     elif "reply" in action:
                         reply = action["reply"]
                     elif "hang" in action:
-                        Path(os.environ["FAKE_AGENT_PIDFILE"]).write_text(json.dumps({"pid": os.getpid(), "url": url}))
-                        time.sleep(120)
+                        _hang(url, headers)
                     elif "probe_without_token" in action:
                         async with httpx2.AsyncClient(timeout=10) as bare:
                             probe = await bare.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
                         entry["probe_status"] = probe.status_code
     return reply
+
+
+def _hang(url: str, headers: dict[str, str]) -> None:
+    """Start a helper of its own (as an agent starts shells), say where both are, and sleep."""
+    import subprocess
+
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    token = headers.get("Authorization", "").removeprefix("Bearer ")
+    Path(os.environ["FAKE_AGENT_PIDFILE"]).write_text(
+        json.dumps({"pid": os.getpid(), "helper": helper.pid, "url": url, "token": token})
+    )
+    time.sleep(120)
+
+
+def _process_view() -> dict[str, Any]:
+    """What any local user could see of this process: its command line and environment, as /proc shows them."""
+    def read(name: str) -> list[str]:
+        return Path(f"/proc/self/{name}").read_bytes().decode(errors="replace").split("\0")
+
+    return {"cmdline": read("cmdline"), "environ": read("environ"), "pgid": os.getpgid(0), "pid": os.getpid()}
+
+
+def _config_file(path: str) -> dict[str, Any]:
+    """Who may read the MCP configuration file the agent was given, and where it is."""
+    return {"config_path": path, "config_mode": oct(os.stat(path).st_mode & 0o777),
+            "config_folder_mode": oct(os.stat(os.path.dirname(path)).st_mode & 0o777)}
 
 
 def _log(entry: dict[str, Any]) -> None:
@@ -90,6 +117,9 @@ def main_claude() -> None:
     import argparse
 
     _started()
+    if "--input-format" in sys.argv:
+        _claude_for_the_sdk()
+        return
     parser = argparse.ArgumentParser(prog="claude")
     parser.add_argument("-p", "--print", action="store_true", required=True)
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], required=True)
@@ -112,7 +142,7 @@ def main_claude() -> None:
     config = json.loads(Path(arguments.mcp_config).read_text())
     entry = {
         "argv": sys.argv[1:], "cwd": os.getcwd(), "prompt": sys.stdin.read(), "mcp_config": config,
-        "config_mode": oct(os.stat(arguments.mcp_config).st_mode & 0o777), "tool_results": [],
+        "tool_results": [], **_config_file(arguments.mcp_config), **_process_view(),
     }
     _prelude(actions)
     session_id = arguments.resume or f"session-{os.getpid()}"
@@ -135,6 +165,43 @@ def main_claude() -> None:
                           "session_id": session_id}), flush=True)
     print(json.dumps(result), flush=True)
     sys.exit(1 if error else 0)
+
+
+def _claude_for_the_sdk() -> None:
+    """`claude` as the Agent SDK runs it: control requests, then the prompt, as JSON lines on its input."""
+    argv = sys.argv[1:]
+    config_path = argv[argv.index("--mcp-config") + 1]
+    config = json.loads(Path(config_path).read_text())
+    log_path = Path(os.environ["FAKE_AGENT_LOG"])
+    index, actions = _scenario_turn(log_path)
+    entry = {"argv": argv, "mcp_config": config, "tool_results": [], **_config_file(config_path), **_process_view()}
+    resumed = next((a.partition("=")[2] for a in argv if a.startswith("--resume=")), None)
+    session_id = resumed or f"session-{os.getpid()}"
+
+    def send(message: dict[str, Any]) -> None:
+        print(json.dumps(message), flush=True)
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("type") == "control_request":
+            send({"type": "control_response",
+                  "response": {"subtype": "success", "request_id": message["request_id"], "response": {}}})
+        elif message.get("type") == "user":
+            entry["prompt"] = message["message"]["content"]
+            _prelude(actions)
+            send({"type": "system", "subtype": "init", "session_id": session_id, "cwd": os.getcwd(), "tools": [],
+                  "claude_code_version": "2.1.0"})
+            server = config["mcpServers"]["nighthawk"]
+            try:
+                reply = asyncio.run(_act(actions, server["url"], server.get("headers") or {}, entry))
+            finally:
+                _log(entry)
+            send({"type": "assistant", "session_id": session_id, "parent_tool_use_id": None,
+                  "message": {"role": "assistant", "model": "fake", "content": [{"type": "text", "text": reply}]}})
+            error = next((action["error_result"] for action in actions if "error_result" in action), None)
+            send({"type": "result", "subtype": "error_during_execution" if error else "success", "is_error": bool(error),
+                  "duration_ms": 12, "duration_api_ms": 10, "num_turns": 2, "result": error or reply,
+                  "session_id": session_id, "total_cost_usd": 0.0123, "usage": {"input_tokens": 100, "output_tokens": 30}})
 
 
 # --- codex ------------------------------------------------------------------------------------------
@@ -172,7 +239,7 @@ def main_codex() -> None:
     log_path = Path(os.environ["FAKE_AGENT_LOG"])
     index, actions = _scenario_turn(log_path)
     prompt = sys.stdin.read() if parsed["prompt"] == "-" else parsed["prompt"]
-    entry = {"argv": sys.argv[1:], "cwd": os.getcwd(), "prompt": prompt, "tool_results": []}
+    entry = {"argv": sys.argv[1:], "cwd": os.getcwd(), "prompt": prompt, "tool_results": [], **_process_view()}
     _prelude(actions)
     thread = parsed["resume"] or f"thread-{os.getpid()}"
     print(json.dumps({"type": "thread.started", "thread_id": thread}), flush=True)
@@ -206,7 +273,7 @@ def fake_sdk_module() -> Any:
     class ClaudeAgentOptions:
         allowed_tools: list[str] = dataclasses.field(default_factory=list)
         system_prompt: Any = None
-        mcp_servers: dict[str, Any] = dataclasses.field(default_factory=dict)
+        mcp_servers: dict[str, Any] | str = dataclasses.field(default_factory=dict)
         permission_mode: str | None = None
         resume: str | None = None
         max_turns: int | None = None
@@ -243,8 +310,11 @@ def fake_sdk_module() -> Any:
     async def query(*, prompt: str, options: ClaudeAgentOptions) -> AsyncIterator[Any]:
         log_path = Path(os.environ["FAKE_AGENT_LOG"])
         index, actions = _scenario_turn(log_path)
+        servers = options.mcp_servers
+        if isinstance(servers, str):  # a path, as the real SDK hands it to `claude --mcp-config`
+            servers = json.loads(Path(servers).read_text())["mcpServers"]
         entry = {"options": {k: v for k, v in dataclasses.asdict(options).items() if k != "mcp_servers"},
-                 "mcp_servers": options.mcp_servers, "prompt": prompt, "tool_results": []}
+                 "mcp_servers": servers, "prompt": prompt, "tool_results": []}
         try:
             for action in actions:
                 if "crash" in action:
@@ -255,10 +325,10 @@ def fake_sdk_module() -> Any:
                     raise CLIJSONDecodeError(f"Failed to decode JSON: {action['garbage'][:100]}...")
                 if "hang" in action:
                     _log(entry)
-                    url = options.mcp_servers["nighthawk"]["url"]
+                    url = servers["nighthawk"]["url"]
                     Path(os.environ["FAKE_AGENT_PIDFILE"]).write_text(json.dumps({"pid": None, "url": url}))
                     await asyncio.sleep(120)
-            server = options.mcp_servers["nighthawk"]
+            server = servers["nighthawk"]
             try:
                 reply = await _act([a for a in actions if "hang" not in a], server["url"], server.get("headers") or {}, entry)
             finally:

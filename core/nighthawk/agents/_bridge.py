@@ -7,8 +7,10 @@ with the result. So nothing about tools differs between an API model and a codin
 
 Whoever reaches the server can run code in the user's process through `nh_eval`, so it listens on
 127.0.0.1 only, on a port the system picks, and refuses every request that does not carry the step's random
-bearer token. It lives for one step: `ToolBridge` is an async context manager, and nothing listens once it
-has exited, whether the step ended, failed or was interrupted.
+bearer token (compared in constant time), and every connection that is not plain HTTP (no WebSocket). It
+lives for one step: `ToolBridge` is an async context manager; once it starts closing, the token is refused
+on connections still open, and nothing listens once it has exited, whether the step ended, failed or was
+interrupted.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class ToolBridge:
         self._server: Any = None
         self._serving: asyncio.Task[None] | None = None
         self._pending: set[asyncio.Future[tuple[str, bool]]] = set()
+        self._open = False
+        """Whether requests bearing the token are served: from start until the bridge starts closing."""
 
     @property
     def tool_names(self) -> list[str]:
@@ -100,7 +104,7 @@ class ToolBridge:
         port = listener.getsockname()[1]
         config = uvicorn.Config(
             self._app(), log_config=None, log_level="warning", access_log=False, lifespan="on",
-            timeout_graceful_shutdown=_SHUTDOWN_S,
+            timeout_graceful_shutdown=_SHUTDOWN_S, ws="none",
         )
         self._server = uvicorn.Server(config)
         # `_serve`, not `serve`: `serve` installs SIGINT handlers on the main thread, which would take the
@@ -117,12 +121,14 @@ class ToolBridge:
             listener.close()
             raise
         self.url = f"http://127.0.0.1:{port}{_PATH}"
+        self._open = True
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._stop()
 
     async def _stop(self) -> None:
+        self._open = False
         for answer in self._pending:
             answer.cancel()
         if self._server is None or self._serving is None:
@@ -131,13 +137,20 @@ class ToolBridge:
         try:
             await asyncio.wait_for(asyncio.shield(self._serving), _SHUTDOWN_S * 2)
         except Exception:  # it did not stop in time, or failed while stopping: stop it the hard way
-            self._server.force_exit = True
-            self._serving.cancel()
+            self._force_stop()
+        except BaseException:  # cancelled while waiting: stop it the hard way, and let the cancellation go on
+            self._force_stop()
+            raise
         finally:
             # An interrupt while waiting above must still leave no listener: close the sockets directly.
             for server in getattr(self._server, "servers", ()):
                 server.close()
             self._serving = None
+
+    def _force_stop(self) -> None:
+        assert self._server is not None and self._serving is not None
+        self._server.force_exit = True
+        self._serving.cancel()
 
     # --- the MCP application ----------------------------------------------------------------------------
 
@@ -151,14 +164,19 @@ class ToolBridge:
         expected = self.authorization.encode()
 
         async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] == "http":
-                given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-                if not hmac.compare_digest(given, expected):
-                    body = json.dumps({"error": "missing or wrong bearer token"}).encode()
-                    await send({"type": "http.response.start", "status": 401,
-                                "headers": [(b"content-type", b"application/json")]})
-                    await send({"type": "http.response.body", "body": body})
-                    return
+            if scope["type"] == "lifespan":  # from the server itself, not from a client
+                await inner(scope, receive, send)
+                return
+            if scope["type"] != "http":  # a WebSocket: refused before the application sees it
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not (self._open and hmac.compare_digest(given, expected)):
+                body = json.dumps({"error": "missing or wrong bearer token"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": body})
+                return
             await inner(scope, receive, send)
 
         return guarded

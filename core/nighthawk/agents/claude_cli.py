@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any
 
 from ._bridge import SERVER_NAME
 from ._model import AgentFailure, Turn, TurnResult
+from ._private import private_folder, write_private
 from ._process import find_program, run_json_lines
 from ._settings import ClaudeCodeCliModelSettings, _ClaudeCodeSettings
 
@@ -91,11 +90,8 @@ class ClaudeCodeCliBackend:
                 results.append(read_claude_result(event))
 
         # The token is in the config file, not on the command line where other users' `ps` could read it.
-        with tempfile.TemporaryDirectory(prefix="nighthawk-claude-") as folder:
-            config_path = os.path.join(folder, "mcp.json")
-            descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as config:
-                json.dump({"mcpServers": claude_mcp_servers(turn)}, config)
+        with private_folder() as folder:
+            config_path = write_private(folder, "mcp.json", json.dumps({"mcpServers": claude_mcp_servers(turn)}))
             await run_json_lines(
                 self.arguments(turn, config_path),
                 stdin=turn.prompt,

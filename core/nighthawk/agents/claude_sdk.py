@@ -1,14 +1,26 @@
-"""`claude-code-sdk:<model>`: Claude Code through the `claude-agent-sdk` package (`query`)."""
+"""`claude-code-sdk:<model>`: Claude Code through the `claude-agent-sdk` package (`query`).
+
+The SDK starts `claude` itself. Two things are arranged around it: the MCP configuration (with the bridge's
+token) goes to it as the path of a private file, never as JSON on its command line, and `claude` is started
+through a launcher that makes it the leader of its own process group, so a turn that ends early stops it
+and everything it started at once (the SDK alone would give it seconds to exit and only signal `claude`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
+import os
+import signal
 from typing import Any
 
 from ..errors import NighthawkError
 from ._model import AgentFailure, Turn, TurnResult
+from ._private import private_folder, write_private
+from ._process import GRACE_S, find_program, forget_launched, session_launcher, signal_launched_group
 from ._settings import ClaudeCodeSdkModelSettings
-from .claude_cli import claude_mcp_servers, claude_tool_names, read_claude_result
+from .claude_cli import INSTALL, claude_mcp_servers, claude_tool_names, read_claude_result
 
 __all__ = ["ClaudeCodeSdkBackend"]
 
@@ -35,12 +47,13 @@ class ClaudeCodeSdkBackend:
     def check_installed(self, settings: Any) -> None:
         _sdk()
 
-    def options(self, turn: Turn) -> Any:
-        """The SDK's `ClaudeAgentOptions` for one turn."""
+    def options(self, turn: Turn, config_path: str, cli_path: str) -> Any:
+        """The SDK's `ClaudeAgentOptions` for one turn: the MCP configuration is the file at `config_path`, and
+        `claude` is run through `cli_path`."""
         sdk = _sdk()
         settings: ClaudeCodeSdkModelSettings = turn.settings  # type: ignore[assignment]
         chosen = {
-            "mcp_servers": claude_mcp_servers(turn),
+            "mcp_servers": config_path,  # a path: the SDK hands it to `claude --mcp-config` as it is
             "allowed_tools": claude_tool_names(turn, settings),
             "system_prompt": {"type": "preset", "preset": "claude_code", "append": turn.instructions},
             "model": turn.model,
@@ -48,7 +61,7 @@ class ClaudeCodeSdkBackend:
             "max_turns": settings.max_turns,
             "max_budget_usd": settings.max_budget_usd,
             "cwd": settings.working_directory,
-            "cli_path": settings.executable,
+            "cli_path": cli_path,
             "resume": turn.session_id,
             "setting_sources": None if settings.setting_sources is None else list(settings.setting_sources),
         }
@@ -64,8 +77,31 @@ class ClaudeCodeSdkBackend:
 
     async def run_turn(self, turn: Turn) -> TurnResult:
         sdk = _sdk()
+        with private_folder() as folder:
+            config_path = write_private(folder, "mcp.json", json.dumps({"mcpServers": claude_mcp_servers(turn)}))
+            cli_path, pidfile = session_launcher(folder, _claude_program(sdk, turn.settings.executable))  # type: ignore[attr-defined]
+            # The SDK runs in a task of its own: when this turn ends early, the group is stopped before the
+            # SDK's own clean-up starts (which would wait for `claude` to exit by itself).
+            consuming = asyncio.ensure_future(self._consume(sdk, turn.prompt, self.options(turn, config_path, cli_path)))
+            try:
+                return await asyncio.shield(consuming)
+            finally:
+                try:
+                    if not consuming.done():  # ended early: SIGTERM now, and let the SDK reap the ended `claude`
+                        signal_launched_group(pidfile, signal.SIGTERM)
+                        consuming.cancel()
+                        await asyncio.wait({consuming}, timeout=GRACE_S)
+                finally:
+                    signal_launched_group(pidfile, signal.SIGKILL)  # what is left of the group, however it ended
+                    forget_launched(pidfile)
+                    consuming.cancel()
+                    await asyncio.wait({consuming})
+                    if not consuming.cancelled():
+                        consuming.exception()  # retrieved: the turn's own outcome was already decided above
+
+    async def _consume(self, sdk: Any, prompt: str, options: Any) -> TurnResult:
         result: TurnResult | None = None
-        messages = sdk.query(prompt=turn.prompt, options=self.options(turn))
+        messages = sdk.query(prompt=prompt, options=options)
         try:
             async for message in messages:
                 if isinstance(message, sdk.ResultMessage):
@@ -77,3 +113,12 @@ class ClaudeCodeSdkBackend:
         if result is None:
             raise AgentFailure("the Claude Agent SDK ended without a result message")
         return result
+
+
+def _claude_program(sdk: Any, executable: str | None) -> str:
+    """The `claude` the SDK would run: `executable`, else the one bundled with the SDK, else `claude` on PATH."""
+    if executable is None and getattr(sdk, "__file__", None):
+        bundled = os.path.join(os.path.dirname(sdk.__file__), "_bundled", "claude")
+        if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+            return bundled
+    return find_program(executable, "claude", INSTALL)
