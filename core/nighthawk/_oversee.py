@@ -2,14 +2,16 @@
 
 `nighthawk.scope(oversight=...)` puts an `Oversight` in force here (a context variable, so nested scopes
 inherit it and `None` clears it); the kernel's confirm mode adds a process-wide one, asked after it, that
-no scope clears. `tools.py` asks the tool-call hooks before a call runs (`review_tool_call`), the runner
-asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
+no scope clears. `tools.py` asks the tool-call hooks before a call runs (`review_tool_call`), `outcome.py`
+asks them before a return expression is evaluated, as a call of `nh_outcome` (`review_return`), and the
+runner asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
 it: a sync hook on the thread that started the block, an async one on the step's loop. Every decision is
 an `OversightDecision` event. The public face is `oversight.py`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import events
 from ._boundary import ToolBoundaryError
+from ._outcome_schema import OUTCOME_TOOL
 from ._oversight_kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
 from .errors import NighthawkError, OversightRejectedError, ToolValidationError
 from .step import StepContext
@@ -33,6 +36,7 @@ __all__ = [
     "overseeing_also",
     "remove_process_oversight",
     "review_commit",
+    "review_return",
     "review_tool_call",
 ]
 
@@ -104,6 +108,37 @@ async def review_tool_call(
 
     A hook that raises ends the step with its exception: a broken guard must not let calls through.
     """
+    refusal = await _first_refusal(step, tool_name, arguments, call_id)
+    if refusal is None:
+        return None
+    oversight, reason = refusal
+    return ToolBoundaryError("execution", reason or f"refused by {label(oversight)}", _REFUSED_GUIDANCE)
+
+
+async def review_return(step: StepContext, expression: str) -> None:
+    """Ask the tool-call hooks in force about a return expression before it is evaluated.
+
+    The hooks see it as a call of the tool `nh_outcome` (`OUTCOME_TOOL`, the outcome's own tool) with the arguments
+    `{"kind": "return", "return_expression": ...}`: evaluating it runs model-written code like `nh_eval`.
+
+    Raises:
+        OversightRejectedError: A hook rejected it; nothing was evaluated or committed.
+    """
+    arguments = {"kind": "return", "return_expression": expression}
+    refusal = await _first_refusal(step, OUTCOME_TOOL, arguments, f"{OUTCOME_TOOL}-{time.perf_counter_ns()}")
+    if refusal is not None:
+        oversight, reason = refusal
+        shown = expression if len(expression) <= 300 else expression[:300] + "..."
+        raise OversightRejectedError(
+            f"{label(oversight)} rejected the return expression {shown!r} at {step.step_id}: {reason}; it was not "
+            "evaluated and nothing was committed"
+        )
+
+
+async def _first_refusal(
+    step: StepContext, tool_name: str, arguments: Mapping[str, object], call_id: str
+) -> tuple[Oversight, str] | None:
+    """Ask each tool-call hook in force in turn; the first that rejects, with its reason, or `None`."""
     asked = [oversight for oversight in in_force() if oversight.inspect_tool_call is not None]
     if not asked:
         return None
@@ -123,7 +158,7 @@ async def review_tool_call(
                 _record(step, "inspect_tool_call", oversight, "accepted", decision.reason, tool_name=tool_name, call_id=call_id)
             case Reject():
                 _record(step, "inspect_tool_call", oversight, "rejected", decision.reason, tool_name=tool_name, call_id=call_id)
-                return ToolBoundaryError("execution", decision.reason or f"refused by {label(oversight)}", _REFUSED_GUIDANCE)
+                return oversight, decision.reason
             case _:
                 raise _bad_decision("inspect_tool_call", oversight, decision, "`Accept()` or `Reject(reason)`")
     return None

@@ -38,6 +38,9 @@ DENIED_CALLS: frozenset[str] = frozenset(
 """What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
 function is refused (`subprocess`), or `.name` for a method of that name on any object."""
 
+_EXPRESSION_ARGUMENT = {"nh_eval": "expression", "nh_assign": "expression", "nh_outcome": "return_expression"}
+"""The calls that run a model-written expression, and the argument that holds it (`nh_outcome`: a return
+expression, shown to the hooks before it is evaluated)."""
 _WRITE_MODES = frozenset("wax+")
 _MISSING = object()
 
@@ -68,9 +71,10 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
                 f"read-only: `nh_assign` to {arguments['target_path']!r} would change an existing object; "
                 "assign a bare name (a write binding) instead"
             )
-        if call.tool_name not in ("nh_eval", "nh_assign"):
+        if call.tool_name not in _EXPRESSION_ARGUMENT:
             return Accept()
-        problem = _refused_call(str(arguments.get("expression", "")), entries, _resolved(entries), call)
+        expression = str(arguments.get(_EXPRESSION_ARGUMENT[call.tool_name], ""))
+        problem = _refused_call(expression, entries, _resolved(entries), call)
         return Accept() if problem is None else Reject(f"read-only: {problem}; read the values without changing anything")
 
     return Oversight(inspect_tool_call=inspect_tool_call, name="read_only")
@@ -79,18 +83,24 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
 def allow_tools(*names: str) -> Oversight:
     """An oversight that refuses every tool call but those of the tools named (`"nh_eval"`, a user tool).
 
-    `allow_tools("nh_eval")` lets the model evaluate expressions but never `nh_assign`.
+    `allow_tools("nh_eval")` lets the model evaluate expressions but never `nh_assign`. A return expression
+    (seen as `nh_outcome`) is an expression too: it is allowed with `"nh_eval"`, or by naming `"nh_outcome"`.
     """
     if not all(isinstance(name, str) for name in names):
         raise TypeError(
             f"`allow_tools` takes tool names one by one, got {names!r:.80}; write `allow_tools('nh_eval', 'my_tool')`"
         )
-    allowed = frozenset(names)
+    allowed = frozenset(names) | ({"nh_outcome"} if "nh_eval" in names else set())
 
     def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
         if call.tool_name in allowed:
             return Accept()
-        return Reject(f"the tool {call.tool_name!r} is not allowed here; use only {', '.join(sorted(allowed)) or 'no tool'}")
+        if call.tool_name == "nh_outcome":
+            return Reject(
+                "evaluating a return expression is not allowed here; name 'nh_outcome' (or 'nh_eval') in "
+                "`allow_tools(...)` to allow it"
+            )
+        return Reject(f"the tool {call.tool_name!r} is not allowed here; use only {', '.join(sorted(set(names))) or 'no tool'}")
 
     return Oversight(inspect_tool_call=inspect_tool_call, name="allow_tools")
 

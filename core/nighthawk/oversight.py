@@ -5,7 +5,9 @@ force for the blocks run inside it; nested scopes inherit them and `oversight=No
 
 - Before every tool call (`nh_eval`, `nh_assign`, user tools) `inspect_tool_call` sees a `ToolCall`. A
   `Reject(reason)` keeps the call from running and hands the model an `execution` error with the reason,
-  which it can work around like any failed call.
+  which it can work around like any failed call. A return expression is seen too, before it is evaluated,
+  as a call of the tool `nh_outcome` with `{"kind": "return", "return_expression": ...}`; a `Reject` there
+  raises `OversightRejectedError` and evaluates nothing.
 - Before a step commits `inspect_step_commit` sees a `StepCommitProposal`. `Reject(reason)` raises
   `OversightRejectedError` and nothing is committed; `Rewrite(...)` replaces values, checked against the
   write bindings' types like any assigned value. A step that ends with a `raise` outcome commits nothing
