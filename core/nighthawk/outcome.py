@@ -35,9 +35,9 @@ from ._outcome_kinds import (
     ReturnOutcome,
 )
 from ._outcome_schema import OUTCOME_TOOL, outcome_schema
-from ._oversee import review_return
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
+from .oversight._oversee import review_return
 from .step import StepContext
 
 __all__ = [

@@ -31,7 +31,7 @@ from .errors import (
     record_error,
 )
 from .frame import Frame
-from ._oversee import review_commit
+from .oversight._oversee import review_commit
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor
 from .step import StepContext, activate, build_step
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from . import events
-from ._oversee import overseeing
-from ._oversight_kinds import Oversight
 from ._tool_registry import ToolScope, push_tool_scope
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
+from .oversight._kinds import Oversight
+from .oversight._oversee import overseeing
 from .step import ExecutionContext, StepContext
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from ._secrets import current_scrubber
 from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 from .errors import StepAbortedError, ToolEvaluationError, ToolValidationError
-from ._oversee import review_tool_call
+from .oversight._oversee import review_tool_call
 from .step import StepContext
 
 __all__ = [

@@ -20,8 +20,9 @@ decision is an `OversightDecision` event and an event on the step's OpenTelemetr
 
 from __future__ import annotations
 
+from ..errors import OversightRejectedError
 from ._oversee import add_process_oversight, remove_process_oversight
-from ._oversight_kinds import (
+from ._kinds import (
     Accept,
     Oversight,
     Reject,
@@ -33,7 +34,6 @@ from ._oversight_kinds import (
     combine,
 )
 from ._policies import DENIED_CALLS, allow_tools, read_only
-from .errors import OversightRejectedError
 
 __all__ = [
     "DENIED_CALLS",

@@ -1,7 +1,8 @@
 """The data of oversight: what a hook is shown, what it may answer, and the pair of hooks a scope holds.
 
 Plain data, below the code that asks the hooks (`_oversee.py` for the tools and the runner) and the
-ready-made policies (`_policies.py`), which are hooks themselves. Users reach it through `oversight.py`.
+ready-made policies (`_policies.py`), which are hooks themselves. Users reach it through the package face
+(`__init__.py`, `nh.oversight`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, Union
 
-from .step import ExecutionContext
+from ..step import ExecutionContext
 
 __all__ = [
     "Accept",

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Collection, Mapping
 from types import ModuleType
 
-from ._oversight_kinds import Accept, Oversight, Reject, ToolCall, ToolCallDecision
+from ._kinds import Accept, Oversight, Reject, ToolCall, ToolCallDecision
 
 __all__ = ["DENIED_CALLS", "allow_tools", "read_only"]
 

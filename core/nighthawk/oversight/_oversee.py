@@ -6,7 +6,7 @@ no scope clears. `tools.py` asks the tool-call hooks before a call runs (`review
 asks them before a return expression is evaluated, as a call of `nh_outcome` (`review_return`), and the
 runner asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
 it: a sync hook on the thread that started the block, an async one on the step's loop. Every decision is
-an `OversightDecision` event. The public face is `oversight.py`.
+an `OversightDecision` event. The public face is the package's `__init__.py`.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import events
-from ._boundary import ToolBoundaryError
-from ._outcome_schema import OUTCOME_TOOL
-from ._oversight_kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
-from .errors import NighthawkError, OversightRejectedError, ToolValidationError
-from .step import StepContext
+from .. import events
+from .._boundary import ToolBoundaryError
+from .._outcome_schema import OUTCOME_TOOL
+from ..errors import NighthawkError, OversightRejectedError, ToolValidationError
+from ..step import StepContext
+from ._kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
-    from ._outcome_kinds import Resolution
+    from .._outcome_kinds import Resolution
 
 __all__ = [
     "add_process_oversight",
@@ -176,7 +176,7 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
     asked = [oversight for oversight in in_force() if oversight.inspect_step_commit is not None]
     if not asked or resolution.exception is not None:
         return values
-    from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+    from .._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
     for oversight in asked:
         proposal = StepCommitProposal(
@@ -213,7 +213,7 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
 
 async def _ask(hook: Any, subject: object) -> object:
     """Call a hook like a user tool: a sync one on the user's thread, an async one awaited on the step's loop."""
-    from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
+    from .._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
 
     return await call_user(hook, subject)
 
