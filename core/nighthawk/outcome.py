@@ -37,7 +37,7 @@ from ._outcome_kinds import (
 from ._outcome_schema import OUTCOME_TOOL, outcome_schema
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
-from .oversight._oversee import review_return
+from .oversight._oversee import guarding, review_return
 from .step import StepContext
 
 __all__ = [
@@ -120,7 +120,9 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                 return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
 
             def evaluated() -> tuple[Evaluation, _Checked | None]:
-                evaluation = start_evaluation(expression, step.step_locals, step.step_globals)
+                evaluation = start_evaluation(
+                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL)
+                )
                 if evaluation.awaits or inspect.isawaitable(evaluation.value):
                     return evaluation, None  # awaited on the loop first, validated after
                 # Nothing to await: validate in the same visit to the user's thread, one hand-off fewer.
@@ -130,7 +132,8 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                 evaluation, checked = await on_user_thread(evaluated)
                 value = evaluation.value
                 if evaluation.awaits:  # `await` inside the expression: the step runs on a loop, so await it
-                    value = await await_user(value)  # type: ignore[arg-type]
+                    with guarding(step, OUTCOME_TOOL):
+                        value = await await_user(value)  # type: ignore[arg-type]
                 if inspect.isawaitable(value):
                     if not step.is_async:
                         if inspect.iscoroutine(value):
@@ -138,7 +141,8 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                         raise ExecutionError(
                             f"`return_expression` {shown} produced an awaitable, but the function is not async"
                         )
-                    value = await await_user(value)
+                    with guarding(step, OUTCOME_TOOL):
+                        value = await await_user(value)
             except (ExecutionError, StepAbortedError):
                 raise
             except Exception as exc:

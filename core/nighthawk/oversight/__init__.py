@@ -13,35 +13,44 @@ force for the blocks run inside it; nested scopes inherit them and `oversight=No
   write bindings' types like any assigned value. A step that ends with a `raise` outcome commits nothing
   and is not shown.
 
-`read_only()` and `allow_tools(...)` are ready-made tool-call hooks, `combine(...)` asks several in turn,
-and `add_process_oversight` puts one in force for the whole process (the kernel's confirm mode). Every
-decision is an `OversightDecision` event and an event on the step's OpenTelemetry span.
+- While the model's code runs (`nh_eval`, `nh_assign`, a return expression, and the functions they call)
+  an oversight's runtime guards are enforced on Python's audit events: `read_only()` refuses changes to
+  files, processes, threads and signals, `no_network()` sockets and name look-ups. A refused operation
+  raises `OperationRefusedError` (a `PermissionError`) in the model's code, which the model reads as an
+  `execution` error; the step goes on.
+
+`read_only()`, `no_network()` and `allow_tools(...)` are ready-made policies, `combine(...)` asks several in
+turn, and `add_process_oversight` puts one in force for the whole process (the kernel's confirm mode). Every
+decision and every refusal is an `OversightDecision` event and an event on the step's OpenTelemetry span.
 """
 
 from __future__ import annotations
 
-from ..errors import OversightRejectedError
-from ._oversee import add_process_oversight, remove_process_oversight
+from ..errors import OperationRefusedError, OversightRejectedError
 from ._kinds import (
     Accept,
     Oversight,
     Reject,
     Rewrite,
+    RuntimeGuard,
     StepCommitDecision,
     StepCommitProposal,
     ToolCall,
     ToolCallDecision,
     combine,
 )
-from ._policies import DENIED_CALLS, allow_tools, read_only
+from ._oversee import add_process_oversight, remove_process_oversight
+from ._policies import DENIED_CALLS, allow_tools, no_network, read_only
 
 __all__ = [
     "DENIED_CALLS",
     "Accept",
+    "OperationRefusedError",
     "Oversight",
     "OversightRejectedError",
     "Reject",
     "Rewrite",
+    "RuntimeGuard",
     "StepCommitDecision",
     "StepCommitProposal",
     "ToolCall",
@@ -49,6 +58,7 @@ __all__ = [
     "add_process_oversight",
     "allow_tools",
     "combine",
+    "no_network",
     "read_only",
     "remove_process_oversight",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,18 @@ from .._boundary import ToolBoundaryError
 from .._outcome_schema import OUTCOME_TOOL
 from ..errors import NighthawkError, OversightRejectedError, ToolValidationError
 from ..step import StepContext
-from ._kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
+from ._kinds import (
+    Accept,
+    Enforcement,
+    Oversight,
+    Reject,
+    Rewrite,
+    RuntimeGuard,
+    StepCommitProposal,
+    ToolCall,
+    combine,
+    label,
+)
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
@@ -31,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_process_oversight",
+    "guarding",
     "in_force",
     "overseeing",
     "overseeing_also",
@@ -38,6 +50,7 @@ __all__ = [
     "review_commit",
     "review_return",
     "review_tool_call",
+    "step_machinery",
 ]
 
 _REFUSED_GUIDANCE = (
@@ -47,6 +60,10 @@ _REFUSED_GUIDANCE = (
 
 _scoped: ContextVar[Oversight | None] = ContextVar("nighthawk_oversight", default=None)
 _process: list[Oversight] = []
+_enforced: ContextVar[Enforcement | None] = ContextVar("nighthawk_runtime_guards", default=None)
+"""The runtime guards enforced on this thread or task: set only while model-written code runs."""
+_carried: ContextVar[tuple[RuntimeGuard, ...]] = ContextVar("nighthawk_carried_guards", default=())
+"""The guards of the model code that started the current step, for the model code it evaluates."""
 
 
 # --- what is in force ---------------------------------------------------------------------------------
@@ -84,6 +101,63 @@ def in_force() -> tuple[Oversight, ...]:
     scoped = _scoped.get()
     chain = scoped.chain() if scoped is not None else ()
     return chain + tuple(part for oversight in _process for part in oversight.chain())
+
+
+# --- runtime guards -------------------------------------------------------------------------------------
+
+
+def guarding(step: StepContext, tool_name: str) -> AbstractContextManager[None]:
+    """Around the evaluation of model-written code for `tool_name` (`nh_eval`, `nh_assign`, `nh_outcome`).
+
+    Inside, the runtime guards in force, with those already enforced or carried here (a natural function
+    called by guarded model code cannot shed them), are enforced on this thread or task; each operation
+    they refused is recorded as an `OversightDecision` once the block is left.
+    """
+    current = _enforced.get()
+    guards = _union(
+        _carried.get(),
+        current.guards if current is not None else (),
+        tuple(guard for oversight in in_force() for guard in oversight.runtime),
+    )
+    return _guarding(step, tool_name, guards) if guards else nullcontext()
+
+
+@contextmanager
+def _guarding(step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...]) -> Iterator[None]:
+    from ._audit import install  # here: the hook and its checks load with the first guarded evaluation
+
+    install(_enforced)
+    enforcement = Enforcement(guards)
+    token = _enforced.set(enforcement)
+    try:
+        yield
+    finally:
+        _enforced.reset(token)
+        # Outside the guard: listeners (displays, telemetry) are not model code.
+        for refusal in enforcement.refusals:
+            _record(step, "runtime", refusal.policy, "rejected", refusal.message, tool_name=tool_name)
+
+
+@contextmanager
+def step_machinery() -> Iterator[None]:
+    """Around a step's own work: the guards of the model code that started it (a natural function it
+    calls) are not enforced on the step's requests and bookkeeping, but carried to the model code the step
+    evaluates."""
+    current = _enforced.get()
+    if current is None:
+        yield
+        return
+    carried = _carried.set(_union(_carried.get(), current.guards))
+    cleared = _enforced.set(None)
+    try:
+        yield
+    finally:
+        _enforced.reset(cleared)
+        _carried.reset(carried)
+
+
+def _union(*groups: tuple[RuntimeGuard, ...]) -> tuple[RuntimeGuard, ...]:
+    return tuple(dict.fromkeys(guard for group in groups for guard in group))
 
 
 def add_process_oversight(oversight: Oversight) -> None:
@@ -244,7 +318,7 @@ def _bad_decision(hook: str, oversight: Oversight, decision: object, allowed: st
 def _record(
     step: StepContext,
     hook: str,
-    oversight: Oversight,
+    oversight: Oversight | str,
     decision: str,
     reason: str | None,
     *,
@@ -257,7 +331,7 @@ def _record(
             events.OversightDecision(
                 invocation_id=step.invocation_id,
                 hook=hook,  # type: ignore[arg-type]
-                oversight=label(oversight),
+                oversight=oversight if isinstance(oversight, str) else label(oversight),
                 decision=decision,  # type: ignore[arg-type]
                 reason=reason,
                 tool_name=tool_name,

@@ -1,10 +1,13 @@
-"""Ready-made oversight: `read_only` and `allow_tools`, tool-call hooks users pick without writing one.
+"""Ready-made oversight: `read_only`, `no_network` and `allow_tools`, policies users pick without writing one.
 
-`read_only` reads the model's expression with `ast` before it runs and refuses calls of names on a deny
-list. That catches the plain ways of writing to disk or starting programs (`os.remove(p)`,
-`open(p, "w")`, `subprocess.run(...)`, also under another name: `from os import remove`), but it cannot
-see what a called function does inside, and Python offers many other roads to the same effect. It is a
-guard against accidents, not a sandbox; `docs/oversight.md` says so to users.
+`read_only` works on two levels. Its tool-call hook reads the model's expression with `ast` before it runs
+and refuses calls of names on a deny list, so the plain ways of writing to disk or starting programs
+(`os.remove(p)`, `open(p, "w")`, `subprocess.run(...)`, also under another name: `from os import remove`)
+are named to the model before anything runs. But reading cannot see what a called function does inside,
+and Python offers many other roads to the same effect: what enforces the policy is its runtime guard
+(`_audit.py`), checked on Python's audit events while the model's code runs. `no_network` is a runtime
+guard only. Both are guard rails against mistakes and prompt-injected instructions, not a sandbox;
+`docs/oversight.md` says so to users.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import ast
 import builtins
 import functools
 import importlib
+import os
 from collections.abc import Collection, Mapping
 from types import ModuleType
 
-from ._kinds import Accept, Oversight, Reject, ToolCall, ToolCallDecision
+from ._kinds import Accept, Oversight, Reject, RuntimeGuard, ToolCall, ToolCallDecision
 
-__all__ = ["DENIED_CALLS", "allow_tools", "read_only"]
+__all__ = ["DENIED_CALLS", "allow_tools", "no_network", "read_only"]
 
 DENIED_CALLS: frozenset[str] = frozenset(
     {
@@ -38,6 +42,20 @@ DENIED_CALLS: frozenset[str] = frozenset(
 """What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
 function is refused (`subprocess`), or `.name` for a method of that name on any object."""
 
+_FILE_CALLS = frozenset(
+    {
+        "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.rename", "os.renames", "os.replace",
+        "os.truncate", "os.mkdir", "os.makedirs", "os.chmod", "os.chown", "os.link", "os.symlink",
+        "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree",
+        ".unlink", ".rmdir", ".touch", ".write_text", ".write_bytes",
+        ".to_csv", ".to_parquet", ".to_excel", ".to_sql", ".to_pickle", ".to_feather",
+    }
+)
+"""The deny entries that change files: with `writable` directories, which paths they touch decides, so the
+runtime guard judges them instead of the reading."""
+_WRITE_FLAG_NAMES = frozenset({"O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"})
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
 _EXPRESSION_ARGUMENT = {"nh_eval": "expression", "nh_assign": "expression", "nh_outcome": "return_expression"}
 """The calls that run a model-written expression, and the argument that holds it (`nh_outcome`: a return
 expression, shown to the hooks before it is evaluated)."""
@@ -45,15 +63,25 @@ _WRITE_MODES = frozenset("wax+")
 _MISSING = object()
 
 
-def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
-    """An oversight that lets the model look but not change: it refuses `nh_assign` to an attribute of an
-    existing object (`df.columns = ...`), `open(...)` for writing, and calls of the names in `deny`.
+def read_only(
+    *, deny: Collection[str] = DENIED_CALLS, writable: Collection[str | os.PathLike[str]] = ()
+) -> Oversight:
+    """An oversight that lets the model look but not change.
 
+    While the model's code runs (`nh_eval`, `nh_assign`, a return expression, and the functions they call),
+    it refuses, however the code reaches them: opening a file to write, append, create or truncate;
+    deleting, renaming, moving, truncating, linking, `chmod`/`chown`, making or removing directories;
+    `sqlite3.connect` to a file (but `:memory:` and `mode=ro`); starting processes or threads; sending
+    signals. The model reads an `OperationRefusedError` naming the operation and goes on.
+
+    Before a call runs, it also reads the expression and refuses `nh_assign` to an attribute of an existing
+    object (`df.columns = ...`), `open(...)` for writing, and calls of the names in `deny`, naming them.
     Assigning a bare name stays allowed: a step's variables reach Python only through its write bindings.
-    User tools are not inspected (they are the functions you chose to offer).
+    User tools are not inspected and run unguarded (they are the functions you chose to offer).
 
     Args:
-        deny: Dotted names to refuse; extend or trim the default, `DENIED_CALLS | {"requests.post"}`.
+        deny: Dotted names to refuse when reading; extend or trim the default, `DENIED_CALLS | {"requests.post"}`.
+        writable: Directories inside which files may change (`[tmp_dir]`).
     """
     if isinstance(deny, str) or not all(isinstance(entry, str) for entry in deny):
         # A lone string would become a set of its characters: a deny list that refuses nothing meant.
@@ -61,7 +89,13 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
             f"`deny` must be a collection of dotted names, got {deny!r:.80}; write `deny={{'os.remove'}}`, or "
             "extend the default with `DENIED_CALLS | {'requests.post'}`"
         )
-    entries = frozenset(deny)
+    if isinstance(writable, str | bytes | os.PathLike) or not all(isinstance(p, str | os.PathLike) for p in writable):
+        raise TypeError(
+            f"`writable` must be a collection of directories, got {writable!r:.80}; write `writable=[tmp_dir]`"
+        )
+    directories = tuple(os.path.realpath(os.fspath(path)) for path in writable)
+    # With writable directories the path decides, which only the runtime guard sees.
+    entries = frozenset(deny) - _FILE_CALLS if directories else frozenset(deny)
     _resolved(entries)  # import the modules named now, not at the first call
 
     def inspect_tool_call(call: ToolCall) -> ToolCallDecision:
@@ -74,10 +108,31 @@ def read_only(*, deny: Collection[str] = DENIED_CALLS) -> Oversight:
         if call.tool_name not in _EXPRESSION_ARGUMENT:
             return Accept()
         expression = str(arguments.get(_EXPRESSION_ARGUMENT[call.tool_name], ""))
-        problem = _refused_call(expression, entries, _resolved(entries), call)
+        problem = _refused_call(expression, entries, _resolved(entries), call, opening=not directories)
         return Accept() if problem is None else Reject(f"read-only: {problem}; read the values without changing anything")
 
-    return Oversight(inspect_tool_call=inspect_tool_call, name="read_only")
+    guard = RuntimeGuard(policy="read_only", files=True, writable=directories)
+    return Oversight(inspect_tool_call=inspect_tool_call, runtime=(guard,), name="read_only")
+
+
+def no_network(*, allow: Collection[str] = ()) -> Oversight:
+    """An oversight that keeps the model's code off the network: while it runs, connecting, binding,
+    sending to an address and looking up names are refused (but for the hosts in `allow`), and so is
+    starting processes or threads, which would be out of its reach.
+
+    Your own code, before and after a step, and the provider's requests of the step are not affected.
+
+    Args:
+        allow: `host` or `host:port` entries that stay reachable (`"127.0.0.1:8000"`, `"localhost"`,
+            `"[::1]:8000"`); a host name also allows the addresses it resolves to.
+    """
+    if isinstance(allow, str) or not all(isinstance(entry, str) for entry in allow):
+        raise TypeError(
+            f"`allow` must be a collection of `host` or `host:port` strings, got {allow!r:.80}; write "
+            "`allow=['127.0.0.1:8000']`"
+        )
+    guard = RuntimeGuard(policy="no_network", network=True, allow=tuple(allow))
+    return Oversight(runtime=(guard,), name="no_network")
 
 
 def allow_tools(*names: str) -> Oversight:
@@ -108,8 +163,11 @@ def allow_tools(*names: str) -> Oversight:
 # --- reading an expression ----------------------------------------------------------------------------
 
 
-def _refused_call(expression: str, deny: frozenset[str], objects: Mapping[int, str], call: ToolCall) -> str | None:
-    """Why `expression` is refused, or `None`: the first call in it of a denied name or a writing `open`."""
+def _refused_call(
+    expression: str, deny: frozenset[str], objects: Mapping[int, str], call: ToolCall, *, opening: bool
+) -> str | None:
+    """Why `expression` is refused, or `None`: the first call in it of a denied name or (with `opening`) a
+    writing `open`."""
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError:
@@ -120,10 +178,16 @@ def _refused_call(expression: str, deny: frozenset[str], objects: Mapping[int, s
             continue
         text = _dotted(node.func)
         value = namespace.value(node.func)
+        if value is os.open or text == "os.open":
+            if opening and _flags_write(node):
+                return f"`{ast.unparse(node)}` opens a file for writing"
+            continue
         is_open = value is builtins.open or text in ("open", "io.open")
         if is_open or text.endswith(".open"):
-            # `open(path, mode)`, or a path's `p.open(mode)`, whose mode comes first.
-            if _writes(node, mode_at=1 if is_open else 0):
+            # `open(path, mode)` and a module's `gzip.open(path, mode)`; a path's `p.open(mode)` has it first.
+            owner = namespace.value(node.func.value) if isinstance(node.func, ast.Attribute) else None
+            module_function = isinstance(owner, ModuleType)
+            if opening and _writes(node, mode_at=1 if is_open or module_function else 0):
                 return f"`{ast.unparse(node)}` opens a file for writing"
             continue
         entry = _matching_entry(text, value, deny, objects)
@@ -189,6 +253,30 @@ def _writes(node: ast.Call, *, mode_at: int) -> bool:
     if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
         return bool(_WRITE_MODES & set(mode.value))
     return True
+
+
+def _flags_write(node: ast.Call) -> bool:
+    """Whether an `os.open(path, flags)` call may write: flags naming `O_WRONLY`, `O_RDWR`, `O_APPEND`,
+    `O_CREAT` or `O_TRUNC`, or flags the reading cannot tell."""
+    flags: ast.expr | None = node.args[1] if len(node.args) > 1 else None
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            return True  # `**options` may hold the flags
+        if keyword.arg == "flags":
+            flags = keyword.value
+    return flags is not None and _may_write(flags)
+
+
+def _may_write(flags: ast.expr) -> bool:
+    match flags:
+        case ast.BinOp(left=left, right=right):
+            return _may_write(left) or _may_write(right)
+        case ast.Constant(value=int(bits)):
+            return bool(bits & _WRITE_FLAGS)
+        case ast.Attribute(attr=name) | ast.Name(id=name):
+            return not name.startswith("O_") or name in _WRITE_FLAG_NAMES
+        case _:
+            return True
 
 
 class _Namespace:
