@@ -179,7 +179,8 @@ def combine(*oversights: Oversight) -> Oversight:
     """One oversight that asks each of `oversights` in turn.
 
     A tool call runs only if every hook accepts it; before a commit, each hook sees the values the previous
-    ones left (rewrites included), and the first rejection stops the step.
+    ones left (rewrites included), and the first rejection stops the step. The runtime guards of all of
+    them are enforced together.
     """
     for oversight in oversights:
         if not isinstance(oversight, Oversight):
@@ -188,7 +189,8 @@ def combine(*oversights: Oversight) -> Oversight:
                 "`read_only()` or `allow_tools(...)`"
             )
     parts = tuple(part for oversight in oversights for part in oversight.chain())
-    return Oversight(name="+".join(label(part) for part in parts), parts=parts)
+    runtime = tuple(dict.fromkeys(guard for part in parts for guard in part.runtime))
+    return Oversight(name="+".join(label(part) for part in parts), runtime=runtime, parts=parts)
 
 
 def label(oversight: Oversight) -> str:
