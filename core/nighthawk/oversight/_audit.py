@@ -39,11 +39,13 @@ _GUIDANCE = (
 
 _install_lock = threading.Lock()
 _installed = False
+_enforced: ContextVar[Enforcement | None] | None = None
+"""The context variable the hook reads (owned by `_oversee.py`), once installed."""
 
 
 def install(enforced: ContextVar[Enforcement | None]) -> None:
     """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task."""
-    global _installed
+    global _installed, _enforced
     if _installed:
         return
     with _install_lock:
@@ -51,6 +53,7 @@ def install(enforced: ContextVar[Enforcement | None]) -> None:
             return
         if sys.version_info < (3, 12):
             _announce_thread_starts()
+        _enforced = enforced
         sys.addaudithook(_hook_reading(enforced))
         _installed = True
 
@@ -82,24 +85,11 @@ def _hook_reading(enforced: ContextVar[Enforcement | None]) -> Callable[[str, tu
         if enforcement is None:
             return
         check = _CHECKS.get(event)
-        if check is not None:
-            _check(enforced, enforcement, check, event, args)
+        if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
+            enforcement.refusals.append(refusal)
+            raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
     return hook
-
-
-def _check(
-    enforced: ContextVar[Enforcement | None], enforcement: Enforcement, check: _Check, event: str, args: tuple[object, ...]
-) -> None:
-    # The checks resolve paths and names: nothing they do is checked in turn.
-    token = enforced.set(None)
-    try:
-        refusal = check(enforcement.guards, event, args)
-    finally:
-        enforced.reset(token)
-    if refusal is not None:
-        enforcement.refusals.append(refusal)
-        raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
 
 _Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
@@ -141,8 +131,9 @@ _CHANGED_PATHS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
 
 
 def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    path, mode, flags = (args + (None, None, None))[:3]
-    writes = (isinstance(flags, int) and flags & _WRITE_FLAGS) or (isinstance(mode, str) and set(mode) & set("wax+"))
+    path, mode, flags = args
+    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
+    writes = flags & _WRITE_FLAGS if isinstance(flags, int) else any(letter in mode for letter in "wax+")  # type: ignore[operator]
     if not writes or isinstance(path, int):
         return None  # reading; or a descriptor already open, which grants nothing new
     return _check_paths(guards, f"opening {_shown(path)} for writing", ((path, None),))
@@ -292,15 +283,18 @@ def _split(entry: str) -> tuple[str, int | None]:
 
 def _addresses(host: str) -> frozenset[str]:
     """The addresses an allowed host name resolves to (looked up once; the checks are not enforced here)."""
-    if host not in _resolved_hosts:
+    if host not in _resolved_hosts and _enforced is not None:
         import socket
 
+        token = _enforced.set(None)  # the look-up is ours, not the model's: not checked in turn
         try:
             found = frozenset(str(info[4][0]).lower() for info in socket.getaddrinfo(host, None))
         except OSError:
             found = frozenset()
+        finally:
+            _enforced.reset(token)
         _resolved_hosts[host] = found
-    return _resolved_hosts[host]
+    return _resolved_hosts.get(host, frozenset())
 
 
 _PROCESS_EVENTS = (
