@@ -354,3 +354,13 @@ def test_reading_does_not_take_a_path_with_an_x_for_a_mode(plain_directory: Path
     box.write_text("inside")
     _, read = run_model_code("nh_eval", f"os.read(os.open({str(box)!r}, os.O_RDONLY), 6)", box)
     assert read.startswith('{"value": "b\'inside\'", "error": null')
+
+
+@pytest.mark.parametrize(
+    ("expression", "named"),
+    [("os.kill(os.getpid(), 0)", "os.kill"), ("os.system('true')", "os.system")],
+)
+def test_read_only_refuses_signals_and_processes(victim: Path, expression: str, named: str) -> None:
+    runtime_only = nh.oversight.Oversight(runtime=nh.oversight.read_only().runtime)
+    _, read = run_model_code("nh_eval", expression, victim, runtime_only)
+    assert f"read_only refused {named}" in read
