@@ -364,3 +364,15 @@ def test_read_only_refuses_signals_and_processes(victim: Path, expression: str, 
     runtime_only = nh.oversight.Oversight(runtime=nh.oversight.read_only().runtime)
     _, read = run_model_code("nh_eval", expression, victim, runtime_only)
     assert f"read_only refused {named}" in read
+
+
+def test_a_tree_inside_a_writable_directory_can_be_removed(victim: Path, tmp_path: Path) -> None:
+    # `shutil.rmtree` removes entries relative to descriptors of the directories it walks.
+    tree = tmp_path / "scratch" / "tree"
+    (tree / "deeper").mkdir(parents=True)
+    (tree / "deeper" / "leaf.txt").write_text("x")
+    _, read = run_model_code(
+        "nh_eval", f"shutil.rmtree({str(tree)!r})", victim, nh.oversight.read_only(writable=[tmp_path / "scratch"])
+    )
+    assert '"error": null' in read
+    assert not tree.exists()

@@ -103,30 +103,30 @@ def _refusal(guard: RuntimeGuard, what: str, why: str) -> Refusal:
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
-_CHANGED_PATHS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    # event: (positions of the paths it changes, positions of their `dir_fd`s)
-    "os.remove": ((0,), (1,)),
-    "os.rmdir": ((0,), (1,)),
-    "os.rename": ((0, 1), (2, 3)),
-    "os.truncate": ((0,), ()),
-    "os.chmod": ((0,), (2,)),
-    "os.chown": ((0,), (3,)),
-    "os.chflags": ((0,), ()),
-    "os.link": ((1,), (3,)),
-    "os.symlink": ((1,), (2,)),
-    "os.mkdir": ((0,), (2,)),
-    "os.utime": ((0,), (3,)),
-    "os.setxattr": ((0,), ()),
-    "os.removexattr": ((0,), ()),
-    "shutil.rmtree": ((0,), (1,)),
-    "shutil.move": ((0, 1), ()),
-    "shutil.copyfile": ((1,), ()),
-    "shutil.copymode": ((1,), ()),
-    "shutil.copystat": ((1,), ()),
-    "shutil.copytree": ((1,), ()),
-    "shutil.chown": ((0,), ()),
-    "shutil.make_archive": ((0,), ()),
-    "shutil.unpack_archive": ((1,), ()),
+_CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
+    # event: the paths it changes, as (position of the path, position of its `dir_fd` or None)
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.rename": ((0, 2), (1, 3)),
+    "os.truncate": ((0, None),),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.chflags": ((0, None),),
+    "os.link": ((1, 3),),
+    "os.symlink": ((1, 2),),
+    "os.mkdir": ((0, 2),),
+    "os.utime": ((0, 3),),
+    "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),),
+    "shutil.rmtree": ((0, 1),),
+    "shutil.move": ((0, None), (1, None)),
+    "shutil.copyfile": ((1, None),),
+    "shutil.copymode": ((1, None),),
+    "shutil.copystat": ((1, None),),
+    "shutil.copytree": ((1, None),),
+    "shutil.chown": ((0, None),),
+    "shutil.make_archive": ((0, None),),
+    "shutil.unpack_archive": ((1, None),),
 }
 
 
@@ -140,12 +140,10 @@ def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object
 
 
 def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    positions, dir_fds = _CHANGED_PATHS[event]
-    fds = [args[index] if index < len(args) else None for index in dir_fds]
     targets = tuple(
-        (args[index], fds[number] if number < len(fds) else None)
-        for number, index in enumerate(positions)
-        if index < len(args)
+        (args[at], args[fd_at] if fd_at is not None and fd_at < len(args) else None)
+        for at, fd_at in _CHANGED_PATHS[event]
+        if at < len(args)
     )
     shown = " and ".join(_shown(path) for path, _ in targets)
     return _check_paths(guards, f"{event} of {shown}", targets)
@@ -153,11 +151,14 @@ def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
 
 def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
     database = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else str(args[0])
-    if database in ("", ":memory:") or database.startswith("file::memory:") or "mode=ro" in database or "mode=memory" in database:
-        return None
-    path = database[len("file:"):].partition("?")[0] if database.startswith("file:") else database
-    return _check_paths(guards, f"sqlite3.connect to {_shown(path)}", ((path, None),), hint="open it read-only with "
-                        "`sqlite3.connect('file:...?mode=ro', uri=True)`")
+    if database in ("", ":memory:"):
+        return None  # private to the connection
+    if database.startswith("file:"):
+        database, _, query = database[len("file:"):].partition("?")
+        if database == ":memory:" or "mode=ro" in query or "mode=memory" in query:
+            return None
+    hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
+    return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
 
 
 def _check_paths(
