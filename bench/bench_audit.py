@@ -8,6 +8,8 @@ interpreter (an audit hook cannot be removed), interleaved round by round, media
 - `step, no policy`: inside a natural function's `nh_eval` that calls the loop, no policy in force;
 - `step, read_only`: the same under `read_only()`: every `open` is checked (and let through: it reads).
 
+Then the idle hook alone: one `sys.audit` event timed before and after installing it, in one fresh process.
+
 Run: `PYTHONPATH=core python bench/bench_audit.py [--opens N] [--rounds R]`. Prints figures; asserts nothing.
 """
 
@@ -60,13 +62,31 @@ _CHILD = textwrap.dedent(
 )
 
 
-def run(child: str, variant: str, path: str, opens: int) -> float:
+_EVENT_CHILD = textwrap.dedent(
+    """
+    import sys, timeit
+    def per_event():
+        return min(timeit.repeat(lambda: sys.audit("nighthawk.bench", 1), number=200_000, repeat=7)) / 200_000 * 1e9
+    before = per_event()
+    from nighthawk.oversight import _audit, _oversee
+    _audit.install(_oversee._enforced)
+    print(before, per_event())
+    """
+)
+
+
+def _environment() -> dict[str, str]:
+    """This checkout's `core/` first on the children's path."""
     environment = dict(os.environ)
     core = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [core, environment.get("PYTHONPATH")]))
+    return environment
+
+
+def run(child: str, variant: str, path: str, opens: int) -> float:
     output = subprocess.run(
         [sys.executable, child, variant, path, str(opens)],
-        check=True, capture_output=True, text=True, env=environment,
+        check=True, capture_output=True, text=True, env=_environment(),
     ).stdout
     return float(output.strip().splitlines()[-1])
 
@@ -93,6 +113,9 @@ def main() -> None:
         per_open = median / arguments.opens * 1e6
         extra = (median - bare) / arguments.opens * 1e6
         print(f"  {variant:<16} {median:7.3f} s   {per_open:6.2f} us/open   {median / bare:5.2f}x bare   {extra:+6.2f} us/open")
+    output = subprocess.run([sys.executable, "-c", _EVENT_CHILD], check=True, capture_output=True, text=True, env=_environment())
+    without, with_hook = map(float, output.stdout.split())
+    print(f"one audit event: {without:.0f} ns without the hook, {with_hook:.0f} ns with it idle (+{with_hook - without:.0f} ns)")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,8 @@ def guarding(step: StepContext, tool_name: str) -> AbstractContextManager[None]:
     they refused is recorded as an `OversightDecision` once the block is left.
     """
     current = _enforced.get()
+    if current is None and _scoped.get() is None and not _process and not _carried.get():
+        return nullcontext()  # the common case: no oversight at all
     guards = _union(
         _carried.get(),
         current.guards if current is not None else (),
