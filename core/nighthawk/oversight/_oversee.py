@@ -7,6 +7,11 @@ asks them before a return expression is evaluated, as a call of `nh_outcome` (`r
 runner asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
 it: a sync hook on the thread that started the block, an async one on the step's loop. Every decision is
 an `OversightDecision` event. The public face is the package's `__init__.py`.
+
+The runtime guards of the oversights in force are enforced through a second context variable, set only
+around the evaluation of model-written code (`guarding`, used by `tools.py` and `outcome.py`) and read by
+the audit hook of `_audit.py`; `step_machinery` (the runner) keeps a step started by guarded model code
+from enforcing them on its own work, and carries them to the model code it evaluates.
 """
 
 from __future__ import annotations
