@@ -8,6 +8,7 @@ return expression), under `nh.oversight.read_only()`: the file stays as it was, 
 
 from __future__ import annotations
 
+import asyncio
 import functools  # noqa: F401 - the model's expressions use the modules of this namespace
 import io  # noqa: F401
 import json
@@ -376,3 +377,29 @@ def test_a_tree_inside_a_writable_directory_can_be_removed(victim: Path, tmp_pat
     )
     assert '"error": null' in read
     assert not tree.exists()
+
+
+async def remove_later(path: str) -> None:
+    """A coroutine function of the notebook: its body runs only when the step awaits it."""
+    await asyncio.sleep(0)
+    os.remove(path)
+
+
+@nh.natural_function
+async def look_async(p: str) -> None:
+    """natural
+    Look at the file <p>.
+    """
+
+
+@pytest.mark.parametrize("expression", ["remove_later(p)", "await remove_later(p)"])
+def test_a_coroutine_of_model_code_is_awaited_under_the_policy(victim: Path, expression: str) -> None:
+    executor, script = scripted_executor([call("nh_eval", expression=expression)], [finish()])
+
+    async def main() -> None:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.read_only()):
+            await look_async(str(victim))
+
+    asyncio.run(main())
+    assert intact(victim)
+    assert "read_only refused os.remove" in script.last_tool_results()[0]
