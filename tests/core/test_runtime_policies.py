@@ -17,6 +17,7 @@ import os
 import pathlib  # noqa: F401
 import shutil  # noqa: F401
 import sqlite3
+import subprocess
 import sys  # noqa: F401
 import threading
 from collections.abc import Iterator
@@ -403,3 +404,22 @@ def test_a_coroutine_of_model_code_is_awaited_under_the_policy(victim: Path, exp
     asyncio.run(main())
     assert intact(victim)
     assert "read_only refused os.remove" in script.last_tool_results()[0]
+
+
+def test_read_only_sent_to_another_process_is_enforced_there(victim: Path) -> None:
+    # How `nighthawk.ray` sends the oversight in force to its actors: by value, with cloudpickle.
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    sent = cloudpickle.dumps(nh.oversight.read_only())
+    code = (
+        "import sys, pickle, os\n"
+        "from nighthawk.oversight._oversee import guarding, overseeing\n"
+        "policy = pickle.loads(sys.stdin.buffer.read())\n"
+        "with overseeing(policy), guarding(None, 'nh_eval'):\n"
+        "    try:\n"
+        f"        [os.remove][0]({str(victim)!r})\n"
+        "    except PermissionError as refused:\n"
+        "        print(str(refused).splitlines()[0])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], input=sent, capture_output=True, check=True)
+    assert result.stdout.decode().startswith(f"read_only refused os.remove of {str(victim)!r}")
+    assert intact(victim)
