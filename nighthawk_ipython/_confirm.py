@@ -5,12 +5,16 @@ thread, where the cell runs, so `input()` goes through the kernel's stdin channe
 frontend shows (JupyterLab, the classic notebook, VS Code, the terminal), and an interrupt while it waits
 stops the cell like any other. A widget would not do: its clicks are only handled once the cell ends.
 
-Only `y` or `yes` lets the call run; an empty answer refuses it, and any other text is passed to the model
-as the reason. A frontend that cannot answer (nbclient and nbval run notebooks without stdin) makes the
-step stop with `OversightRejectedError` at its first tool call instead of waiting for ever.
+A return expression is asked for too (shown as `nh_outcome`, `return <expression>`), unless it is a plain
+literal, which runs no code. Only `y` or `yes` lets the call run; an empty answer refuses it, and any other
+text is passed to the model as the reason (a refused return expression stops the step instead). A frontend
+that cannot answer (nbclient and nbval run notebooks without stdin) makes the step stop with
+`OversightRejectedError` at its first tool call instead of waiting for ever.
 """
 
 from __future__ import annotations
+
+import ast
 
 from IPython.core.error import StdinNotImplementedError
 
@@ -44,6 +48,8 @@ def describe(call: ToolCall) -> str:
             text = str(arguments.get("expression", ""))
         case "nh_assign":
             text = f"{arguments.get('target_path', '')} = {arguments.get('expression', '')}"
+        case "nh_outcome":
+            text = f"return {arguments.get('return_expression', '')}"
         case name:
             text = f"{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
     # Model-written text can quote a secret the step holds: masked like everything else the step shows.
@@ -51,7 +57,10 @@ def describe(call: ToolCall) -> str:
 
 
 def ask(call: ToolCall) -> ToolCallDecision:
-    """Show the call and ask whether to run it (the confirm hook)."""
+    """Show the call and ask whether to run it (the confirm hook). A return expression that is a literal
+    runs no code, so it is let through without asking."""
+    if call.tool_name == "nh_outcome" and _is_literal(str(call.argument_name_to_value.get("return_expression", ""))):
+        return Accept("a literal runs no code")
     print(f"Nighthawk wants to run ({call.step_id}) {call.tool_name}:\n    {describe(call)}", flush=True)
     try:
         answer = input(PROMPT).strip()
@@ -68,6 +77,15 @@ def ask(call: ToolCall) -> ToolCallDecision:
     if not answer or answer.lower() in ("n", "no"):
         return Reject("the user did not allow this call")
     return Reject(f"the user did not allow this call and said: {answer}")
+
+
+def _is_literal(expression: str) -> bool:
+    """Whether `expression` is a plain literal (`'done'`, `[1, 2]`), which evaluating runs no code for."""
+    try:
+        ast.literal_eval(expression.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 CONFIRM = Oversight(inspect_tool_call=ask, name="confirm")

@@ -29,7 +29,7 @@ from nighthawk.block import parse_program
 from nighthawk.budget import UsageBudget, budget, session_usage
 from nighthawk.configuration import DEFAULT_MODEL
 from nighthawk.errors import NighthawkError, last_error, record_error
-from nighthawk._oversee import overseeing_also
+from nighthawk.oversight._oversee import overseeing_also
 from nighthawk.runner import run_block
 from nighthawk.runtime import scope
 

@@ -20,6 +20,7 @@ import functools
 import inspect
 import warnings
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import CodeType
 
@@ -80,11 +81,17 @@ class Evaluation:
 
 
 def start_evaluation(
-    expression: str, step_locals: Mapping[str, object], step_globals: Mapping[str, object]
+    expression: str,
+    step_locals: Mapping[str, object],
+    step_globals: Mapping[str, object],
+    *,
+    around: AbstractContextManager[object] | None = None,
 ) -> Evaluation:
     """Evaluate `expression` the way Python would if step locals were module-level names.
 
     Warnings raised while evaluating are recorded in the result instead of printed into the user's output.
+    `around` is entered for the evaluation itself only (the oversight's runtime guards), not for the
+    bookkeeping before and after it.
 
     Raises:
         SyntaxError: Not a single expression.
@@ -100,7 +107,8 @@ def start_evaluation(
     # The user's filters still apply (an "error" filter still raises, "ignore" still hides); what would have
     # been printed is recorded instead, for the model to read.
     with warnings.catch_warnings(record=True) as caught:
-        value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
+        with around or nullcontext():
+            value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
     note_value(value, derived=derived)
     return Evaluation(
         value=value,

@@ -8,6 +8,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
     │   ├── OversightRejectedError  an oversight hook stopped the step (a rejected commit, an ask that failed)
     │   └── ReplayMissError         a replay store has no answer for a request
+    ├── OperationRefusedError       a runtime policy refused what model-written code tried (also a PermissionError)
     ├── MapItemError                an item of `nighthawk.map` failed (the item's exception is its cause)
     │   └── MapStoppedError         a map stopped: its model requests kept failing for a cause common to all items
     ├── ToolEvaluationError         an expression evaluated by `nh_eval`/`nh_assign` raised
@@ -35,6 +36,7 @@ __all__ = [
     "MapStoppedError",
     "NaturalParseError",
     "NighthawkError",
+    "OperationRefusedError",
     "OversightRejectedError",
     "ReplayMissError",
     "StepAbortedError",
@@ -115,6 +117,14 @@ def _figure(budget: str, value: float) -> str:
 class OversightRejectedError(ExecutionError):
     """An oversight hook (`nighthawk.oversight`) stopped the step: it rejected the commit, or the confirm mode
     could not ask the person; none of the step's bindings was committed."""
+
+
+class OperationRefusedError(NighthawkError, PermissionError):
+    """A runtime policy (`nighthawk.oversight.read_only()`, `no_network()`) refused an operation of
+    model-written code before it happened: a file change, a process, a thread, a signal or a socket.
+
+    A `PermissionError`, so code that handles one (importlib writing a `.pyc`, a library's fallback) goes on.
+    """
 
 
 class ReplayMissError(ExecutionError):

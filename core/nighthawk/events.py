@@ -181,10 +181,11 @@ class ToolCallFinished:
 
 @dataclass(frozen=True, kw_only=True)
 class OversightDecision:
-    """An oversight hook decided on a tool call (before it ran) or on a commit (`nighthawk.oversight`)."""
+    """An oversight hook decided on a tool call (before it ran) or on a commit, or a runtime policy refused an
+    operation of model-written code while it ran (`hook="runtime"`, always `rejected`) (`nighthawk.oversight`)."""
 
     invocation_id: str
-    hook: Literal["inspect_tool_call", "inspect_step_commit"]
+    hook: Literal["inspect_tool_call", "inspect_step_commit", "runtime"]
     oversight: str
     """The name of the oversight that decided (`read_only`, `confirm`, the hook's function name)."""
     decision: Literal["accepted", "rejected", "rewritten"]

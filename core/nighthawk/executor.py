@@ -21,7 +21,7 @@ from ._outcome_schema import OUTCOME_TOOL
 from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
-from .errors import BudgetExceededError, ExecutionError, NighthawkError
+from .errors import BudgetExceededError, ExecutionError, NighthawkError, OversightRejectedError
 from .prompt import render_prompts
 from .runtime import StepExecutor
 from .step import StepContext
@@ -455,6 +455,8 @@ def _build_agent(output_spec: list[Any]) -> Any:
             )
         try:
             step.resolution = await resolve_outcome(outcome, step)
+        except OversightRejectedError:
+            raise  # oversight stopped the step: not a mistake for the model to retry
         except ExecutionError as exc:
             # Scrubbed here, cause chain included, and not only on the way to the model: pydantic-ai's own
             # tracing records the retry and the exception before the model wrapper sees anything.

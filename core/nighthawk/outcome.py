@@ -6,7 +6,9 @@ JSON schema of `raise_error_type` is an enum over those names, and the host chec
 
 The models and `Resolution` are plain data in `_outcome_kinds.py`, the schema in `_outcome_schema.py`, both
 below the step (which carries its schema and records its resolution). This module checks and evaluates an
-outcome against a step, and re-exports them.
+outcome against a step, and re-exports them. A return expression is model-written code: the tool-call
+hooks in force (`nighthawk.oversight`) see it first, as a call of the tool `nh_outcome` with the arguments
+`{"kind": "return", "return_expression": ...}`, and a rejection evaluates nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ._outcome_kinds import (
 from ._outcome_schema import OUTCOME_TOOL, outcome_schema
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
+from .oversight._oversee import guarding, review_return
 from .step import StepContext
 
 __all__ = [
@@ -97,7 +100,11 @@ def parse_outcome(data: object, step: StepContext) -> Outcome:
 async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     """Evaluate what an outcome asks for: the return value (validated) or the exception to raise.
 
+    Before a return expression is evaluated, the tool-call hooks in force see it as a call of `nh_outcome`
+    with the arguments `{"kind": "return", "return_expression": ...}`.
+
     Raises:
+        OversightRejectedError: A tool-call hook rejected the return expression; it was not evaluated.
         ExecutionError: The return expression fails, returns an awaitable in a sync function, or does not
             fit the return annotation; or the raise names an exception type the step did not offer.
     """
@@ -105,13 +112,17 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     match outcome:
         case ReturnOutcome(return_expression=expression):
             shown = clip(repr(expression), 300)
+            # Evaluating it runs model-written code, like `nh_eval`: the tool-call hooks see it first.
+            await review_return(step, expression)
 
             def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
                 # A return annotation (and a walrus target's) may carry the user's validators: user code.
                 return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
 
             def evaluated() -> tuple[Evaluation, _Checked | None]:
-                evaluation = start_evaluation(expression, step.step_locals, step.step_globals)
+                evaluation = start_evaluation(
+                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL)
+                )
                 if evaluation.awaits or inspect.isawaitable(evaluation.value):
                     return evaluation, None  # awaited on the loop first, validated after
                 # Nothing to await: validate in the same visit to the user's thread, one hand-off fewer.
@@ -121,7 +132,8 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                 evaluation, checked = await on_user_thread(evaluated)
                 value = evaluation.value
                 if evaluation.awaits:  # `await` inside the expression: the step runs on a loop, so await it
-                    value = await await_user(value)  # type: ignore[arg-type]
+                    with guarding(step, OUTCOME_TOOL):
+                        value = await await_user(value)  # type: ignore[arg-type]
                 if inspect.isawaitable(value):
                     if not step.is_async:
                         if inspect.iscoroutine(value):
@@ -129,7 +141,8 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                         raise ExecutionError(
                             f"`return_expression` {shown} produced an awaitable, but the function is not async"
                         )
-                    value = await await_user(value)
+                    with guarding(step, OUTCOME_TOOL):
+                        value = await await_user(value)
             except (ExecutionError, StepAbortedError):
                 raise
             except Exception as exc:

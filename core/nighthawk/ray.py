@@ -31,14 +31,14 @@ except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typ
 
 import numpy as np
 
-from ._oversee import in_force, overseeing
-from ._oversight_kinds import Oversight, combine
 from ._ray_budget import cluster_allowances
 from .batch import MapResult, map_reporting_items
 from .batch.store import DiskStore, return_type
 from .budget import SharedAllowance, UsageTotals, shared_budget
 from .errors import BudgetExceededError, MapItemError, NighthawkError
 from .executor import StepExecutor
+from .oversight._kinds import Oversight, combine
+from .oversight._oversee import in_force, overseeing
 from .runtime import run
 
 __all__ = ["map_batches"]

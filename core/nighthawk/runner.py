@@ -32,7 +32,7 @@ from .errors import (
     record_error,
 )
 from .frame import Frame
-from ._oversee import review_commit
+from .oversight._oversee import review_commit, step_machinery
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor, scope_implicit_references
 from .step import StepContext, activate, build_step
 
@@ -64,11 +64,19 @@ def run_block(program: Program, frame: Frame) -> BlockResult:
     running loop), the user's code on this thread, which waits for the step and serves it."""
     from ._loop import run_sync  # asyncio is imported on the first block, not with nighthawk
 
-    return run_sync(run_block_async(program, frame))
+    # Started by guarded model code (a natural function it calls): the loop's thread and the step's requests
+    # are nighthawk's, not the model's; its model code gets the guards back.
+    with step_machinery():
+        return run_sync(run_block_async(program, frame))
 
 
 async def run_block_async(program: Program, frame: Frame) -> BlockResult:
     """Run a block and return what to commit, or raise without committing anything."""
+    with step_machinery():
+        return await _run_block(program, frame)
+
+
+async def _run_block(program: Program, frame: Frame) -> BlockResult:
     executor = get_step_executor()
     ensure_telemetry()
     configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from . import events
-from ._oversee import overseeing
-from ._oversight_kinds import Oversight
 from ._tool_registry import ToolScope, push_tool_scope
 from .budget import BudgetScope, StepUsage, UsageBudget, UsageTotals, active_budgets, budget_lock, replacing_budgets
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
+from .oversight._kinds import Oversight
+from .oversight._oversee import overseeing
 from .step import ExecutionContext, StepContext, current_step
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from ._evaluate import Evaluation, clip, start_evaluation
 from ._secrets import current_scrubber
 from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
-from .errors import StepAbortedError, ToolEvaluationError, ToolValidationError
-from ._oversee import review_tool_call
+from .errors import OperationRefusedError, StepAbortedError, ToolEvaluationError, ToolValidationError
+from .oversight._oversee import guarding, review_tool_call
 from .step import StepContext
 
 __all__ = [
@@ -94,6 +94,9 @@ def _evaluation_error(expression: str, exc: Exception) -> ToolBoundaryError:
         return ToolBoundaryError(
             "resolution", _describe(exc), "Use a name listed in LOCALS or GLOBALS, or a builtin."
         )
+    if isinstance(exc, OperationRefusedError):  # a runtime policy: its message says what and why, then what to do
+        message, _, guidance = str(exc).partition("\n")
+        return ToolBoundaryError("execution", clip(f"{type(exc).__name__}: {message}"), guidance)
     if isinstance(exc, _TRANSIENT):
         return ToolBoundaryError("transient", _describe(exc), "This may succeed if you try again.")
     return ToolBoundaryError(
@@ -102,7 +105,7 @@ def _evaluation_error(expression: str, exc: Exception) -> ToolBoundaryError:
 
 
 async def _evaluate_awaiting(
-    step: StepContext, expression: str, then: Callable[[object, dict[str, object]], object]
+    step: StepContext, tool_name: str, expression: str, then: Callable[[object, dict[str, object]], object]
 ) -> object:
     """Evaluate `expression` on the user's thread (awaiting an awaitable result on the step's loop), validate
     the names it bound with `:=`, and hand value and bindings to `then` (which stores what it must and
@@ -121,7 +124,9 @@ async def _evaluate_awaiting(
     def start() -> object:
         nonlocal evaluation
         try:
-            evaluation = start_evaluation(expression, step.step_locals, step.step_globals)
+            evaluation = start_evaluation(
+                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name)
+            )
         except Exception as exc:
             raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
         return _AWAITING if inspect.isawaitable(evaluation.value) else finish(evaluation.value)
@@ -130,7 +135,8 @@ async def _evaluate_awaiting(
     assert evaluation is not None
     if result is _AWAITING:
         try:
-            value = await await_user(evaluation.value)  # type: ignore[arg-type]
+            with guarding(step, tool_name):  # the model's coroutine is model-written code too
+                value = await await_user(evaluation.value)  # type: ignore[arg-type]
         except (ToolBoundaryError, StepAbortedError):
             raise
         except Exception as exc:
@@ -157,7 +163,7 @@ async def eval_expression(step: StepContext, expression: str) -> object:
         step.step_locals.update(bindings)
         return value
 
-    return await _evaluate_awaiting(step, expression, then=keep_bindings)
+    return await _evaluate_awaiting(step, "nh_eval", expression, then=keep_bindings)
 
 
 async def assign_value(step: StepContext, target_path: str, expression: str) -> object:
@@ -192,7 +198,7 @@ async def assign_value(step: StepContext, target_path: str, expression: str) -> 
             owner = await on_user_thread(lambda: _resolve_owner(owner, segments))
     # Validators, properties, `__setattr__` and the `__repr__` of the preview are the user's code too.
     return await _evaluate_awaiting(
-        step, expression, then=lambda value, bindings: _store(step, target_path, owner, value, bindings)
+        step, "nh_assign", expression, then=lambda value, bindings: _store(step, target_path, owner, value, bindings)
     )
 
 

@@ -172,3 +172,36 @@ def test_a_notebook_run_by_nbclient_in_confirm_mode_fails_with_the_message_inste
     client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3")
     with pytest.raises(nbclient.exceptions.CellExecutionError, match="this frontend does not answer input requests"):
         client.execute(env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+
+
+@pytest.fixture
+def victim(live: Live, tmp_path: Path) -> Path:
+    path = tmp_path / "keep.txt"
+    path.write_text("precious")
+    live.ok(f"import os\np = {str(path)!r}")
+    return path
+
+
+def test_confirm_asks_before_a_return_expression_and_no_keeps_the_file(live: Live, victim: Path) -> None:
+    person = Person("n")
+    cell = live.run("%%natural --confirm\nRETURN os.remove(p)", answer=person)
+    assert person.prompts == [PROMPT]
+    assert "nh_outcome:\n    return os.remove(p)" in cell.printed
+    assert cell.ename == "OversightRejectedError"
+    assert "confirm rejected the return expression 'os.remove(p)'" in cell.error_text
+    assert victim.read_text() == "precious"
+
+
+def test_confirm_mode_asks_before_a_natural_functions_return_expression(live: Live, victim: Path) -> None:
+    live.ok('@nighthawk.natural_function\ndef tidy(p: str):\n    """natural\n    RETURN os.remove(p)\n    """\n')
+    live.ok("%nighthawk confirm on")
+    person = Person("n")
+    cell = live.run("tidy(p)", answer=person)
+    assert person.prompts == [PROMPT]
+    assert cell.ename == "OversightRejectedError"
+    assert victim.read_text() == "precious"
+
+
+def test_confirm_does_not_ask_before_a_literal_return_expression(live: Live) -> None:
+    # Evaluating a literal runs no code; asking would only be noise.
+    assert live.ok("%%natural --confirm\nRETURN 'back'").result == "'back'"  # input not allowed: a prompt would fail

@@ -1,7 +1,8 @@
 """The data of oversight: what a hook is shown, what it may answer, and the pair of hooks a scope holds.
 
 Plain data, below the code that asks the hooks (`_oversee.py` for the tools and the runner) and the
-ready-made policies (`_policies.py`), which are hooks themselves. Users reach it through `oversight.py`.
+ready-made policies (`_policies.py`), which are hooks themselves. Users reach it through the package face
+(`__init__.py`, `nh.oversight`).
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, Union
 
-from .step import ExecutionContext
+from ..step import ExecutionContext
 
 __all__ = [
     "Accept",
+    "Enforcement",
     "Oversight",
+    "Refusal",
     "Reject",
     "Rewrite",
+    "RuntimeGuard",
     "StepCommitDecision",
     "StepCommitHook",
     "StepCommitProposal",
@@ -86,6 +90,42 @@ class Rewrite:
     reason: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RuntimeGuard:
+    """What a policy refuses model-written code while it runs, checked on Python's audit events.
+
+    Plain data, so that an oversight sent to another process (`nighthawk.ray`) is enforced there too. Every
+    guard refuses starting processes, threads and signals: they would run beyond its reach.
+    """
+
+    policy: str
+    """The policy's name, shown in refusals (`read_only`, `no_network`)."""
+    files: bool = False
+    """Refuse changes to the file system (outside `writable`)."""
+    writable: tuple[str, ...] = ()
+    """Absolute, resolved directories inside which files may change."""
+    network: bool = False
+    """Refuse sockets and name look-ups (but those `allow` names)."""
+    allow: tuple[str, ...] = ()
+    """`host` or `host:port` entries the network may reach (`127.0.0.1:8000`, `localhost`, `[::1]:8000`)."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One operation a runtime guard refused."""
+
+    policy: str
+    message: str
+
+
+@dataclass(eq=False)
+class Enforcement:
+    """The runtime guards enforced in one region of model-written code, and what they refused there."""
+
+    guards: tuple[RuntimeGuard, ...]
+    refusals: list[Refusal] = field(default_factory=list)
+
+
 ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with
 StepCommitDecision: TypeAlias = Union[Accept, Reject, Rewrite]  # noqa: UP007
 ToolCallHook: TypeAlias = Callable[[ToolCall], "ToolCallDecision | Awaitable[ToolCallDecision]"]
@@ -94,7 +134,8 @@ StepCommitHook: TypeAlias = Callable[[StepCommitProposal], "StepCommitDecision |
 
 @dataclass(frozen=True, kw_only=True)
 class Oversight:
-    """The hooks a scope puts in force (`nighthawk.scope(oversight=...)`); either may be left out.
+    """The hooks a scope puts in force (`nighthawk.scope(oversight=...)`), and the guards enforced while the
+    model's code runs; any of them may be left out.
 
     A hook is a function or a coroutine function. A sync hook runs on the thread that started the block,
     like every other piece of user code a step runs, so it may block on `input()`.
@@ -104,6 +145,9 @@ class Oversight:
     """Called before every tool call; answers `Accept()` or `Reject(reason)`."""
     inspect_step_commit: StepCommitHook | None = None
     """Called before a step commits; answers `Accept()`, `Reject(reason)` or `Rewrite(...)`."""
+    runtime: tuple[RuntimeGuard, ...] = ()
+    """What model-written code is refused while it runs, enforced on Python's audit events (`read_only()` and
+    `no_network()` set it)."""
     name: str = ""
     """How events and spans name this oversight (default: the hook's function name)."""
     parts: tuple[Oversight, ...] = field(default=(), repr=False)
@@ -120,6 +164,11 @@ class Oversight:
                     else "pass a function that takes one argument and returns a decision"
                 )
                 raise TypeError(f"`{name}` must be a function or None, got {hook!r:.80}; {hint}")
+        if not isinstance(self.runtime, tuple) or not all(isinstance(guard, RuntimeGuard) for guard in self.runtime):
+            raise TypeError(
+                f"`runtime` must be a tuple of `RuntimeGuard`, got {self.runtime!r:.80}; take the guards of a ready "
+                "policy, `read_only().runtime`, or `combine` policies"
+            )
 
     def chain(self) -> tuple[Oversight, ...]:
         """The plain oversights this one stands for, in the order they are asked."""
@@ -130,7 +179,8 @@ def combine(*oversights: Oversight) -> Oversight:
     """One oversight that asks each of `oversights` in turn.
 
     A tool call runs only if every hook accepts it; before a commit, each hook sees the values the previous
-    ones left (rewrites included), and the first rejection stops the step.
+    ones left (rewrites included), and the first rejection stops the step. The runtime guards of all of
+    them are enforced together.
     """
     for oversight in oversights:
         if not isinstance(oversight, Oversight):
@@ -139,7 +189,8 @@ def combine(*oversights: Oversight) -> Oversight:
                 "`read_only()` or `allow_tools(...)`"
             )
     parts = tuple(part for oversight in oversights for part in oversight.chain())
-    return Oversight(name="+".join(label(part) for part in parts), parts=parts)
+    runtime = tuple(dict.fromkeys(guard for part in parts for guard in part.runtime))
+    return Oversight(name="+".join(label(part) for part in parts), runtime=runtime, parts=parts)
 
 
 def label(oversight: Oversight) -> str:

@@ -2,38 +2,60 @@
 
 `nighthawk.scope(oversight=...)` puts an `Oversight` in force here (a context variable, so nested scopes
 inherit it and `None` clears it); the kernel's confirm mode adds a process-wide one, asked after it, that
-no scope clears. `tools.py` asks the tool-call hooks before a call runs (`review_tool_call`), the runner
-asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
+no scope clears. `tools.py` asks the tool-call hooks before a call runs (`review_tool_call`), `outcome.py`
+asks them before a return expression is evaluated, as a call of `nh_outcome` (`review_return`), and the
+runner asks the commit hooks once the outcome is resolved (`review_commit`). Hooks are user code and run like
 it: a sync hook on the thread that started the block, an async one on the step's loop. Every decision is
-an `OversightDecision` event. The public face is `oversight.py`.
+an `OversightDecision` event. The public face is the package's `__init__.py`.
+
+The runtime guards of the oversights in force are enforced through a second context variable, set only
+around the evaluation of model-written code (`guarding`, used by `tools.py` and `outcome.py`) and read by
+the audit hook of `_audit.py`; `step_machinery` (the runner) keeps a step started by guarded model code
+from enforcing them on its own work, and carries them to the model code it evaluates.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import events
-from ._boundary import ToolBoundaryError
-from ._oversight_kinds import Accept, Oversight, Reject, Rewrite, StepCommitProposal, ToolCall, combine, label
-from .errors import NighthawkError, OversightRejectedError, ToolValidationError, not_committed
-from .step import StepContext
+from .. import events
+from .._boundary import ToolBoundaryError
+from .._outcome_schema import OUTCOME_TOOL
+from ..errors import NighthawkError, OversightRejectedError, ToolValidationError, not_committed
+from ..step import StepContext
+from ._kinds import (
+    Accept,
+    Enforcement,
+    Oversight,
+    Reject,
+    Rewrite,
+    RuntimeGuard,
+    StepCommitProposal,
+    ToolCall,
+    combine,
+    label,
+)
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
-    from ._outcome_kinds import Resolution
+    from .._outcome_kinds import Resolution
 
 __all__ = [
     "add_process_oversight",
+    "guarding",
     "in_force",
     "overseeing",
     "overseeing_also",
     "remove_process_oversight",
     "review_commit",
+    "review_return",
     "review_tool_call",
+    "step_machinery",
 ]
 
 _REFUSED_GUIDANCE = (
@@ -43,6 +65,10 @@ _REFUSED_GUIDANCE = (
 
 _scoped: ContextVar[Oversight | None] = ContextVar("nighthawk_oversight", default=None)
 _process: list[Oversight] = []
+_enforced: ContextVar[Enforcement | None] = ContextVar("nighthawk_runtime_guards", default=None)
+"""The runtime guards enforced on this thread or task: set only while model-written code runs."""
+_carried: ContextVar[tuple[RuntimeGuard, ...]] = ContextVar("nighthawk_carried_guards", default=())
+"""The guards of the model code that started the current step, for the model code it evaluates."""
 
 
 # --- what is in force ---------------------------------------------------------------------------------
@@ -82,6 +108,65 @@ def in_force() -> tuple[Oversight, ...]:
     return chain + tuple(part for oversight in _process for part in oversight.chain())
 
 
+# --- runtime guards -------------------------------------------------------------------------------------
+
+
+def guarding(step: StepContext, tool_name: str) -> AbstractContextManager[None]:
+    """Around the evaluation of model-written code for `tool_name` (`nh_eval`, `nh_assign`, `nh_outcome`).
+
+    Inside, the runtime guards in force, with those already enforced or carried here (a natural function
+    called by guarded model code cannot shed them), are enforced on this thread or task; each operation
+    they refused is recorded as an `OversightDecision` once the block is left.
+    """
+    current = _enforced.get()
+    if current is None and _scoped.get() is None and not _process and not _carried.get():
+        return nullcontext()  # the common case: no oversight at all
+    guards = _union(
+        _carried.get(),
+        current.guards if current is not None else (),
+        tuple(guard for oversight in in_force() for guard in oversight.runtime),
+    )
+    return _guarding(step, tool_name, guards) if guards else nullcontext()
+
+
+@contextmanager
+def _guarding(step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...]) -> Iterator[None]:
+    from ._audit import install  # here: the hook and its checks load with the first guarded evaluation
+
+    install(_enforced)
+    enforcement = Enforcement(guards)
+    token = _enforced.set(enforcement)
+    try:
+        yield
+    finally:
+        _enforced.reset(token)
+        # Outside the guard: listeners (displays, telemetry) are not model code.
+        for refusal in enforcement.refusals:
+            _record(step, "runtime", refusal.policy, "rejected", refusal.message, tool_name=tool_name)
+
+
+@contextmanager
+def step_machinery() -> Iterator[None]:
+    """Around a step's own work: the guards of the model code that started it (a natural function it
+    calls) are not enforced on the step's requests and bookkeeping, but carried to the model code the step
+    evaluates."""
+    current = _enforced.get()
+    if current is None:
+        yield
+        return
+    carried = _carried.set(_union(_carried.get(), current.guards))
+    cleared = _enforced.set(None)
+    try:
+        yield
+    finally:
+        _enforced.reset(cleared)
+        _carried.reset(carried)
+
+
+def _union(*groups: tuple[RuntimeGuard, ...]) -> tuple[RuntimeGuard, ...]:
+    return tuple(dict.fromkeys(guard for group in groups for guard in group))
+
+
 def add_process_oversight(oversight: Oversight) -> None:
     """Ask `oversight` for every block of the process, after the scope's hooks (no scope clears it)."""
     if oversight not in _process:
@@ -104,6 +189,37 @@ async def review_tool_call(
 
     A hook that raises ends the step with its exception: a broken guard must not let calls through.
     """
+    refusal = await _first_refusal(step, tool_name, arguments, call_id)
+    if refusal is None:
+        return None
+    oversight, reason = refusal
+    return ToolBoundaryError("execution", reason or f"refused by {label(oversight)}", _REFUSED_GUIDANCE)
+
+
+async def review_return(step: StepContext, expression: str) -> None:
+    """Ask the tool-call hooks in force about a return expression before it is evaluated.
+
+    The hooks see it as a call of the tool `nh_outcome` (`OUTCOME_TOOL`, the outcome's own tool) with the arguments
+    `{"kind": "return", "return_expression": ...}`: evaluating it runs model-written code like `nh_eval`.
+
+    Raises:
+        OversightRejectedError: A hook rejected it; nothing was evaluated or committed.
+    """
+    arguments = {"kind": "return", "return_expression": expression}
+    refusal = await _first_refusal(step, OUTCOME_TOOL, arguments, f"{OUTCOME_TOOL}-{time.perf_counter_ns()}")
+    if refusal is not None:
+        oversight, reason = refusal
+        shown = expression if len(expression) <= 300 else expression[:300] + "..."
+        raise OversightRejectedError(
+            f"{label(oversight)} rejected the return expression {shown!r} at {step.step_id}: {reason}; it was not "
+            f"evaluated, and {not_committed(step.program.writes)}"
+        )
+
+
+async def _first_refusal(
+    step: StepContext, tool_name: str, arguments: Mapping[str, object], call_id: str
+) -> tuple[Oversight, str] | None:
+    """Ask each tool-call hook in force in turn; the first that rejects, with its reason, or `None`."""
     asked = [oversight for oversight in in_force() if oversight.inspect_tool_call is not None]
     if not asked:
         return None
@@ -123,7 +239,7 @@ async def review_tool_call(
                 _record(step, "inspect_tool_call", oversight, "accepted", decision.reason, tool_name=tool_name, call_id=call_id)
             case Reject():
                 _record(step, "inspect_tool_call", oversight, "rejected", decision.reason, tool_name=tool_name, call_id=call_id)
-                return ToolBoundaryError("execution", decision.reason or f"refused by {label(oversight)}", _REFUSED_GUIDANCE)
+                return oversight, decision.reason
             case _:
                 raise _bad_decision("inspect_tool_call", oversight, decision, "`Accept()` or `Reject(reason)`")
     return None
@@ -141,7 +257,7 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
     asked = [oversight for oversight in in_force() if oversight.inspect_step_commit is not None]
     if not asked or resolution.exception is not None:
         return values
-    from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+    from .._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
     for oversight in asked:
         proposal = StepCommitProposal(
@@ -179,7 +295,7 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
 
 async def _ask(hook: Any, subject: object) -> object:
     """Call a hook like a user tool: a sync one on the user's thread, an async one awaited on the step's loop."""
-    from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
+    from .._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
 
     return await call_user(hook, subject)
 
@@ -210,7 +326,7 @@ def _bad_decision(hook: str, oversight: Oversight, decision: object, allowed: st
 def _record(
     step: StepContext,
     hook: str,
-    oversight: Oversight,
+    oversight: Oversight | str,
     decision: str,
     reason: str | None,
     *,
@@ -223,7 +339,7 @@ def _record(
             events.OversightDecision(
                 invocation_id=step.invocation_id,
                 hook=hook,  # type: ignore[arg-type]
-                oversight=label(oversight),
+                oversight=oversight if isinstance(oversight, str) else label(oversight),
                 decision=decision,  # type: ignore[arg-type]
                 reason=reason,
                 tool_name=tool_name,

@@ -1,0 +1,318 @@
+"""Policies enforced at run time: Python's audit events (PEP 578), checked while model-written code runs.
+
+Reading an expression cannot find every way to delete a file (`[os.remove][0](p)`, `getattr(os, "re" +
+"move")(p)`, a user function that deletes). Python itself reports each such operation, however it was
+reached, as an audit event (`open` with its flags, `os.remove`, `subprocess.Popen`, `socket.connect`, ...),
+and an audit hook that raises stops the operation before it happens.
+
+This module is the hook and its checks, loaded with the first evaluation under a runtime guard, never at
+`import nighthawk`. `_oversee.py` owns the context variable that says which guards are enforced on a
+thread or task, and sets it around the evaluation of model-written code only; the hook, added once per
+process (a hook cannot be removed), reads it and returns at once while it is empty: user code before and
+after a step, other threads, and the provider's requests on the background loop (other tasks).
+
+A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
+policy, and is added to the region's refusals for the caller to record once the evaluation is over:
+nothing is emitted from inside the hook.
+
+Python 3.11 raises no event when a thread starts: there the functions that start threads are wrapped, at
+installation, to raise the event later versions raise (`_thread.start_new_thread`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+
+from ..errors import OperationRefusedError
+from ._kinds import Enforcement, Refusal, RuntimeGuard
+
+__all__ = ["install"]
+
+_GUIDANCE = (
+    "Do not try another way to do the same; work with the values as they are, or end the step with a `raise` "
+    "outcome if the task cannot be done without it."
+)
+
+_install_lock = threading.Lock()
+_installed = False
+_enforced: ContextVar[Enforcement | None] | None = None
+"""The context variable the hook reads (owned by `_oversee.py`), once installed."""
+
+
+def install(enforced: ContextVar[Enforcement | None]) -> None:
+    """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task."""
+    global _installed, _enforced
+    if _installed:
+        return
+    with _install_lock:
+        if _installed:
+            return
+        if sys.version_info < (3, 12):
+            _announce_thread_starts()
+        _enforced = enforced
+        sys.addaudithook(_hook_reading(enforced))
+        _installed = True
+
+
+def _announce_thread_starts() -> None:
+    """Make Python 3.11 raise the audit event 3.12 raises when a thread starts."""
+    import _thread
+
+    original = _thread.start_new_thread
+
+    def start_new_thread(function: Callable[..., object], args: tuple[object, ...], *kwargs: object) -> int:
+        sys.audit("_thread.start_new_thread", function, args, kwargs[0] if kwargs else None)
+        return original(function, args, *kwargs)
+
+    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+
+
+# --- the hook -------------------------------------------------------------------------------------------
+
+
+def _hook_reading(enforced: ContextVar[Enforcement | None]) -> Callable[[str, tuple[object, ...]], None]:
+    current = enforced.get
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        # Called for every audited operation of the process, on every thread: the common case (nothing
+        # enforced here) is one context-variable read.
+        enforcement = current()
+        if enforcement is None:
+            return
+        check = _CHECKS.get(event)
+        if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
+            enforcement.refusals.append(refusal)
+            raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
+
+    return hook
+
+
+_Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
+
+
+def _refusal(guard: RuntimeGuard, what: str, why: str) -> Refusal:
+    return Refusal(guard.policy, f"{guard.policy} refused {what}: {why}")
+
+
+# --- files ----------------------------------------------------------------------------------------------
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+_CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
+    # event: the paths it changes, as (position of the path, position of its `dir_fd` or None)
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.rename": ((0, 2), (1, 3)),
+    "os.truncate": ((0, None),),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.chflags": ((0, None),),
+    "os.link": ((1, 3),),
+    "os.symlink": ((1, 2),),
+    "os.mkdir": ((0, 2),),
+    "os.utime": ((0, 3),),
+    "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),),
+    "shutil.rmtree": ((0, 1),),
+    "shutil.move": ((0, None), (1, None)),
+    "shutil.copyfile": ((1, None),),
+    "shutil.copymode": ((1, None),),
+    "shutil.copystat": ((1, None),),
+    "shutil.copytree": ((1, None),),
+    "shutil.chown": ((0, None),),
+    "shutil.make_archive": ((0, None),),
+    "shutil.unpack_archive": ((1, None),),
+}
+
+
+def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    path, mode, flags = args
+    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
+    writes = flags & _WRITE_FLAGS if isinstance(flags, int) else any(letter in mode for letter in "wax+")  # type: ignore[operator]
+    if not writes or isinstance(path, int):
+        return None  # reading; or a descriptor already open, which grants nothing new
+    return _check_paths(guards, f"opening {_shown(path)} for writing", ((path, None),))
+
+
+def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    targets = tuple(
+        (args[at], args[fd_at] if fd_at is not None and fd_at < len(args) else None)
+        for at, fd_at in _CHANGED_PATHS[event]
+        if at < len(args)
+    )
+    shown = " and ".join(_shown(path) for path, _ in targets)
+    return _check_paths(guards, f"{event} of {shown}", targets)
+
+
+def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    database = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else str(args[0])
+    if database in ("", ":memory:"):
+        return None  # private to the connection
+    if database.startswith("file:"):
+        database, _, query = database[len("file:"):].partition("?")
+        if database == ":memory:" or "mode=ro" in query or "mode=memory" in query:
+            return None
+    hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
+    return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
+
+
+def _check_paths(
+    guards: tuple[RuntimeGuard, ...], what: str, targets: tuple[tuple[object, object], ...], hint: str = ""
+) -> Refusal | None:
+    for guard in guards:
+        if not guard.files:
+            continue
+        for path, dir_fd in targets:
+            resolved = _resolved(path, dir_fd)
+            if resolved is None or not any(_inside(resolved, directory) for directory in guard.writable):
+                where = f" outside {', '.join(guard.writable)}" if guard.writable else ""
+                why = f"model-written code may not change files{where} under this policy"
+                return _refusal(guard, what, f"{why}; {hint}" if hint else why)
+    return None
+
+
+def _resolved(path: object, dir_fd: object) -> str | None:
+    """The absolute, symlink-free path `path` names (`None` when it cannot be told: a descriptor)."""
+    if isinstance(path, int) or path is None:
+        return None
+    try:
+        text = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
+        try:  # relative to an open directory: Linux names it
+            text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+        except OSError:
+            return None
+    return os.path.realpath(text)
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _shown(path: object) -> str:
+    try:
+        return repr(os.fsdecode(os.fspath(path)))  # type: ignore[arg-type]
+    except TypeError:
+        return f"descriptor {path!r}" if isinstance(path, int) else repr(path)
+
+
+# --- processes, threads, signals ------------------------------------------------------------------------
+
+
+def _check_process(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    target = f" ({_brief(args[0])})" if args else ""
+    return _refusal(guards[0], f"{event}{target}", "model-written code may not start processes under this policy "
+                    "(a child process would run outside it)")
+
+
+def _check_thread(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    return _refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
+                    "this policy (a thread would run without it); call the function directly")
+
+
+def _check_signal(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    return _refusal(guards[0], f"{event}{tuple(args)!r}", "model-written code may not send signals under this policy")
+
+
+def _brief(value: object) -> str:
+    text = repr(os.fsdecode(value) if isinstance(value, bytes) else value)
+    return text if len(text) <= 120 else text[:120] + "..."
+
+
+# --- network --------------------------------------------------------------------------------------------
+
+_resolved_hosts: dict[str, frozenset[str]] = {}
+
+
+def _check_network(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    host, port = _endpoint(event, args)
+    for guard in guards:
+        if guard.network and not _allowed(guard.allow, host, port):
+            target = host if port is None else f"{host}:{port}"
+            allowed = f" (allowed: {', '.join(guard.allow)})" if guard.allow else ""
+            return _refusal(guard, f"{event} to {target}", f"model-written code may not use the network{allowed}")
+    return None
+
+
+def _endpoint(event: str, args: tuple[object, ...]) -> tuple[str, int | None]:
+    """The host (or socket path) and port an event reaches."""
+    match event:
+        case "socket.getaddrinfo":
+            host, port = args[0], args[1]
+        case "socket.gethostbyname" | "socket.gethostbyaddr":
+            host, port = args[0], None
+        case "socket.getnameinfo":
+            host, port = (args[0][0], args[0][1]) if isinstance(args[0], tuple) else (args[0], None)
+        case _:  # connect, bind, sendto, sendmsg: (socket, address)
+            address = args[1] if len(args) > 1 else None
+            host, port = (address[0], address[1]) if isinstance(address, tuple) else (address, None)
+    if isinstance(host, bytes):
+        host = host.decode("idna", "replace")
+    return ("" if host is None else str(host).lower()), (port if isinstance(port, int) else None)
+
+
+def _allowed(allow: tuple[str, ...], host: str, port: int | None) -> bool:
+    if not host:
+        return True  # no host: a passive or local-only look-up
+    for entry in allow:
+        allowed_host, allowed_port = _split(entry)
+        if allowed_port is not None and port is not None and port != allowed_port:
+            continue
+        if host == allowed_host or host in _addresses(allowed_host):
+            return True
+    return False
+
+
+def _split(entry: str) -> tuple[str, int | None]:
+    """`("127.0.0.1", 8000)` for `127.0.0.1:8000`, `("::1", 8000)` for `[::1]:8000`, no port for a host."""
+    entry = entry.strip().lower()
+    if entry.startswith("["):
+        host, _, rest = entry[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+    host, colon, port = entry.rpartition(":")
+    if colon and port.isdigit() and ":" not in host:
+        return host, int(port)
+    return entry, None
+
+
+def _addresses(host: str) -> frozenset[str]:
+    """The addresses an allowed host name resolves to (looked up once; the checks are not enforced here)."""
+    if host not in _resolved_hosts and _enforced is not None:
+        import socket
+
+        token = _enforced.set(None)  # the look-up is ours, not the model's: not checked in turn
+        try:
+            found = frozenset(str(info[4][0]).lower() for info in socket.getaddrinfo(host, None))
+        except OSError:
+            found = frozenset()
+        finally:
+            _enforced.reset(token)
+        _resolved_hosts[host] = found
+    return _resolved_hosts.get(host, frozenset())
+
+
+_PROCESS_EVENTS = (
+    "subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
+    "os.startfile", "pty.spawn",
+)
+_NETWORK_EVENTS = (
+    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+    "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
+)
+
+_CHECKS: dict[str, _Check] = {
+    "open": _check_open,
+    "sqlite3.connect": _check_sqlite,
+    **dict.fromkeys(_CHANGED_PATHS, _check_change),
+    **dict.fromkeys(_PROCESS_EVENTS, _check_process),
+    **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),
+    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill"), _check_signal),
+    **dict.fromkeys(_NETWORK_EVENTS, _check_network),
+}
