@@ -22,7 +22,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from . import events
 from ._evaluate import clip
 from ._repeats import repeat_problem
-from .errors import ExecutionError
+from .errors import ExecutionError, not_committed
 from .step import StepContext
 
 __all__ = ["LOCAL_MODELS_DOC", "TEXT_CHARS", "StepWatch"]
@@ -55,7 +55,7 @@ class StepWatch(AbstractCapability[StepContext]):
         )
         if problem is not None:
             raise ExecutionError(
-                f"{problem}. The step was stopped before another request; nothing was committed. Reword the "
+                f"{problem}. The step was stopped before another request; {not_committed()}. Reword the "
                 "program or try another model (`max_repeated_calls` and `max_idle_rounds` of "
                 "`StepExecutorConfiguration` set how much repetition a step allows)"
             )

@@ -73,7 +73,8 @@ def test_a_rejected_return_expression_is_not_evaluated_and_the_file_stays(kind: 
     assert victim.read_text() == "precious"
     assert raised.match(
         r"^guard rejected the return expression 'os.remove\(p\)' at [\w.]*test_return_oversight:\d+: no deleting; "
-        r"it was not evaluated and nothing was committed$"
+        r"it was not evaluated, and the block has no write binding to commit; changes made in place to objects "
+        r"\(such as `items.append\(...\)`\) are not undone$"
     )
 
 
