@@ -17,7 +17,7 @@ from ._evaluate import clip
 from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
 from ._report import connection_error_message, http_error_message, trim_advice
 from ._secrets import scrub_exception
-from ._outcome_schema import OUTCOME_TOOL
+from ._outcome_schema import OUTCOME_TOOL, outcome_object
 from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
@@ -391,7 +391,8 @@ def _build_agent(output_spec: list[Any]) -> Any:
         if step.tool_error_round == step.model_round:
             step.outcome_problem = "a tool call in the same response failed"
             raise ModelRetry("A tool call in the same response failed; read its error, fix it, then finish again.")
-        kind = outcome.get("kind") if isinstance(outcome, dict) else getattr(outcome, "kind", None)
+        chosen = outcome_object(outcome)
+        kind = chosen.get("kind") if isinstance(chosen, dict) else getattr(chosen, "kind", None)
         unset = step.unset_writes() if kind == "pass" else ()
         if unset and not step.reminded_unset:
             # One reminder only: the spec lets a block leave a write binding unset, so a second pass stands.
