@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import events
 from ._evaluate import clip
 from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
-from ._report import connection_error_message, http_error_message, trim_advice
+from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
 from ._secrets import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL, outcome_object
 from .agents import agent_model, is_agent_model, near_agent_model
@@ -203,6 +203,9 @@ class AgentStepExecutor:
                     raise
                 raise ExecutionError(refusal) from exc
             except UnexpectedModelBehavior as exc:
+                if _cut_at_cap(exc, messages):
+                    cap = self._configuration.request_settings().get("max_tokens")
+                    raise ExecutionError(output_cap_message(cap)) from exc
                 problem = step.outcome_problem or _last_retry_reason(messages)
                 reason = f"; last problem: {problem}" if problem else ""
                 raise ExecutionError(
@@ -273,6 +276,16 @@ def _budget_error(exc: Any, usage: Any, limits: StepLimits) -> BudgetExceededErr
     else:  # the request limit is checked before a request would exceed it
         name, limit, reached = "requests", budget.requests or 0, usage.requests
     return BudgetExceededError(level=limits.level.get(name, "step"), budget=name, limit=limit, reached=reached)
+
+
+def _cut_at_cap(exc: Any, messages: list[Any]) -> bool:
+    """Whether the step failed because a model response reached the output cap (finish reason `length`)."""
+    from pydantic_ai.exceptions import OutputTokenLimitExceeded
+
+    if isinstance(exc, OutputTokenLimitExceeded):
+        return True
+    # A text answer cut at the cap is retried as text by pydantic-ai; the step fails on the retries after it.
+    return any(getattr(message, "finish_reason", None) == "length" for message in messages if message.kind == "response")
 
 
 def _last_retry_reason(messages: list[Any]) -> str | None:

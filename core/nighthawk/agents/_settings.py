@@ -23,8 +23,9 @@ __all__ = [
     "check_agent_settings",
 ]
 
-_PASSED_THROUGH = frozenset({"request_timeout", "timeout", "max_retries"})
-"""pydantic-ai settings every model takes (`request_timeout` bounds each wait for the agent)."""
+_PASSED_THROUGH = frozenset({"request_timeout", "timeout", "max_retries", "max_tokens"})
+"""pydantic-ai settings every model takes (`request_timeout` bounds each wait for the agent; `max_tokens`, the
+output cap every request carries, is not the agent's to apply: it bounds its turns with `max_turns`)."""
 
 
 class AgentModelSettings(BaseModel):
