@@ -22,7 +22,7 @@ from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError
-from .prompt import render_prompts
+from .prompt import prompt_cache_settings, render_prompts
 from .runtime import StepExecutor
 from .step import StepContext
 from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
@@ -183,7 +183,7 @@ class AgentStepExecutor:
                         model=model,
                         deps=step,
                         instructions=system_prompt,
-                        model_settings=self._configuration.request_settings() or None,
+                        model_settings={**prompt_cache_settings(step), **self._configuration.request_settings()},
                         toolsets=toolsets,
                         usage_limits=limits.usage_limits(),
                         usage=usage,
