@@ -222,6 +222,7 @@ class AgentStepExecutor:
                     input_tokens=usage.input_tokens or 0,
                     output_tokens=usage.output_tokens or 0,
                     cost_usd=None if usage.cost is None else float(usage.cost),
+                    cache_read_tokens=usage.cache_read_tokens or 0,
                 )
                 step.usage = spent
                 record_usage(spent, running=usage)

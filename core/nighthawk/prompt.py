@@ -14,6 +14,8 @@ from .step import StepContext
 
 __all__ = ["prompt_cache_settings", "render_prompts"]
 
+_ABSENT = object()
+
 
 def render_prompts(
     step: StepContext, configuration: StepExecutorConfiguration, attachments: Sequence[Attachment] = ()
@@ -28,10 +30,14 @@ def render_prompts(
         "redaction": policy.redaction,
     }
     visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
+    # A read binding holding a global is the same for every call of the function: listed first, it joins the
+    # prompt's shared start (what differs per call, the arguments, comes last).
+    shared = [name for name, value in visible_locals.items() if step.step_globals.get(name, _ABSENT) is value]
     locals_summary = render_locals_summary(
         visible_locals,
         priority=(*step.program.reads, *step.program.writes),
         placeholders=media_placeholders(attachments),
+        shared=shared,
         **options,
     )
     globals_summary = render_globals_summary(step.program.references, visible_locals, step.step_globals, **options)
