@@ -72,10 +72,8 @@ def return_(expression: str) -> Call:
 
 
 def raise_(message: str, error_type: str | None = None) -> Call:
-    arguments: dict[str, Any] = {"kind": "raise", "raise_message": message}
-    if error_type is not None:
-        arguments["raise_error_type"] = error_type
-    return _outcome(arguments)
+    # Every key of the branch, `null` for no type: what a model held to the schema sends.
+    return _outcome({"kind": "raise", "raise_message": message, "raise_error_type": error_type})
 
 
 def break_() -> Call:

@@ -285,8 +285,10 @@ def _cut_at_cap(exc: Any, messages: list[Any]) -> bool:
 
     if isinstance(exc, OutputTokenLimitExceeded):
         return True
-    # A text answer cut at the cap is retried as text by pydantic-ai; the step fails on the retries after it.
-    return any(getattr(message, "finish_reason", None) == "length" for message in messages if message.kind == "response")
+    # A text answer cut at the cap is retried as text by pydantic-ai; the step fails on the retries after it,
+    # each cut again when the model never ends its turn: what counts is how the last response ended.
+    responses = [message for message in messages if message.kind == "response"]
+    return bool(responses) and getattr(responses[-1], "finish_reason", None) == "length"
 
 
 def _last_retry_reason(messages: list[Any]) -> str | None:
