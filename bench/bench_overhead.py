@@ -117,7 +117,7 @@ def prompt_sizes() -> None:
     tools = json.dumps([[t.name, t.description, t.parameters_json_schema] for t in info.function_tools])
     outputs = json.dumps([[t.name, t.description, t.parameters_json_schema] for t in info.output_tools])
     print(
-        f"first request (estimated tokens, ~4 bytes each): system {estimate_tokens(system)}, user {estimate_tokens(user)}, "
+        f"first request (estimated tokens): system {estimate_tokens(system)}, user {estimate_tokens(user)}, "
         f"function tools {estimate_tokens(tools)}, outcome tools {estimate_tokens(outputs)}"
     )
 

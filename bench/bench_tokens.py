@@ -6,7 +6,7 @@ Count = tokens of (instructions + user prompt) + tokens of each offered tool ser
 
 Counts are exact (o200k_base) when tiktoken's vocabulary can be loaded (build one offline with
 `../shared/tools/tiktoken_offline_cache.sh DIR`, then run with `TIKTOKEN_CACHE_DIR=DIR`), and estimated
-(about 4 bytes a token) otherwise; the output says which.
+(from the characters, `estimate_tokens`) otherwise; the output says which.
 
 Run: python bench/bench_tokens.py
 """
@@ -65,7 +65,7 @@ def counter():
     except Exception:  # offline with no cached vocabulary
         from nighthawk._tokens import estimate_tokens
 
-        return estimate_tokens, "estimate (~4 bytes/token; o200k vocabulary not available)"
+        return estimate_tokens, "estimate (from the characters; o200k vocabulary not available)"
 
 
 def first_request(call) -> dict[str, str | list[str]]:

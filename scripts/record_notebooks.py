@@ -44,11 +44,15 @@ _SETUP_LINE = re.compile(r"^%nighthawk replay (?P<store>\S+)[ \t]*$", re.MULTILI
 # --- scripted answers --------------------------------------------------------------------------------
 
 # One item of a round: a tool call `(tool_name, arguments)`; an outcome is a call of `nh_outcome` whose
-# arguments are the outcome object.
+# arguments hold the outcome object under `outcome`, as its schema asks.
 Call = tuple[str, dict[str, Any]]
 # A round is the tool calls of one model response, or a function of the step's prompt that returns them
 # (for a natural function whose answer depends on its arguments).
 Round = list[Call] | Callable[["Request"], list[Call]]
+
+
+def _outcome(outcome: dict[str, Any]) -> Call:
+    return ("nh_outcome", {"outcome": outcome})
 
 
 def eval_(expression: str) -> Call:
@@ -60,26 +64,24 @@ def assign(target: str, expression: str) -> Call:
 
 
 def pass_() -> Call:
-    return ("nh_outcome", {"kind": "pass"})
+    return _outcome({"kind": "pass"})
 
 
 def return_(expression: str) -> Call:
-    return ("nh_outcome", {"kind": "return", "return_expression": expression})
+    return _outcome({"kind": "return", "return_expression": expression})
 
 
 def raise_(message: str, error_type: str | None = None) -> Call:
-    arguments: dict[str, Any] = {"kind": "raise", "raise_message": message}
-    if error_type is not None:
-        arguments["raise_error_type"] = error_type
-    return ("nh_outcome", arguments)
+    # Every key of the branch, `null` for no type: what a model held to the schema sends.
+    return _outcome({"kind": "raise", "raise_message": message, "raise_error_type": error_type})
 
 
 def break_() -> Call:
-    return ("nh_outcome", {"kind": "break"})
+    return _outcome({"kind": "break"})
 
 
 def continue_() -> Call:
-    return ("nh_outcome", {"kind": "continue"})
+    return _outcome({"kind": "continue"})
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,23 @@ def call(tool_name: str, **arguments: Any) -> ToolCallPart:
     return ToolCallPart(tool_name, arguments)
 
 
-def offered_kinds(info: AgentInfo) -> list[str]:
-    """The outcome kinds a request offers: the `kind` enum of its one output tool, `nh_outcome`."""
+def _outcome_branches(info: AgentInfo) -> list[dict[str, Any]]:
+    """The branches of the union the one output tool, `nh_outcome`, takes under `outcome`."""
     (tool,) = info.output_tools
     assert tool.name == "nh_outcome"
-    return list(tool.parameters_json_schema["properties"]["kind"]["enum"])
+    union = tool.parameters_json_schema["properties"]["outcome"]
+    return list(union.get("anyOf", [union]))
+
+
+def offered_kinds(info: AgentInfo) -> list[str]:
+    """The outcome kinds a request offers, in the order of the schema's branches."""
+    return [kind for branch in _outcome_branches(info) for kind in branch["properties"]["kind"]["enum"]]
 
 
 def offered_raise_types(info: AgentInfo) -> list[str]:
     """The exception names a request's `raise` outcome may use."""
-    (tool,) = info.output_tools
-    return list(tool.parameters_json_schema["properties"]["raise_error_type"]["enum"])
+    (branch,) = [branch for branch in _outcome_branches(info) if branch["properties"]["kind"]["enum"] == ["raise"]]
+    return list(branch["properties"]["raise_error_type"]["anyOf"][0]["enum"])
 
 
 def finish(kind: str = "pass", **fields: Any) -> ToolCallPart:

@@ -21,13 +21,16 @@ End with one nh_outcome call, alone or after tool calls in the same response (th
 "pass" goes on after the block; "return" returns return_expression's value; "break"/"continue" act on the \
 enclosing loop; "raise" raises raise_error_type (optional) with raise_message. Never reply in plain text."""
 
+# What every call of a function shares (the program, the globals summary) comes before what changes per call
+# (the locals): a provider's prompt cache reuses the longest identical prefix, so a map's items pay for the
+# shared part once.
 DEFAULT_USER_PROMPT_TEMPLATE = """\
 <<<NH:PROGRAM>>>
 $program
 <<<NH:END_PROGRAM>>>
-<<<NH:LOCALS>>>
-$locals
-<<<NH:END_LOCALS>>>
 <<<NH:GLOBALS>>>
 $globals
-<<<NH:END_GLOBALS>>>"""
+<<<NH:END_GLOBALS>>>
+<<<NH:LOCALS>>>
+$locals
+<<<NH:END_LOCALS>>>"""

@@ -18,6 +18,7 @@ __all__ = [
     "MESSAGE_LIMIT",
     "connection_error_message",
     "http_error_message",
+    "output_cap_message",
     "short_traceback",
     "shown_short",
     "transport_failure",
@@ -212,3 +213,14 @@ def _provider_message(body: object) -> str:
         if isinstance(error, str):
             return error[:300]
     return str(body)[:300] if body is not None else "(no message)"
+
+
+def output_cap_message(cap: object) -> str:
+    """Why a step failed when the model's answer reached the output cap (`finish_reason` "length")."""
+    where = f"{cap} tokens" if isinstance(cap, int) else "the provider's output limit"
+    return (
+        f"the model's answer was cut at {where} (the output cap) before it finished its tool call or outcome. "
+        "A model that never ends its turn (common with a local model whose chat template does not match) hits "
+        "it too: check the server's template. To allow longer answers, raise it with "
+        "`StepExecutorConfiguration(model_settings={'max_tokens': 16_000})`."
+    )

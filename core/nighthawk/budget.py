@@ -106,6 +106,9 @@ class StepUsage:
     output_tokens: int = 0
     cost_usd: float | None = None
     """`None` when the model has no price (a scripted or unknown model)."""
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those the provider read from its prompt cache (the shared start of a map's
+    prompts); `cost_usd` prices them at the provider's cached rate."""
 
     @property
     def total_tokens(self) -> int:

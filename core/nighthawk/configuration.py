@@ -22,6 +22,7 @@ from .redaction import ContextRedaction
 
 __all__ = [
     "DEFAULT_MAX_IDLE_ROUNDS",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_MAX_REPEATED_CALLS",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MODEL",
@@ -49,6 +50,11 @@ DEFAULT_MAX_REPEATED_CALLS = 3
 
 DEFAULT_MAX_IDLE_ROUNDS = 5
 """Model responses in a row with no new assignment, tool result or outcome that end a step."""
+
+DEFAULT_MAX_OUTPUT_TOKENS = 4_096
+"""Output tokens one model response may use (`max_tokens`, sent with every request). A step's answers are tool
+calls of a few hundred tokens at most; the cap stops a model that never ends its turn. `model_settings`
+overrides it (`{"max_tokens": 16_000}` for a reasoning model that thinks at length)."""
 
 JsonRendererStyle: TypeAlias = Literal["strict", "default", "detailed"]
 JSON_RENDERER_STYLES: tuple[JsonRendererStyle, ...] = ("strict", "default", "detailed")
@@ -212,7 +218,8 @@ class StepExecutorConfiguration:
     anything else is refused when the configuration is built."""
 
     model_settings: Mapping[str, Any] | None = None
-    """Settings forwarded to every model request (a dict; a pydantic model is turned into one)."""
+    """Settings forwarded to every model request (a dict; a pydantic model is turned into one). They win over
+    the defaults nighthawk sends: `max_tokens` (`DEFAULT_MAX_OUTPUT_TOKENS`), the timeout and the retries."""
 
     tokenizer_encoding: str | None = None
     """tiktoken encoding for exact counts in reports; `None` picks it from the model name, then `o200k_base`,
@@ -273,8 +280,9 @@ class StepExecutorConfiguration:
             check_agent_model_settings(self.model, self.model_settings)
 
     def request_settings(self) -> dict[str, Any]:
-        """Model settings for every request: the timeout and retries, then `model_settings` (which win)."""
-        settings: dict[str, Any] = {}
+        """Model settings for every request: the output cap, the timeout and retries, then `model_settings`
+        (which win)."""
+        settings: dict[str, Any] = {"max_tokens": DEFAULT_MAX_OUTPUT_TOKENS}
         if self.request_timeout_s is not None:
             settings["request_timeout"] = float(self.request_timeout_s)
         if self.max_retries is not None:

@@ -23,7 +23,7 @@ import inspect
 import logging
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ._render import bounded_repr, render_value, type_name
@@ -220,8 +220,10 @@ def _summarize(
     counter: TokenCounter,
     redaction: ContextRedaction,
     placeholders: Mapping[str, str] = types.MappingProxyType({}),
+    leading: Collection[str] = (),
 ) -> str:
-    """Render `candidates` (in selection order) until a limit is hit; output is sorted by name."""
+    """Render `candidates` (in selection order) until a limit is hit; output is sorted by name, the `leading`
+    names first."""
     if total == 0:
         return ""
     snipped_cost = counter.count(SNIPPED_MARKER) + 1
@@ -245,7 +247,7 @@ def _summarize(
     while chosen and used + (snipped_cost if len(chosen) < total else 0) > max_tokens:
         chosen.pop()
         used -= costs.pop()
-    lines = [entry.line for entry in sorted(chosen, key=lambda entry: entry.name)]
+    lines = [entry.line for entry in sorted(chosen, key=lambda entry: (entry.name not in leading, entry.name))]
     if len(chosen) < total:
         lines.append(SNIPPED_MARKER)
         _logger.info(
@@ -282,10 +284,13 @@ def render_locals_summary(
     redaction: ContextRedaction,
     priority: Sequence[str] = (),
     placeholders: Mapping[str, str] = types.MappingProxyType({}),
+    shared: Collection[str] = (),
 ) -> str:
     """Render the locals summary of a step.
 
-    Every name not starting with `__` is eligible and the output is sorted by name. When the limits
+    Every name not starting with `__` is eligible and the output is sorted by name, the `shared` names (read
+    bindings that hold a global, the same for every call) first: a provider's prompt cache then reuses them
+    with the rest of the prompt's shared start. When the limits
     (`locals_max_tokens`, `locals_max_items`) cannot hold every entry, the names in `priority` (the block's
     own bindings) are kept first and the rest are taken in name order; the kept lines are still printed in
     name order, followed by `<snipped>`.
@@ -298,6 +303,7 @@ def render_locals_summary(
         redaction: Masking rules.
         priority: Names to keep first when the summary has to be cut.
         placeholders: For the names whose values are sent as media, the text shown instead of the value.
+        shared: Names listed before the others.
 
     Returns:
         The summary lines joined by newlines, or `""` when there is nothing to show.
@@ -317,6 +323,7 @@ def render_locals_summary(
         counter=counter,
         redaction=redaction,
         placeholders=placeholders,
+        leading=shared,
     )
 
 

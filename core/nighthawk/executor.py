@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from . import events
 from ._evaluate import clip
 from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
-from ._report import connection_error_message, http_error_message, trim_advice
+from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
 from ._secrets import scrub_exception
-from ._outcome_schema import OUTCOME_TOOL
+from ._outcome_schema import OUTCOME_TOOL, outcome_object
 from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError, OversightRejectedError
-from .prompt import render_prompts
+from .prompt import prompt_cache_settings, render_prompts
 from .runtime import StepExecutor
 from .step import StepContext
 from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
@@ -212,7 +212,7 @@ class AgentStepExecutor:
                         model=model,
                         deps=step,
                         instructions=system_prompt,
-                        model_settings=self._request_settings() or None,
+                        model_settings={**prompt_cache_settings(step), **self._request_settings()},
                         toolsets=toolsets or None,
                         usage_limits=limits.usage_limits(),
                         usage=usage,
@@ -234,6 +234,9 @@ class AgentStepExecutor:
                     raise
                 raise ExecutionError(refusal) from exc
             except UnexpectedModelBehavior as exc:
+                if _cut_at_cap(exc, messages):
+                    cap = self._configuration.request_settings().get("max_tokens")
+                    raise ExecutionError(output_cap_message(cap)) from exc
                 problem = step.outcome_problem or _last_retry_reason(messages)
                 reason = f"; last problem: {problem}" if problem else ""
                 raise ExecutionError(
@@ -256,6 +259,7 @@ class AgentStepExecutor:
                     input_tokens=usage.input_tokens or 0,
                     output_tokens=usage.output_tokens or 0,
                     cost_usd=None if usage.cost is None else float(usage.cost),
+                    cache_read_tokens=usage.cache_read_tokens or 0,
                 )
                 step.usage = spent
                 record_usage(spent, running=usage)
@@ -324,6 +328,18 @@ def _budget_error(exc: Any, usage: Any, limits: StepLimits) -> BudgetExceededErr
     else:  # the request limit is checked before a request would exceed it
         name, limit, reached = "requests", budget.requests or 0, usage.requests
     return BudgetExceededError(level=limits.level.get(name, "step"), budget=name, limit=limit, reached=reached)
+
+
+def _cut_at_cap(exc: Any, messages: list[Any]) -> bool:
+    """Whether the step failed because a model response reached the output cap (finish reason `length`)."""
+    from pydantic_ai.exceptions import OutputTokenLimitExceeded
+
+    if isinstance(exc, OutputTokenLimitExceeded):
+        return True
+    # A text answer cut at the cap is retried as text by pydantic-ai; the step fails on the retries after it,
+    # each cut again when the model never ends its turn: what counts is how the last response ended.
+    responses = [message for message in messages if message.kind == "response"]
+    return bool(responses) and getattr(responses[-1], "finish_reason", None) == "length"
 
 
 def _last_retry_reason(messages: list[Any]) -> str | None:
@@ -442,7 +458,8 @@ def _build_agent(output_spec: list[Any]) -> Any:
         if step.tool_error_round == step.model_round:
             step.outcome_problem = "a tool call in the same response failed"
             raise ModelRetry("A tool call in the same response failed; read its error, fix it, then finish again.")
-        kind = outcome.get("kind") if isinstance(outcome, dict) else getattr(outcome, "kind", None)
+        chosen = outcome_object(outcome)
+        kind = chosen.get("kind") if isinstance(chosen, dict) else getattr(chosen, "kind", None)
         unset = step.unset_writes() if kind == "pass" else ()
         if unset and not step.reminded_unset:
             # One reminder only: the spec lets a block leave a write binding unset, so a second pass stands.

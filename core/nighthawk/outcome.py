@@ -34,7 +34,7 @@ from ._outcome_kinds import (
     Resolution,
     ReturnOutcome,
 )
-from ._outcome_schema import OUTCOME_TOOL, outcome_schema
+from ._outcome_schema import OUTCOME_KEY, OUTCOME_TOOL, outcome_object, outcome_schema
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
 from .oversight._oversee import guarding, review_return
@@ -59,7 +59,8 @@ def parse_outcome(data: object, step: StepContext) -> Outcome:
     """Check a final answer against the step's allowed outcomes.
 
     Args:
-        data: A JSON string, a mapping, or an outcome model instance.
+        data: A JSON string, a mapping (the `nh_outcome` arguments or the outcome object itself), or an outcome
+            model instance.
         step: The step the answer ends.
 
     Raises:
@@ -73,8 +74,12 @@ def parse_outcome(data: object, step: StepContext) -> Outcome:
             data = json.loads(data)
         except ValueError as exc:
             raise ExecutionError(f"the final answer is not JSON: {str(data)[:200]!r}") from exc
+    data = outcome_object(data)
     if not isinstance(data, dict):
-        raise ExecutionError(f"the final answer must be a JSON object with a `kind`, got {type(data).__name__}")
+        raise ExecutionError(
+            f'the final answer must be a JSON object with a `kind`, sent as {{"{OUTCOME_KEY}": {{"kind": ...}}}}; '
+            f"got {type(data).__name__} {str(data)[:80]}"
+        )
     kind = data.get("kind")
     if kind not in OUTCOME_MODELS:
         raise ExecutionError(f"unknown outcome kind {kind!r}; expected one of {list(step.allowed_outcomes)}")

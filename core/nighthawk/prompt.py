@@ -12,7 +12,9 @@ from .context import render_globals_summary, render_locals_summary
 from .runtime import prompt_suffix_fragments
 from .step import StepContext
 
-__all__ = ["render_prompts"]
+__all__ = ["prompt_cache_settings", "render_prompts"]
+
+_ABSENT = object()
 
 
 def render_prompts(
@@ -28,10 +30,14 @@ def render_prompts(
         "redaction": policy.redaction,
     }
     visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
+    # A read binding holding a global is the same for every call of the function: listed first, it joins the
+    # prompt's shared start (what differs per call, the arguments, comes last).
+    shared = [name for name, value in visible_locals.items() if step.step_globals.get(name, _ABSENT) is value]
     locals_summary = render_locals_summary(
         visible_locals,
         priority=(*step.program.reads, *step.program.writes),
         placeholders=media_placeholders(attachments),
+        shared=shared,
         **options,
     )
     globals_summary = render_globals_summary(step.global_references(), visible_locals, step.step_globals, **options)
@@ -50,3 +56,19 @@ def render_prompts(
 
 def _with_suffixes(text: str, fragments: tuple[str, ...]) -> str:
     return "\n\n".join((text, *fragments)) if fragments else text
+
+
+def prompt_cache_settings(step: StepContext) -> dict[str, object]:
+    """Model settings that let providers cache the part of a step's prompt every call of its block shares.
+
+    Anthropic caches only up to the cache points a request sets: one after the tool definitions and one after
+    the instructions. OpenAI caches prefixes of 1,024 tokens or more on its own and routes requests with the
+    same `prompt_cache_key` to the same cache: one key per block, so a map's items land together. Each model
+    reads only its own provider's settings; `model_settings` may override them, and a replay store does not
+    key on them (they change where a request is answered, not what).
+    """
+    return {
+        "anthropic_cache_tool_definitions": True,
+        "anthropic_cache_instructions": True,
+        "openai_prompt_cache_key": f"nighthawk:{step.step_id}",
+    }

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from .configuration import StepExecutorConfiguration
 from .errors import ExecutionError
 from .executor import AgentStepExecutor
+from . import _outcome_schema
 from .outcome import BreakOutcome, ContinueOutcome, Outcome, PassOutcome, RaiseOutcome, ReturnOutcome, parse_outcome
 from .step import StepContext
 from .tools import assign_value, eval_expression, invoke_tool
@@ -367,7 +368,7 @@ def _tool_call(item: object) -> Any:
         case ToolCallPart():
             return item
         case PassOutcome() | ReturnOutcome() | BreakOutcome() | ContinueOutcome() | RaiseOutcome():
-            return ToolCallPart("nh_outcome", item.model_dump(exclude_none=True))
+            return ToolCallPart(_outcome_schema.OUTCOME_TOOL, {_outcome_schema.OUTCOME_KEY: item.model_dump(exclude_none=True)})
         case (str() as name, Mapping() as arguments):
             return ToolCallPart(name, dict(arguments))
         case _:

@@ -317,8 +317,8 @@ def test_max_retries_setting_bounds_attempts_on_server_errors(server):
     assert server.request_count == 2
 
 
-def test_default_request_settings_carry_timeout_and_retries():
+def test_default_request_settings_carry_the_output_cap_timeout_and_retries():
     settings = nh.StepExecutorConfiguration().request_settings()
-    assert settings == {"request_timeout": 120.0, "max_retries": 2}
+    assert settings == {"max_tokens": 4096, "request_timeout": 120.0, "max_retries": 2}
     overridden = nh.StepExecutorConfiguration(model_settings={"max_retries": 0}, request_timeout_s=None)
-    assert overridden.request_settings() == {"max_retries": 0}
+    assert overridden.request_settings() == {"max_tokens": 4096, "max_retries": 0}

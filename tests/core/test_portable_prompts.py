@@ -171,7 +171,7 @@ def test_miss_caused_by_a_changed_limit_names_the_setting(tmp_path: Path) -> Non
 def test_miss_caused_by_changed_model_settings_names_them(tmp_path: Path) -> None:
     store = tmp_path / "module.replay.yaml"
     record(store)
-    with pytest.raises(ReplayMissError, match=r"model settings: recorded with \{\}, now \{'temperature': 0\.5\}"):
+    with pytest.raises(ReplayMissError, match=r"model settings: recorded with \{'max_tokens': 4096\}, now \{'max_tokens': 4096, 'temperature': 0\.5\}"):
         replay_summary(store, model_settings={"temperature": 0.5})
 
 

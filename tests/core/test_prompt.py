@@ -20,7 +20,7 @@ def first_prompt(function, *args) -> tuple[str, str]:
     return request.instructions, str(request.parts[-1].content)
 
 
-def test_user_prompt_has_the_three_delimited_sections_in_order() -> None:
+def test_user_prompt_puts_the_shared_sections_before_the_locals() -> None:
     @nh.natural_function
     def block(x: int) -> None:
         """natural
@@ -28,7 +28,8 @@ def test_user_prompt_has_the_three_delimited_sections_in_order() -> None:
         """
 
     _, user = first_prompt(block, 1)
-    markers = ["<<<NH:PROGRAM>>>", "<<<NH:END_PROGRAM>>>", "<<<NH:LOCALS>>>", "<<<NH:END_LOCALS>>>", "<<<NH:GLOBALS>>>", "<<<NH:END_GLOBALS>>>"]
+    # Program and globals are the same for every call of the function; the locals change: they come last.
+    markers = ["<<<NH:PROGRAM>>>", "<<<NH:END_PROGRAM>>>", "<<<NH:GLOBALS>>>", "<<<NH:END_GLOBALS>>>", "<<<NH:LOCALS>>>", "<<<NH:END_LOCALS>>>"]
     positions = [user.index(marker) for marker in markers]
     assert positions == sorted(positions)
     assert "Look at <x>." in user

@@ -93,7 +93,7 @@ def test_scope_prompt_suffix_fragments_are_appended_and_nest() -> None:
             noop()
     system, user = prompts(script)
     assert system.endswith("\n\nBe terse.")
-    assert user.endswith("<<<NH:END_GLOBALS>>>\n\nPrefer integers.")
+    assert user.endswith("<<<NH:END_LOCALS>>>\n\nPrefer integers.")
 
 
 def test_scope_configuration_patch_changes_only_given_fields() -> None:

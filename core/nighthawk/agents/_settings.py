@@ -23,8 +23,13 @@ __all__ = [
     "check_agent_settings",
 ]
 
-_PASSED_THROUGH = frozenset({"request_timeout", "timeout", "max_retries"})
-"""pydantic-ai settings every model takes (`request_timeout` bounds each wait for the agent)."""
+_PASSED_THROUGH = frozenset({"request_timeout", "timeout", "max_retries", "max_tokens"})
+"""pydantic-ai settings every model takes (`request_timeout` bounds each wait for the agent; `max_tokens`, the
+output cap every request carries, is not the agent's to apply: it bounds its turns with `max_turns`)."""
+
+_OTHER_PROVIDERS = ("openai_", "anthropic_")
+"""Prefixes of settings meant for another provider's model (the prompt-cache hints every step sends): every
+pydantic-ai model ignores the settings of other providers, and so does an agent."""
 
 
 class AgentModelSettings(BaseModel):
@@ -107,7 +112,11 @@ def check_agent_settings(
     Raises:
         NighthawkError: A key the backend does not have, or a value it refuses.
     """
-    own = {key: value for key, value in (settings or {}).items() if key not in _PASSED_THROUGH}
+    own = {
+        key: value
+        for key, value in (settings or {}).items()
+        if key not in _PASSED_THROUGH and not key.startswith(_OTHER_PROVIDERS)
+    }
     try:
         return cls(**own)
     except ValidationError as exc:

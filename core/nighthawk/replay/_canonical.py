@@ -155,8 +155,21 @@ def _instructions(messages: Sequence[ModelMessage], parameters: ModelRequestPara
     return None
 
 
-# How a request travels, not what it asks: a changed timeout or retry count must not make a store miss.
-_TRANSPORT_SETTINGS = frozenset({"timeout", "request_timeout", "max_retries"})
+# How a request travels, not what it asks: a changed timeout, retry count or prompt-cache hint must not make a
+# store miss (the cache key names the block's line, which moves when code above it is edited).
+_TRANSPORT_SETTINGS = frozenset(
+    {
+        "timeout",
+        "request_timeout",
+        "max_retries",
+        "openai_prompt_cache_key",
+        "openai_prompt_cache_retention",
+        "anthropic_cache_tool_definitions",
+        "anthropic_cache_instructions",
+        "anthropic_cache_messages",
+        "anthropic_cache",
+    }
+)
 
 
 def _settings(settings: Mapping[str, Any] | None, redaction: ContextRedaction) -> dict[str, Any]:
