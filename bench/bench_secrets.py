@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nighthawk._secrets import SecretScrubber, collect_secret_values
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets._scrubber import SecretScrubber, collect_secret_values
+from nighthawk.secrets import ContextRedaction
 
 RUNS = 15
 REDACTION = ContextRedaction()

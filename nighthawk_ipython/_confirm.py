@@ -15,7 +15,7 @@ from __future__ import annotations
 from IPython.core.error import StdinNotImplementedError
 
 from nighthawk._evaluate import clip
-from nighthawk._secrets import current_scrubber
+from nighthawk.secrets._scrubber import current_scrubber
 from nighthawk.errors import OversightRejectedError
 from nighthawk.oversight import (
     Accept,

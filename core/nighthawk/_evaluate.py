@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import CodeType
 
-from ._secrets import note_expression, note_value
+from .secrets._scrubber import note_expression, note_value
 
 __all__ = ["Evaluation", "clip", "compile_expression", "start_evaluation"]
 

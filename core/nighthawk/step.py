@@ -29,7 +29,7 @@ from .budget import StepUsage
 from .configuration import StepContextLimits, StepExecutorConfiguration
 from .errors import NaturalParseError, NighthawkError, ToolValidationError
 from .frame import Frame
-from .redaction import ContextRedaction
+from .secrets import ContextRedaction
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.

@@ -14,7 +14,7 @@ import pytest
 from nighthawk._tokens import estimate_tokens
 from nighthawk.configuration import StepContextLimits
 from nighthawk.context import render_entry, render_globals_summary, render_locals_summary
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
 
 
 class EstimateCounter:

@@ -1,4 +1,4 @@
-"""Tests for `nighthawk.redaction.ContextRedaction`."""
+"""Tests for `nighthawk.secrets.ContextRedaction`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,19 @@ import pydantic
 import pytest
 
 import nighthawk as nh
-from nighthawk._secrets import LogScrubber, SecretScrubber, collect_secret_values, scrub_exception
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
+from nighthawk.secrets._scrubber import LogScrubber, SecretScrubber, collect_secret_values, scrub_exception
 
 REDACTION = ContextRedaction()
 PASSWORD = "hunter2-blue-42"
 API_KEY = "sk-ant-api03-" + "Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5"
+
+
+def test_the_rules_are_still_importable_from_nighthawk_redaction() -> None:
+    from nighthawk.redaction import DEFAULT_MASK_NAME_PATTERNS, ContextRedaction as Public
+
+    assert Public is nh.ContextRedaction is ContextRedaction
+    assert nh.redaction.DEFAULT_MASK_NAME_PATTERNS is DEFAULT_MASK_NAME_PATTERNS
 
 
 @pytest.mark.parametrize(
@@ -130,7 +137,7 @@ def test_pattern_lists_are_stored_as_tuples():
     assert ContextRedaction(allow_names=["a"]).allow_names == ("a",)  # type: ignore[arg-type]
 
 
-# --- secret values (nighthawk._secrets) ------------------------------------------------------------------------
+# --- secret values (nighthawk.secrets._scrubber) ---------------------------------------------------------------
 
 
 @dataclass

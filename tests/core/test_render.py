@@ -16,7 +16,7 @@ import pytest
 
 from nighthawk._render import render_value, type_name
 from nighthawk._tokens import estimate_tokens
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
 
 
 class EstimateCounter:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import islice
 
-from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
+from . import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
 __all__ = [
     "CredentialColumn",
@@ -31,7 +31,7 @@ __all__ = [
 
 _MAX_NODES = 1_000
 # The leading cells of each credential-named column looked at (of at most this many columns), and the most
-# a table adds to a step's secret values. A step masks at most 256 values (`_secrets`), each at a cost in
+# a table adds to a step's secret values. A step masks at most 256 values (`_scrubber`), each at a cost in
 # every text sent: one table must neither cost a step tens of milliseconds nor leave no room for a secret
 # met later in the step.
 _MAX_TABLE_CELLS = 64

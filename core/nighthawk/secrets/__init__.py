@@ -1,0 +1,341 @@
+"""Secrets: what counts as one, finding them in a step's data, and masking them in everything a step sends.
+
+This package face holds the rules, what counts as a secret: credential names, credential shapes, and text
+too ordinary to be either (`ContextRedaction`, public as `nighthawk.ContextRedaction`; `nighthawk.redaction`
+re-exports it with the default patterns). The rules know nothing else of ours and import nothing heavy, so
+every module below can use them. The other modules, each with one job, lowest first: `_values` (finding
+the secret values inside data), `_scrubber` (a step's secret values and the scrubber every outgoing text
+passes through) and `_model` (the pydantic-ai model wrapper that scrubs every request; imported only when
+an executor builds its model).
+
+The rules:
+
+* a *name* rule: a binding, dict key, dataclass field or attribute whose name holds a credential word as a
+  whole part (`openai_api_key`, `authToken`, `db_password`) is shown as the placeholder in rendered context;
+* a *shape* rule: text that looks like a credential wherever it appears (a provider's key format such as
+  `sk-...` or `ghp_...`, a JWT, a PEM private key, the password of a URL, a long random-looking token) is
+  replaced by the placeholder.
+
+A value found under a credential name is a secret to mask in *all* outgoing text only when it is not
+ordinary text (`looks_ordinary`): `password = "hunter2-blue"` is, `api_key = "string"` or `token = 3` is
+not, since masking every `string` or `3` would rewrite far more than the secret. `_scrubber` collects
+those values and masks them, and their simple derived forms, wherever the step sends them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    "DEFAULT_MASK_NAME_PATTERNS",
+    "DEFAULT_MASK_VALUE_PATTERNS",
+    "ContextRedaction",
+    "looks_ordinary",
+]
+
+# Each pattern is matched case-insensitively against the *whole* of one word part of a name, and against
+# each pair of neighbouring parts written together. Parts come from splitting on `_`, `-`, digits and
+# camelCase, so `OPENAI_API_KEY` gives `openai`, `api`, `key` (plus the pairs `openaiapi`, `apikey`).
+# Whole-part matching keeps `keyboard`, `author`, `tokens` and `max_tokens` visible. A bare `key` is not a
+# credential word (`sort_key`, `primary_key`, `key_column` name data); a key is one with a qualifier that
+# says so (`api_key`, `access_key`, `secret_key`, `private_key`, ...).
+DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
+    r"(?:api|access|secret|private|signing|client|master|encryption|license|ssh|session|auth|app|service"
+    r"|account|admin|root|deploy|webhook|write|subscription)keys?",
+    r"token",
+    r"(?:access|refresh|auth|id|api|bearer|session|csrf|xsrf)tokens?",
+    r"secrets?",
+    r"passw(?:or)?ds?",
+    r"pwd",
+    r"pw",
+    r"passcodes?",
+    r"passphrase",
+    r"credentials?",
+    r"creds?",
+    r"o?auth",
+    r"authorization",
+    r"cookies?",
+    r"sessionids?",
+    r"sessid",
+    r"bearer",
+    r"jwt",
+    r"dsn",
+    r"salt",
+)
+
+# Credential shapes issued by common providers, each with the literal texts one of which any match holds
+# (`None`: the bearer pattern, found by a case-insensitive test). Only the patterns whose literal is in a
+# text are run on it: running them all at every position of every tool result, prompt and event costs
+# several times more. Lookbehinds keep the scheme visible where that helps the reader (`Bearer <masked>`,
+# `postgres://<masked>@host`).
+_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    (r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),  # OpenAI and Anthropic
+    (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),  # Google API keys
+    (r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),  # AWS access key ids
+    (r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("_live_", "_test_")),  # Stripe
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),  # GitLab
+    (r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),  # Hugging Face
+    (r"\bnpm_[A-Za-z0-9]{36}", ("npm_",)),  # npm
+    (r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-",)),  # PyPI
+    (r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", ("SG.",)),  # SendGrid
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),  # Slack
+    (r"(?i:(?<=bearer ))[A-Za-z0-9._~+/\-]{16,}=*", None),  # HTTP bearer credentials
+    (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyJ",)),  # JWT
+    # A PEM private key; the block may have been cut before its END line by a caller's budget.
+    (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)", ("-----BEGIN",)),
+    (r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),  # user:password in a URL
+)
+DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = tuple(pattern for pattern, _ in _PROVIDER_PATTERNS)
+
+# The shortest credential any default pattern recognises; shorter text skips the regex scan entirely.
+SHORTEST_CREDENTIAL_CHARS = 16
+# Only this many leading characters of a name are split into parts; dict keys can be arbitrarily long.
+_MAX_NAME_CHARS = 128
+# `mask_value` only tests whole strings up to this size (a PEM RSA-4096 key is about 3,300 characters).
+_MAX_WHOLE_VALUE_CHARS = 8_192
+
+_WORD_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_A-Za-z]+")
+
+
+@lru_cache(maxsize=64)
+def _name_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)  # keyed by the subsets of patterns `_patterns_in` picks, a few dozen in practice
+def _value_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
+
+
+def _name_parts(parts: list[str]) -> tuple[str, ...]:
+    pairs = [a + b for a, b in zip(parts, parts[1:])]
+    return tuple(parts + pairs)
+
+
+# A name whose last part says what *kind* of thing it holds names something about a credential, not the
+# credential itself: `token_url`, `password_file`, `HF_TOKEN_PATH`, `SSH_AUTH_SOCK`, `AUTH_MODE`, `api_key_name`.
+# (`id` is not one of them: `session_id` is a credential.)
+_DESCRIPTOR_PARTS = frozenset(
+    "url urls uri uris path paths dir dirs directory folder file files filename name names type kind mode"
+    " domain host hostname port endpoint sock socket count limit size length len ttl expiry expires"
+    " expiration timeout format header prefix suffix scope scopes env var version".split()
+)
+
+
+# Every step asks again about the same variable, field and environment names (a notebook namespace holds
+# thousands): remember the answers.
+@lru_cache(maxsize=65_536)
+def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
+    matcher = _name_matcher(patterns)
+    if matcher is None:
+        return False
+    words = _WORD_PARTS.findall(name[:_MAX_NAME_CHARS])
+    if len(words) > 1 and words[-1].lower() in _DESCRIPTOR_PARTS:
+        return matcher.fullmatch(words[-1]) is not None  # only a pattern naming the descriptor itself
+    return any(matcher.fullmatch(part) for part in _name_parts(words))
+
+
+def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The patterns of `patterns` that may match in `text` (decided cheaply for the default patterns)."""
+    if len(text) < SHORTEST_CREDENTIAL_CHARS or not patterns:
+        return ()
+    if patterns != DEFAULT_MASK_VALUE_PATTERNS:
+        return patterns
+    bearer: bool | None = None
+    chosen = []
+    for pattern, anchors in _PROVIDER_PATTERNS:
+        if anchors is None:
+            if bearer is None:
+                bearer = "bearer " in text.lower()
+            if bearer:
+                chosen.append(pattern)
+        elif any(anchor in text for anchor in anchors):
+            chosen.append(pattern)
+    return tuple(chosen)
+
+
+# A long run of token characters is a candidate random token (API secrets with no known prefix, the
+# `Zm9v...` of a basic-auth header). Hex digests and UUIDs have no upper-case letter and stay visible, and so
+# does a run longer than any credential (a base64 image is data).
+_TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,256}={0,2}(?![A-Za-z0-9+/_\-=])")
+_SHORTEST_RANDOM_TOKEN = 32
+# Bits per character: random base62 text of 32 characters stays above 4.3 nineteen times in twenty, English
+# camelCase identifiers (`ThisIsAVeryLongCamelCase2Identifier`) stay below it. A slash makes a path look
+# random, so a token with one needs more.
+_RANDOM_BITS = 4.3
+_RANDOM_BITS_WITH_SLASH = 4.5
+
+
+def _entropy(text: str) -> float:
+    size = len(text)
+    return -sum(count / size * math.log2(count / size) for count in Counter(text).values())
+
+
+def is_random_token(token: str) -> bool:
+    """Whether a run of token characters looks generated: upper, lower and digits mixed, and high entropy."""
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and sum(c.isdigit() for c in token) >= 2):
+        return False
+    return _entropy(token) >= (_RANDOM_BITS_WITH_SLASH if "/" in token else _RANDOM_BITS)
+
+
+# Token characters become `a`, everything else (non-ASCII bytes included) a space: one `in` test on the
+# translated bytes then tells whether any run is long enough, several times faster than the regex scan.
+_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_TOKEN_TABLE = bytes(ord("a") if byte in _TOKEN_BYTES else ord(" ") for byte in range(256))
+_LONG_RUN = b"a" * _SHORTEST_RANDOM_TOKEN
+
+
+def _random_tokens(text: str) -> list[tuple[int, int]]:
+    if len(text) < _SHORTEST_RANDOM_TOKEN or _LONG_RUN not in text.encode("utf-8", "surrogatepass").translate(_TOKEN_TABLE):
+        return []
+    return [match.span() for match in _TOKEN_RUN.finditer(text) if is_random_token(match.group(0))]
+
+
+# Ordinary text: a word or an identifier (`string`, `nighthawk`, `created_at`) or a number. Such a value is
+# not a secret even under a credential name: masking it wherever it occurs would rewrite unrelated text.
+_WORDLIKE = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")
+# Shorter values are not secrets to mask everywhere: every `abc12` of all outgoing text would go.
+SHORTEST_SECRET_CHARS = 6
+
+
+# Also ordinary: a URL without user info or query (`https://oauth2.example.com/token`; a password or a
+# `?access_token=` stays secret), an absolute or home path without spaces (`/run/user/1000/ssh.sock`,
+# `~/.cache/hf/token`) and an ISO date or time (`2026-11-25`, `2026-11-25T08:30:00Z`). They are where a
+# credential lives or when it expires; masked everywhere, they would rewrite every link and path that
+# shares their prefix.
+_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@?#]+(?:/[^\s@?#]*)?")
+_PLAIN_PATH = re.compile(r"(?:~|/)[^\s@?#:]*")
+_ISO_TIME = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2})?(?:(?:^|[T ])\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+
+
+# Also ordinary: a serial identifier, a short letter prefix, a separator and groups of digits (`s-000123`,
+# `user_42`, `order-2024-001`). `hunter2-blue-42` is not one (a word holds a digit), nor is a PIN such as
+# `7391-4482` (no prefix). Words joined by hyphens are not ordinary on their own: `quartz-lantern` under
+# `secret` is a passphrase. (A table column of such words is data; see `_values.CredentialColumn`.)
+_SERIAL = re.compile(r"[^\W\d_]{1,8}[-_.:#/ ]\d+(?:[-_.:/]\d+)*")
+# Text of at most 4 distinct characters carries at most log2(4) = 2 bits per character (`aaaa-aaaa`,
+# `xx-xx-xx-xx`, `00000000`): far below a password's, and counted faster than its entropy is measured.
+_FEW_CHARACTERS = 4
+
+
+def looks_ordinary(text: str) -> bool:
+    """Whether `text` is too ordinary to be masked wherever it occurs: short, a number, a word or identifier,
+    a serial identifier, text of at most 4 distinct characters, a plain URL or path, a date or time."""
+    stripped = text.strip()
+    if len(stripped) < SHORTEST_SECRET_CHARS or _WORDLIKE.fullmatch(stripped):
+        return True
+    if len(set(stripped)) <= _FEW_CHARACTERS or _SERIAL.fullmatch(stripped):
+        return True
+    if _PLAIN_URL.fullmatch(stripped) or _PLAIN_PATH.fullmatch(stripped) or _ISO_TIME.fullmatch(stripped):
+        return True
+    try:
+        float(stripped.replace("_", ""))
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextRedaction:
+    """Rules that mask sensitive names and credential-looking text in rendered context."""
+
+    enabled: bool = True
+    """Whether any masking happens; `False` passes every name and value through unchanged."""
+
+    mask_name_patterns: tuple[str, ...] = DEFAULT_MASK_NAME_PATTERNS
+    """Regexes matched case-insensitively against whole word parts of a name (see the module notes)."""
+
+    allow_names: tuple[str, ...] = ()
+    """Exact names that are never masked, even when a pattern matches them."""
+
+    extra_mask_names: tuple[str, ...] = ()
+    """Exact names that are always masked."""
+
+    mask_value_patterns: tuple[str, ...] = DEFAULT_MASK_VALUE_PATTERNS
+    """Regexes for credential-looking substrings, replaced wherever they occur in rendered text."""
+
+    mask_random_tokens: bool = True
+    """Whether long random-looking tokens (32+ characters mixing cases and digits) count as credentials."""
+
+    placeholder: str = "<masked>"
+    """Text shown instead of a masked value."""
+
+    def __post_init__(self) -> None:
+        for field_name in ("mask_name_patterns", "allow_names", "extra_mask_names", "mask_value_patterns"):
+            value = getattr(self, field_name)
+            if isinstance(value, str):
+                raise TypeError(f"`ContextRedaction.{field_name}` must be a tuple of strings, got {value!r}")
+            object.__setattr__(self, field_name, tuple(value))
+        for field_name, compile_ in (("mask_name_patterns", _name_matcher), ("mask_value_patterns", _value_matcher)):
+            try:
+                compile_(getattr(self, field_name))
+            except re.error as exc:
+                raise ValueError(f"`ContextRedaction.{field_name}` holds an invalid regex: {exc}") from exc
+
+    def is_sensitive_name(self, name: str) -> bool:
+        """Return whether the value bound to `name` should be masked."""
+        if not self.enabled or name in self.allow_names:
+            return False
+        if name in self.extra_mask_names:
+            return True
+        return _name_matches(self.mask_name_patterns, name)
+
+    def scrub_text(self, text: str) -> str:
+        """Replace every credential-looking substring of `text` with the placeholder.
+
+        The scan is linear in `len(text)`; callers pass text they have already cut to their budget.
+        """
+        return self._replace_credentials(text, [])
+
+    def credential_parts(self, text: str) -> list[str]:
+        """The credential-shaped substrings of `text` (what `scrub_text` would replace)."""
+        found: list[str] = []
+        self._replace_credentials(text, found)
+        return found
+
+    def _replace_credentials(self, text: str, found: list[str]) -> str:
+        """`text` with its credential-shaped substrings replaced by the placeholder, each appended to `found`."""
+        if not self.enabled:
+            return text
+        placeholder = self.placeholder
+
+        def masked(piece: str) -> str:
+            found.append(piece)
+            return placeholder  # returned by a function, so backslashes in the placeholder stay literal
+
+        matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
+        if matcher is not None:
+            text = matcher.sub(lambda match: masked(match.group(0)), text)
+        if self.mask_random_tokens:
+            for start, end in reversed(_random_tokens(text)):
+                text = text[:start] + masked(text[start:end]) + text[end:]
+        return text
+
+    def mask_value(self, name: str | None, value: object) -> object:
+        """Return the placeholder when `name` is sensitive or `value` is wholly a credential, else `value`.
+
+        The value is returned as is (never copied); only strings of bounded size are tested as a whole.
+        """
+        if not self.enabled:
+            return value
+        if name is not None and self.is_sensitive_name(name):
+            return self.placeholder
+        if isinstance(value, str) and SHORTEST_CREDENTIAL_CHARS <= len(value) <= _MAX_WHOLE_VALUE_CHARS:
+            matcher = _value_matcher(self.mask_value_patterns)
+            stripped = value.strip()
+            if matcher is not None and matcher.fullmatch(stripped):
+                return self.placeholder
+            if self.mask_random_tokens and _TOKEN_RUN.fullmatch(stripped) and is_random_token(stripped):
+                return self.placeholder
+        return value
