@@ -317,7 +317,7 @@ class _Walker:
         return open_ + ",".join(parts) + close
 
     def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
-        sensitive = isinstance(key, str) and self.redaction.is_sensitive_name(key)
+        sensitive = isinstance(key, str) and self.redaction.hides(key, item)
         if isinstance(key, str):
             key_text = key
         elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):

@@ -126,7 +126,7 @@ def test_module_renders_as_module():
 
 
 def test_sensitive_name_keeps_type_and_masks_value():
-    assert entry("openai_api_key", "abc") == 'openai_api_key: str = "<masked>"'
+    assert entry("openai_api_key", "k-4f9a2c7e") == 'openai_api_key: str = "<masked>"'
 
 
 def test_sensitive_looking_callable_still_shows_signature():

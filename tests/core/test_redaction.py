@@ -102,7 +102,7 @@ def test_disabled_redaction_scrubs_nothing():
 
 
 def test_mask_value_masks_sensitive_name():
-    assert REDACTION.mask_value("api_key", 12345) == "<masked>"
+    assert REDACTION.mask_value("api_key", "k-4f9a2c7e") == "<masked>"
 
 
 def test_mask_value_masks_a_string_that_is_wholly_a_credential():

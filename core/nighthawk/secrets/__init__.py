@@ -24,6 +24,7 @@ those values and masks them, and their simple derived forms, wherever the step s
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
@@ -116,32 +117,78 @@ def _value_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
-def _name_parts(parts: list[str]) -> tuple[str, ...]:
-    pairs = [a + b for a, b in zip(parts, parts[1:])]
-    return tuple(parts + pairs)
-
-
-# A name whose last part says what *kind* of thing it holds names something about a credential, not the
-# credential itself: `token_url`, `password_file`, `HF_TOKEN_PATH`, `SSH_AUTH_SOCK`, `AUTH_MODE`, `api_key_name`.
-# (`id` is not one of them: `session_id` is a credential.)
+# A part after the credential word that says what *kind* of thing the name holds names something about a
+# credential, not the credential itself: `token_url`, `password_file`, `HF_TOKEN_PATH`, `SSH_AUTH_SOCK`,
+# `AUTH_MODE`, `api_key_name`, `password_policy`, `token_budget`, `token_type_ids`, `jwt_algorithm`,
+# `auth_provider`, `auth_enabled`. (`id` is not one of them: `session_id` is a credential; nor is `hash`:
+# `password_hash` can be cracked.)
 _DESCRIPTOR_PARTS = frozenset(
-    "url urls uri uris path paths dir dirs directory folder file files filename name names type kind mode"
-    " domain host hostname port endpoint sock socket count limit size length len ttl expiry expires"
-    " expiration timeout format header prefix suffix scope scopes env var version".split()
+    "url urls uri uris path paths dir dirs directory folder file files filename name names type types kind mode"
+    " domain host hostname port endpoint sock socket count counts limit limits size sizes length lengths len"
+    " ttl expiry expires expiration timeout format header prefix suffix scope scopes env var version"
+    " policy policies budget budgets ids index idx offsets mapping mask usage used algorithm algorithms alg"
+    " provider providers method methods enabled disabled required rounds strategy backend flow level status"
+    " rule rules pattern regex issuer audience".split()
 )
 
+# A `token` after one of these is a token of text, as a tokenizer's special tokens are named (`pad_token`,
+# `bos_token_id`, `mask_token`).
+_TEXT_TOKEN_PARTS = frozenset("pad bos eos unk cls sep mask special added stop start end image audio video".split())
 
 # Every step asks again about the same variable, field and environment names (a notebook namespace holds
 # thousands): remember the answers.
 @lru_cache(maxsize=65_536)
 def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
+    """Whether a pattern names a word part of `name` (or two neighbouring parts written together) that no
+    descriptor part follows."""
     matcher = _name_matcher(patterns)
     if matcher is None:
         return False
     words = _WORD_PARTS.findall(name[:_MAX_NAME_CHARS])
-    if len(words) > 1 and words[-1].lower() in _DESCRIPTOR_PARTS:
-        return matcher.fullmatch(words[-1]) is not None  # only a pattern naming the descriptor itself
-    return any(matcher.fullmatch(part) for part in _name_parts(words))
+    last = -1  # the last part a credential word ends at
+    for i, word in enumerate(words):
+        if i and word.lower() == "token" and words[i - 1].lower() in _TEXT_TOKEN_PARTS:
+            continue  # `pad_token`, `eos_token_id`: a token of text
+        if matcher.fullmatch(word) or (i and matcher.fullmatch(words[i - 1] + word)):
+            last = i
+    return last >= 0 and not any(word.lower() in _DESCRIPTOR_PARTS for word in words[last + 1 :])
+
+
+# The credential words that name something a person chooses: a word, a number, anything can be one of those.
+_CHOSEN = re.compile(r"passw(?:or)?ds?|pwd|pw|passcodes?|passphrases?|secrets?|pins?", re.IGNORECASE)
+# A setting's value, never a generated key or token: lower-case words joined by `_` with at most three
+# trailing digits (`google`, `oauth2`, `client_credentials`), a capitalised word (`Basic`), or a short
+# upper-case name (`HS256`, `S256`). Mixed-case letters can be random, and stay masked.
+_ENUM_WORD = re.compile(r"[a-z]{1,12}(?:_[a-z]{1,12})*\d{0,3}|[A-Z][a-z]{0,11}|[A-Z]{1,6}\d{0,3}")
+_MAX_ENUM_WORD_CHARS = 24
+# An integer this big under a key's name can be the key itself (a 256-bit private key as a number).
+_KEY_SIZED_INTEGER = 2**64
+
+
+@lru_cache(maxsize=4_096)
+def _names_a_chosen_secret(name: str) -> bool:
+    return any(_CHOSEN.fullmatch(word) for word in _WORD_PARTS.findall(name[:_MAX_NAME_CHARS]))
+
+
+def could_be_credential(name: str, value: object) -> bool:
+    """Whether `value`, found under the credential name `name`, can be a credential at all.
+
+    `None`, a boolean or an empty string cannot. Under a name for something a person chooses (a password, a
+    passcode, a secret) anything else can. Under any other credential name (a key, a token, `auth`, `salt`)
+    neither a number (`salt=16`, `token=3`) nor a short word (`auth="basic"`, `token="bearer"`) can: keys and
+    tokens are generated. An integer of 64 bits and more can (a private key as a number).
+    """
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
+        return False
+    if _names_a_chosen_secret(name):
+        return True
+    if isinstance(value, int):
+        return abs(value) >= _KEY_SIZED_INTEGER
+    if isinstance(value, float):
+        return False
+    if isinstance(value, str):
+        return not (len(value) <= _MAX_ENUM_WORD_CHARS and _ENUM_WORD.fullmatch(value))
+    return True
 
 
 def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
@@ -180,8 +227,18 @@ def _entropy(text: str) -> float:
     return -sum(count / size * math.log2(count / size) for count in Counter(text).values())
 
 
+# A subresource-integrity hash (`sha384-oqVu...`): random-looking, public, and in every HTML page that loads a
+# script. Only the exact sizes of the three digests count, so a key cannot hide behind a `sha256-` prefix.
+_INTEGRITY = re.compile(r"sha256-[A-Za-z0-9+/]{43}=|sha384-[A-Za-z0-9+/]{64}|sha512-[A-Za-z0-9+/]{86}==")
+# The start of one, at the end of a text cut to a budget (rendering scrubs the window it shows).
+_CUT_INTEGRITY = re.compile(r"sha(?:256|384|512)-[A-Za-z0-9+/]{1,85}")
+
+
 def is_random_token(token: str) -> bool:
-    """Whether a run of token characters looks generated: upper, lower and digits mixed, and high entropy."""
+    """Whether a run of token characters looks generated: upper, lower and digits mixed, and high entropy
+    (an integrity hash is not a token)."""
+    if _INTEGRITY.fullmatch(token):
+        return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and sum(c.isdigit() for c in token) >= 2):
         return False
     return _entropy(token) >= (_RANDOM_BITS_WITH_SLASH if "/" in token else _RANDOM_BITS)
@@ -197,7 +254,103 @@ _LONG_RUN = b"a" * _SHORTEST_RANDOM_TOKEN
 def _random_tokens(text: str) -> list[tuple[int, int]]:
     if len(text) < _SHORTEST_RANDOM_TOKEN or _LONG_RUN not in text.encode("utf-8", "surrogatepass").translate(_TOKEN_TABLE):
         return []
-    return [match.span() for match in _TOKEN_RUN.finditer(text) if is_random_token(match.group(0))]
+    return [
+        match.span()
+        for match in _TOKEN_RUN.finditer(text)
+        if is_random_token(match.group(0)) and not (match.end() == len(text) and _CUT_INTEGRITY.fullmatch(match.group(0)))
+    ]
+
+
+# --- credentials inside structured text, whatever their name -----------------------------------------------
+
+# The password field of a connection string (`Server=db;User Id=app;Password=...;`, `PWD=...`, and libpq's
+# `host=db password=...`): a quoted value whole, else up to `;`, the end of the line, the next `key=`, or a
+# quote that closes the string the connection string sits in (`"...;Password=x"}` in rendered JSON). A
+# `PWD=` followed by a path is the working directory of a shell. After `?` or `&` it is a URL's query,
+# read by the rule below.
+_CONNECTION_FIELD = re.compile(
+    r"(?<![A-Za-z0-9?&])(?:password|pwd(?![ \t]*=[ \t]*[/~]))[ \t]*=[ \t]*(?P<secret>"
+    r"\"(?:[^\"\r\n]|\"\")*\"|'(?:[^'\r\n]|'')*'|\{(?:[^}\r\n]|\}\})*\}"
+    r"|(?:[^;\r\n\"' \t]|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|$|[\w.\-]+[ \t]*=))+)",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A parameter of a URL's query or fragment (`?api_key=...`, `&sig=...`, `#access_token=...`); its name,
+# percent-decoded, is judged by `_is_credential_parameter`.
+_QUERY_FIELD = re.compile(r"[?&#](?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
+# Parameter names that are credentials in URLs though not in Python names: a bare `key` (Google's `?key=`),
+# and a request signature (Azure's `sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
+_QUERY_WORDS = frozenset({"key", "sig", "signature"})
+# The value of an HTTP `Authorization` header, wherever it is written: `Basic <base64 of user:password>`,
+# `Bearer <token>`, `Token <token>` (a space, a tab or `%20` after the scheme).
+_AUTHORIZATION = re.compile(
+    r"(?<![A-Za-z0-9])(?P<scheme>basic|bearer|token)(?:[ \t]+|%20)(?P<secret>[A-Za-z0-9._~+/\-]+=*)", re.IGNORECASE
+)
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+# `Bearer` and `Token` values shorter than this, or plain words, are prose ("token ids", "Bearer tokens").
+_SHORTEST_SCHEME_TOKEN = 16
+_SHORTEST_BEARER_TOKEN = 8
+
+
+def percent_decoded(text: str) -> str:
+    """`text` with its `%XX` escapes decoded (`+` kept: it is a space only in form bodies)."""
+    if "%" not in text:
+        return text
+    return _PERCENT.sub(lambda match: chr(int(match.group(1), 16)), text)
+
+
+def basic_credentials(token: str) -> str | None:
+    """The `user:password` a `Basic` token encodes (standard or URL-safe base64), or `None`."""
+    padded = token.rstrip("=") + "=" * (-len(token.rstrip("=")) % 4)
+    try:
+        decoded = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return decoded if ":" in decoded and decoded.isprintable() else None
+
+
+def _scheme_token(scheme: str, token: str) -> bool:
+    """Whether `token`, written after the `Authorization` scheme `scheme`, is a credential."""
+    if scheme == "basic":
+        return basic_credentials(token) is not None
+    plain_word = _ENUM_WORD.fullmatch(token) is not None and not any(c.isdigit() for c in token)
+    if scheme == "bearer":
+        return len(token) >= _SHORTEST_SCHEME_TOKEN or (len(token) >= _SHORTEST_BEARER_TOKEN and not plain_word)
+    # `token` starts much prose ("token 2048 of 4096"): a credential mixes letters and digits.
+    return len(token) >= _SHORTEST_SCHEME_TOKEN and any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+
+
+def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int, int]]:
+    """The spans of the credentials inside connection strings, URL queries and `Authorization` values of
+    `text`, in order, overlapping ones merged."""
+    lowered = text.lower()
+    spans: list[tuple[int, int]] = []
+    if "password" in lowered or "pwd" in lowered:
+        spans += [match.span("secret") for match in _CONNECTION_FIELD.finditer(text)]
+    if "=" in text and ("?" in text or "&" in text or "#" in text):
+        for match in _QUERY_FIELD.finditer(text):
+            name, value = percent_decoded(match.group("name")), percent_decoded(match.group("secret"))
+            if _is_credential_parameter(name, redaction) and could_be_credential(name, value):
+                spans.append(match.span("secret"))
+    if "basic" in lowered or "bearer" in lowered or "token" in lowered:
+        spans += [
+            match.span("secret")
+            for match in _AUTHORIZATION.finditer(text)
+            if _scheme_token(match.group("scheme").lower(), match.group("secret"))
+        ]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _is_credential_parameter(name: str, redaction: ContextRedaction) -> bool:
+    words = _WORD_PARTS.findall(name[:_MAX_NAME_CHARS])
+    if name.lower() in _QUERY_WORDS or (words and words[-1].lower() in ("sig", "signature")):
+        return name not in redaction.allow_names
+    return redaction.is_sensitive_name(name)
 
 
 # Ordinary text: a word or an identifier (`string`, `nighthawk`, `created_at`) or a number. Such a value is
@@ -268,6 +421,10 @@ class ContextRedaction:
     mask_random_tokens: bool = True
     """Whether long random-looking tokens (32+ characters mixing cases and digits) count as credentials."""
 
+    mask_credential_fields: bool = True
+    """Whether credentials inside structured text count as credentials whatever their name: the password of
+    a connection string, a credential-named parameter of a URL's query, an `Authorization` value."""
+
     placeholder: str = "<masked>"
     """Text shown instead of a masked value."""
 
@@ -290,6 +447,17 @@ class ContextRedaction:
         if name in self.extra_mask_names:
             return True
         return _name_matches(self.mask_name_patterns, name)
+
+    def hides(self, name: str, value: object) -> bool:
+        """Whether `value`, bound to `name`, is shown as the placeholder: `name` is sensitive and `value` can
+        be a credential (`auth_enabled=True`, `salt=16`, `token="bearer"` are shown; see
+        `could_be_credential`). A name matched only by your own patterns or `extra_mask_names` hides any value.
+        """
+        if not self.is_sensitive_name(name):
+            return False
+        if name in self.extra_mask_names or not _name_matches(DEFAULT_MASK_NAME_PATTERNS, name):
+            return True
+        return could_be_credential(name, value)
 
     def scrub_text(self, text: str) -> str:
         """Replace every credential-looking substring of `text` with the placeholder.
@@ -314,6 +482,9 @@ class ContextRedaction:
             found.append(piece)
             return placeholder  # returned by a function, so backslashes in the placeholder stay literal
 
+        if self.mask_credential_fields:
+            for start, end in reversed(_credential_fields(text, self)):
+                text = text[:start] + masked(text[start:end]) + text[end:]
         matcher = _value_matcher(_patterns_in(self.mask_value_patterns, text))
         if matcher is not None:
             text = matcher.sub(lambda match: masked(match.group(0)), text)
@@ -323,13 +494,14 @@ class ContextRedaction:
         return text
 
     def mask_value(self, name: str | None, value: object) -> object:
-        """Return the placeholder when `name` is sensitive or `value` is wholly a credential, else `value`.
+        """Return the placeholder when `name` hides `value` (see `hides`) or `value` is wholly a credential,
+        else `value`.
 
         The value is returned as is (never copied); only strings of bounded size are tested as a whole.
         """
         if not self.enabled:
             return value
-        if name is not None and self.is_sensitive_name(name):
+        if name is not None and self.hides(name, value):
             return self.placeholder
         if isinstance(value, str) and SHORTEST_CREDENTIAL_CHARS <= len(value) <= _MAX_WHOLE_VALUE_CHARS:
             matcher = _value_matcher(self.mask_value_patterns)

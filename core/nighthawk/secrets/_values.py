@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import islice
 
-from . import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
+from . import SHORTEST_SECRET_CHARS, ContextRedaction, basic_credentials, looks_ordinary, percent_decoded
 
 __all__ = [
     "CredentialColumn",
@@ -204,6 +204,25 @@ def collect_into(
 
 def _shaped_parts(text: str, redaction: ContextRedaction) -> Iterator[str]:
     """The credential-shaped substrings of `text`, and URL passwords on their own."""
-    yield from (part for part in redaction.credential_parts(text) if len(part) >= SHORTEST_SECRET_CHARS)
+    for part in redaction.credential_parts(text):
+        yield from (form for form in _decoded_forms(part) if len(form) >= SHORTEST_SECRET_CHARS)
     if "://" in text:
         yield from (match.group(1) for match in _URL_PASSWORD.finditer(text) if len(match.group(1)) >= SHORTEST_SECRET_CHARS)
+
+
+_QUOTES = ('""', "''", "{}")
+
+
+def _decoded_forms(part: str) -> Iterator[str]:
+    """`part` and what a program gets from it in one call: the value inside a connection string's quotes
+    or braces, its percent-decoded text (a URL's query), and the `user:password` of a `Basic` token with
+    the password alone."""
+    yield part
+    if len(part) >= 2 and part[0] + part[-1] in _QUOTES:
+        part = part[1:-1]
+        yield part
+    if (decoded := percent_decoded(part)) != part:
+        yield decoded
+    if (credentials := basic_credentials(part)) is not None:
+        yield credentials
+        yield credentials.partition(":")[2]
