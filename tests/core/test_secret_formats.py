@@ -39,6 +39,8 @@ CONNECTION_STRINGS = [
     f"host=db port=5432 user=app password={CHOSEN_TEXT} dbname=x",
     f"spring.datasource.password={CHOSEN_TEXT}",
     f"--password={CHOSEN_TEXT}",
+    f"PGPASSWORD={CHOSEN_TEXT} psql -h db",
+    f"export DB_PASSWORD='{CHOSEN_TEXT}'",
 ]
 
 URLS = [
@@ -55,6 +57,8 @@ URLS = [
     f"https://api.example.test/x?api%5Fkey={GENERATED_TEXT}",
     f"https://api.example.test/x?%61ccess%5Ftoken={GENERATED_TEXT}",
     f"https://api.example.test/x?secret={quote(CHOSEN_TEXT)}",
+    f"https://api.example.test/x?db_password={CHOSEN_TEXT}&page=2",
+    f'<a href="https://api.example.test/x?page=2&amp;token={GENERATED_TEXT}">next</a>',
 ]
 
 HEADER_VALUES = [
@@ -152,6 +156,12 @@ def test_the_rest_of_a_url_stays_visible() -> None:
     script = _run(URLS[0])
     prompt = str(script.seen[0][0].parts[-1].content)
     assert 'setting: str = "https://api.example.test/v1/items?api_key=<masked>&page=2"' in prompt
+
+
+def test_a_password_in_a_url_query_masks_its_value_only() -> None:
+    script = _run(f"https://api.example.test/x?db_password={CHOSEN_TEXT}&page=2")
+    prompt = str(script.seen[0][0].parts[-1].content)
+    assert 'setting: str = "https://api.example.test/x?db_password=<masked>&page=2"' in prompt
 
 
 def test_the_scheme_of_an_authorization_value_stays_visible() -> None:

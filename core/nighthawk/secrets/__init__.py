@@ -28,6 +28,7 @@ import base64
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -263,29 +264,29 @@ def _random_tokens(text: str) -> list[tuple[int, int]]:
 
 # --- credentials inside structured text, whatever their name -----------------------------------------------
 
-# The password field of a connection string (`Server=db;User Id=app;Password=...;`, `PWD=...`, and libpq's
-# `host=db password=...`): a quoted value whole, else up to `;`, the end of the line, the next `key=`, or a
-# quote that closes the string the connection string sits in (`"...;Password=x"}` in rendered JSON). A
-# `PWD=` followed by a path is the working directory of a shell. After `?` or `&` it is a URL's query,
-# read by the rule below.
+# The password field of a connection string (`Server=db;User Id=app;Password=...;`, `PWD=...`, libpq's
+# `host=db password=...`, `PGPASSWORD=...`): a quoted value whole, else up to `;`, the end of the line, the
+# next `key=`, or a quote that closes the string the connection string sits in (`"...;Password=x"}` in
+# rendered JSON). A `PWD=` followed by a path is the working directory of a shell. A key in a URL's query
+# (`?db_password=`) is left to the query rule below, which ends the value at `&`.
 _CONNECTION_FIELD = re.compile(
-    r"(?<![A-Za-z0-9?&])(?:password|pwd(?![ \t]*=[ \t]*[/~]))[ \t]*=[ \t]*(?P<secret>"
+    r"(?:password|pwd(?![ \t]*=[ \t]*[/~]))[ \t]*=[ \t]*(?P<secret>"
     r"\"(?:[^\"\r\n]|\"\")*\"|'(?:[^'\r\n]|'')*'|\{(?:[^}\r\n]|\}\})*\}"
     r"|(?:[^;\r\n\"' \t]|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|$|[\w.\-]+[ \t]*=))+)",
     re.IGNORECASE | re.MULTILINE,
 )
-# A parameter of a URL's query or fragment (`?api_key=...`, `&sig=...`, `#access_token=...`); its name,
-# percent-decoded, is judged by `_is_credential_parameter`.
-_QUERY_FIELD = re.compile(r"[?&#](?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
+# A parameter of a URL's query or fragment (`?api_key=...`, `&sig=...`, `#access_token=...`, and `&amp;token=`
+# in HTML); its name, percent-decoded, is judged by `_is_credential_parameter`.
+_QUERY_FIELD = re.compile(r"[?&#;](?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
 # Parameter names that are credentials in URLs though not in Python names: a bare `key` (Google's `?key=`),
 # and a request signature (Azure's `sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
 _QUERY_WORDS = frozenset({"key", "sig", "signature"})
 # The value of an HTTP `Authorization` header, wherever it is written: `Basic <base64 of user:password>`,
 # `Bearer <token>`, `Token <token>` (a space, a tab or `%20` after the scheme).
-_AUTHORIZATION = re.compile(
-    r"(?<![A-Za-z0-9])(?P<scheme>basic|bearer|token)(?:[ \t]+|%20)(?P<secret>[A-Za-z0-9._~+/\-]+=*)", re.IGNORECASE
-)
+_AUTHORIZATION = re.compile(r"(?P<scheme>basic|bearer|token)(?:[ \t]+|%20)(?P<secret>[A-Za-z0-9._~+/\-]+=*)", re.IGNORECASE)
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+# What stands before `password=` when it is the end of a URL query's key (`?db_password=`, `&password=`).
+_QUERY_KEY_BEFORE = re.compile(r"[?&#][\w.%\-]*\Z")
 # `Bearer` and `Token` values shorter than this, or plain words, are prose ("token ids", "Bearer tokens").
 _SHORTEST_SCHEME_TOKEN = 16
 _SHORTEST_BEARER_TOKEN = 8
@@ -312,6 +313,8 @@ def _scheme_token(scheme: str, token: str) -> bool:
     """Whether `token`, written after the `Authorization` scheme `scheme`, is a credential."""
     if scheme == "basic":
         return basic_credentials(token) is not None
+    if len(token) < (_SHORTEST_BEARER_TOKEN if scheme == "bearer" else _SHORTEST_SCHEME_TOKEN):
+        return False  # most of prose: "token count", "Bearer tokens"
     plain_word = _ENUM_WORD.fullmatch(token) is not None and not any(c.isdigit() for c in token)
     if scheme == "bearer":
         return len(token) >= _SHORTEST_SCHEME_TOKEN or (len(token) >= _SHORTEST_BEARER_TOKEN and not plain_word)
@@ -324,19 +327,20 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     `text`, in order, overlapping ones merged."""
     lowered = text.lower()
     spans: list[tuple[int, int]] = []
-    if "password" in lowered or "pwd" in lowered:
-        spans += [match.span("secret") for match in _CONNECTION_FIELD.finditer(text)]
+    for match in _matches(_CONNECTION_FIELD, text, lowered, ("password", "pwd")):
+        if not _QUERY_KEY_BEFORE.search(text, max(0, match.start() - _MAX_NAME_CHARS), match.start()):
+            spans.append(match.span("secret"))
     if "=" in text and ("?" in text or "&" in text or "#" in text):
         for match in _QUERY_FIELD.finditer(text):
-            name, value = percent_decoded(match.group("name")), percent_decoded(match.group("secret"))
-            if _is_credential_parameter(name, redaction) and could_be_credential(name, value):
+            name = percent_decoded(match.group("name"))
+            if _is_credential_parameter(name, redaction) and could_be_credential(name, percent_decoded(match.group("secret"))):
                 spans.append(match.span("secret"))
-    if "basic" in lowered or "bearer" in lowered or "token" in lowered:
-        spans += [
-            match.span("secret")
-            for match in _AUTHORIZATION.finditer(text)
-            if _scheme_token(match.group("scheme").lower(), match.group("secret"))
-        ]
+    for match in _matches(_AUTHORIZATION, text, lowered, ("basic", "bearer", "token")):
+        start = match.start()
+        if (start == 0 or not _is_ascii_alnum(text[start - 1])) and _scheme_token(
+            match.group("scheme").lower(), match.group("secret")
+        ):
+            spans.append(match.span("secret"))
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -346,11 +350,41 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     return merged
 
 
+def _matches(pattern: re.Pattern[str], text: str, lowered: str, words: tuple[str, ...]) -> Iterator[re.Match[str]]:
+    """The matches of `pattern` (case-insensitive, starting with one of `words`) in `text`, tried only where
+    a word starts: scanning a prompt at every position costs several times more."""
+    if len(lowered) != len(text):  # lower-casing changed some character's length: positions differ
+        yield from pattern.finditer(text)
+        return
+    starts = sorted(
+        start for word in words for start in _occurrences(lowered, word)
+    )
+    end = 0
+    for start in starts:
+        if start >= end and (match := pattern.match(text, start)) is not None:
+            end = match.end()
+            yield match
+
+
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    start = text.find(word)
+    while start >= 0:
+        yield start
+        start = text.find(word, start + 1)
+
+
+def _is_ascii_alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
 def _is_credential_parameter(name: str, redaction: ContextRedaction) -> bool:
+    return (_is_url_credential_word(name) and name not in redaction.allow_names) or redaction.is_sensitive_name(name)
+
+
+@lru_cache(maxsize=4_096)
+def _is_url_credential_word(name: str) -> bool:
     words = _WORD_PARTS.findall(name[:_MAX_NAME_CHARS])
-    if name.lower() in _QUERY_WORDS or (words and words[-1].lower() in ("sig", "signature")):
-        return name not in redaction.allow_names
-    return redaction.is_sensitive_name(name)
+    return name.lower() in _QUERY_WORDS or bool(words and words[-1].lower() in ("sig", "signature"))
 
 
 # Ordinary text: a word or an identifier (`string`, `nighthawk`, `created_at`) or a number. Such a value is
