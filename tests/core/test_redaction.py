@@ -109,7 +109,7 @@ def test_mask_value_masks_sensitive_name():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("password", 739144), ("passcode", "dragon"), ("client_secret", "sesame"), ("private_key", 2**200),
+    [("password", 739144), ("passcode", "dragon"), ("client_secret", "sesame"), ("private_key", 0x4C0883A69102937D), ("session_id", 17_000_000_001),
      ("api_key", "AbCdEfGhIjKlMnOpQrSt"), ("token", "tok_4f9a"), ("credentials", {"user": "bob"}), ("auth", ["x"])],
 )
 def test_a_value_that_can_be_a_credential_stays_masked_under_its_name(name: str, value: object) -> None:

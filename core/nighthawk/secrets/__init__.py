@@ -162,8 +162,9 @@ _CHOSEN = re.compile(r"passw(?:or)?ds?|pwd|pw|passcodes?|passphrases?|secrets?|p
 # upper-case name (`HS256`, `S256`). Mixed-case letters can be random, and stay masked.
 _ENUM_WORD = re.compile(r"[a-z]{1,12}(?:_[a-z]{1,12})*\d{0,3}|[A-Z][a-z]{0,11}|[A-Z]{1,6}\d{0,3}")
 _MAX_ENUM_WORD_CHARS = 24
-# An integer this big under a key's name can be the key itself (a 256-bit private key as a number).
-_KEY_SIZED_INTEGER = 2**64
+# An integer this big under a key's name can be the key itself (a private key as a number) or a numeric
+# session id; smaller ones are counts, sizes and flags.
+_KEY_SIZED_INTEGER = 2**32
 
 
 @lru_cache(maxsize=4_096)
@@ -177,7 +178,7 @@ def could_be_credential(name: str, value: object) -> bool:
     `None`, a boolean or an empty string cannot. Under a name for something a person chooses (a password, a
     passcode, a secret) anything else can. Under any other credential name (a key, a token, `auth`, `salt`)
     neither a number (`salt=16`, `token=3`) nor a short word (`auth="basic"`, `token="bearer"`) can: keys and
-    tokens are generated. An integer of 64 bits and more can (a private key as a number).
+    tokens are generated. An integer of more than 32 bits can (a private key or a session id as a number).
     """
     if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
         return False
