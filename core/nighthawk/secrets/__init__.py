@@ -291,6 +291,8 @@ _QUERY_KEY_BEFORE = re.compile(r"[?&#][\w.%\-]*\Z")
 # `Bearer` and `Token` values shorter than this, or plain words, are prose ("token ids", "Bearer tokens").
 _SHORTEST_SCHEME_TOKEN = 16
 _SHORTEST_BEARER_TOKEN = 8
+# The shortest text any of the three rules masks a credential of: `Basic YTpi` (`a:b`), `pwd=abcdef`.
+_SHORTEST_FIELD_TEXT = 10
 
 
 def percent_decoded(text: str) -> str:
@@ -326,11 +328,14 @@ def _scheme_token(scheme: str, token: str) -> bool:
 def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int, int]]:
     """The spans of the credentials inside connection strings, URL queries and `Authorization` values of
     `text`, in order, overlapping ones merged."""
+    if len(text) < _SHORTEST_FIELD_TEXT:  # rendering scrubs every dict key and short string: leave at once
+        return []
     lowered = text.lower()
     spans: list[tuple[int, int]] = []
-    for match in _matches(_CONNECTION_FIELD, text, lowered, ("password", "pwd")):
-        if not _QUERY_KEY_BEFORE.search(text, max(0, match.start() - _MAX_NAME_CHARS), match.start()):
-            spans.append(match.span("secret"))
+    if "=" in text:
+        for match in _matches(_CONNECTION_FIELD, text, lowered, ("password", "pwd")):
+            if not _QUERY_KEY_BEFORE.search(text, max(0, match.start() - _MAX_NAME_CHARS), match.start()):
+                spans.append(match.span("secret"))
     if "=" in text and ("?" in text or "&" in text or "#" in text):
         for match in _QUERY_FIELD.finditer(text):
             name = percent_decoded(match.group("name"))

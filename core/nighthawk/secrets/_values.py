@@ -75,6 +75,25 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
         yield from ((name, item) for name, item in vars(value).items() if name in fields)
 
 
+# Values that hold no text: never queued, so a list of a million numbers costs one slice of the budget's
+# size, and the budget goes to values that can hold a secret.
+_PLAIN = frozenset({int, float, complex, bool, type(None)})
+
+
+def _data_children(value: object, room: int) -> Iterator[tuple[str | None, object]]:
+    """The first `room` children of `value` (see `_children`) but those that hold no text."""
+    if type(value) in (list, tuple):
+        # A slice is taken in C; children are otherwise taken lazily, never by copying a big container.
+        return ((None, child) for child in value[:room] if type(child) not in _PLAIN)  # type: ignore[index]
+    if type(value) is dict:
+        return (
+            ((key if isinstance(key, str) else None), item)
+            for key, item in islice(value.items(), room)  # type: ignore[attr-defined]
+            if type(item) not in _PLAIN
+        )
+    return ((name, child) for name, child in islice(_children(value), room) if type(child) not in _PLAIN)
+
+
 def is_table(value: object) -> bool:
     """Whether `value` is a pandas-like DataFrame or Series (duck typed: pandas is never imported)."""
     cls = type(value)
@@ -196,8 +215,7 @@ def collect_into(
             if is_table(value):
                 queue.extend((None, cell, depth + 1, True) for cell in credential_cells(value, redaction, sensitive)[:room])
                 continue
-            # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy.
-            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in islice(_children(value), room))
+            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in _data_children(value, room))
         except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
             continue
 
