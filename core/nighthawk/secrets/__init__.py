@@ -28,7 +28,7 @@ import base64
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -101,6 +101,12 @@ _MAX_NAME_CHARS = 128
 # `mask_value` only tests whole strings up to this size (a PEM RSA-4096 key is about 3,300 characters).
 _MAX_WHOLE_VALUE_CHARS = 8_192
 
+def _lazy(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """A regex compiled on first use: compiling the rules' regexes at import would add about a millisecond
+    to `import nighthawk`."""
+    return lru_cache(maxsize=1)(lambda: re.compile(pattern, flags))
+
+
 _WORD_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_A-Za-z]+")
 
 
@@ -156,11 +162,11 @@ def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
 
 
 # The credential words that name something a person chooses: a word, a number, anything can be one of those.
-_CHOSEN = re.compile(r"passw(?:or)?ds?|pwd|pw|passcodes?|passphrases?|secrets?|pins?", re.IGNORECASE)
+_CHOSEN = _lazy(r"passw(?:or)?ds?|pwd|pw|passcodes?|passphrases?|secrets?|pins?", re.IGNORECASE)
 # A setting's value, never a generated key or token: lower-case words joined by `_` with at most three
 # trailing digits (`google`, `oauth2`, `client_credentials`), a capitalised word (`Basic`), or a short
 # upper-case name (`HS256`, `S256`). Mixed-case letters can be random, and stay masked.
-_ENUM_WORD = re.compile(r"[a-z]{1,12}(?:_[a-z]{1,12})*\d{0,3}|[A-Z][a-z]{0,11}|[A-Z]{1,6}\d{0,3}")
+_ENUM_WORD = _lazy(r"[a-z]{1,12}(?:_[a-z]{1,12})*\d{0,3}|[A-Z][a-z]{0,11}|[A-Z]{1,6}\d{0,3}")
 _MAX_ENUM_WORD_CHARS = 24
 # An integer this big under a key's name can be the key itself (a private key as a number) or a numeric
 # session id; smaller ones are counts, sizes and flags.
@@ -169,7 +175,7 @@ _KEY_SIZED_INTEGER = 2**32
 
 @lru_cache(maxsize=4_096)
 def _names_a_chosen_secret(name: str) -> bool:
-    return any(_CHOSEN.fullmatch(word) for word in _WORD_PARTS.findall(name[:_MAX_NAME_CHARS]))
+    return any(_CHOSEN().fullmatch(word) for word in _WORD_PARTS.findall(name[:_MAX_NAME_CHARS]))
 
 
 def could_be_credential(name: str, value: object) -> bool:
@@ -189,7 +195,7 @@ def could_be_credential(name: str, value: object) -> bool:
     if isinstance(value, float):
         return False
     if isinstance(value, str):
-        return not (len(value) <= _MAX_ENUM_WORD_CHARS and _ENUM_WORD.fullmatch(value))
+        return not (len(value) <= _MAX_ENUM_WORD_CHARS and _ENUM_WORD().fullmatch(value))
     return True
 
 
@@ -231,15 +237,15 @@ def _entropy(text: str) -> float:
 
 # A subresource-integrity hash (`sha384-oqVu...`): random-looking, public, and in every HTML page that loads a
 # script. Only the exact sizes of the three digests count, so a key cannot hide behind a `sha256-` prefix.
-_INTEGRITY = re.compile(r"sha256-[A-Za-z0-9+/]{43}=|sha384-[A-Za-z0-9+/]{64}|sha512-[A-Za-z0-9+/]{86}==")
+_INTEGRITY = _lazy(r"sha256-[A-Za-z0-9+/]{43}=|sha384-[A-Za-z0-9+/]{64}|sha512-[A-Za-z0-9+/]{86}==")
 # The start of one, at the end of a text cut to a budget (rendering scrubs the window it shows).
-_CUT_INTEGRITY = re.compile(r"sha(?:256|384|512)-[A-Za-z0-9+/]{1,85}")
+_CUT_INTEGRITY = _lazy(r"sha(?:256|384|512)-[A-Za-z0-9+/]{1,85}")
 
 
 def is_random_token(token: str) -> bool:
     """Whether a run of token characters looks generated: upper, lower and digits mixed, and high entropy
     (an integrity hash is not a token)."""
-    if _INTEGRITY.fullmatch(token):
+    if _INTEGRITY().fullmatch(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and sum(c.isdigit() for c in token) >= 2):
         return False
@@ -259,7 +265,7 @@ def _random_tokens(text: str) -> list[tuple[int, int]]:
     return [
         match.span()
         for match in _TOKEN_RUN.finditer(text)
-        if is_random_token(match.group(0)) and not (match.end() == len(text) and _CUT_INTEGRITY.fullmatch(match.group(0)))
+        if is_random_token(match.group(0)) and not (match.end() == len(text) and _CUT_INTEGRITY().fullmatch(match.group(0)))
     ]
 
 
@@ -270,7 +276,7 @@ def _random_tokens(text: str) -> list[tuple[int, int]]:
 # next `key=`, or a quote that closes the string the connection string sits in (`"...;Password=x"}` in
 # rendered JSON). A `PWD=` followed by a path is the working directory of a shell. A key in a URL's query
 # (`?db_password=`) is left to the query rule below, which ends the value at `&`.
-_CONNECTION_FIELD = re.compile(
+_CONNECTION_FIELD = _lazy(
     r"(?:password|pwd(?![ \t]*=[ \t]*[/~]))[ \t]*=[ \t]*(?P<secret>"
     r"\"(?:[^\"\r\n]|\"\")*\"|'(?:[^'\r\n]|'')*'|\{(?:[^}\r\n]|\}\})*\}"
     r"|(?:[^;\r\n\"' \t]|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|$|[\w.\-]+[ \t]*=))+)",
@@ -278,16 +284,16 @@ _CONNECTION_FIELD = re.compile(
 )
 # A parameter of a URL's query or fragment (`?api_key=...`, `&sig=...`, `#access_token=...`, and `&amp;token=`
 # in HTML); its name, percent-decoded, is judged by `_is_credential_parameter`.
-_QUERY_FIELD = re.compile(r"[?&#;](?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
+_QUERY_FIELD = _lazy(r"[?&#;](?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
 # Parameter names that are credentials in URLs though not in Python names: a bare `key` (Google's `?key=`),
 # and a request signature (Azure's `sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
 _QUERY_WORDS = frozenset({"key", "sig", "signature"})
 # The value of an HTTP `Authorization` header, wherever it is written: `Basic <base64 of user:password>`,
 # `Bearer <token>`, `Token <token>` (a space, a tab or `%20` after the scheme).
-_AUTHORIZATION = re.compile(r"(?P<scheme>basic|bearer|token)(?:[ \t]+|%20)(?P<secret>[A-Za-z0-9._~+/\-]+=*)", re.IGNORECASE)
-_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_AUTHORIZATION = _lazy(r"(?P<scheme>basic|bearer|token)(?:[ \t]+|%20)(?P<secret>[A-Za-z0-9._~+/\-]+=*)", re.IGNORECASE)
+_PERCENT = _lazy(r"%([0-9A-Fa-f]{2})")
 # What stands before `password=` when it is the end of a URL query's key (`?db_password=`, `&password=`).
-_QUERY_KEY_BEFORE = re.compile(r"[?&#][\w.%\-]*\Z")
+_QUERY_KEY_BEFORE = _lazy(r"[?&#][\w.%\-]*\Z")
 # `Bearer` and `Token` values shorter than this, or plain words, are prose ("token ids", "Bearer tokens").
 _SHORTEST_SCHEME_TOKEN = 16
 _SHORTEST_BEARER_TOKEN = 8
@@ -299,7 +305,7 @@ def percent_decoded(text: str) -> str:
     """`text` with its `%XX` escapes decoded (`+` kept: it is a space only in form bodies)."""
     if "%" not in text:
         return text
-    return _PERCENT.sub(lambda match: chr(int(match.group(1), 16)), text)
+    return _PERCENT().sub(lambda match: chr(int(match.group(1), 16)), text)
 
 
 def basic_credentials(token: str) -> str | None:
@@ -318,7 +324,7 @@ def _scheme_token(scheme: str, token: str) -> bool:
         return basic_credentials(token) is not None
     if len(token) < (_SHORTEST_BEARER_TOKEN if scheme == "bearer" else _SHORTEST_SCHEME_TOKEN):
         return False  # most of prose: "token count", "Bearer tokens"
-    plain_word = _ENUM_WORD.fullmatch(token) is not None and not any(c.isdigit() for c in token)
+    plain_word = _ENUM_WORD().fullmatch(token) is not None and not any(c.isdigit() for c in token)
     if scheme == "bearer":
         return len(token) >= _SHORTEST_SCHEME_TOKEN or (len(token) >= _SHORTEST_BEARER_TOKEN and not plain_word)
     # `token` starts much prose ("token 2048 of 4096"): a credential mixes letters and digits.
@@ -333,15 +339,15 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     lowered = text.lower()
     spans: list[tuple[int, int]] = []
     if "=" in text:
-        for match in _matches(_CONNECTION_FIELD, text, lowered, ("password", "pwd")):
-            if not _QUERY_KEY_BEFORE.search(text, max(0, match.start() - _MAX_NAME_CHARS), match.start()):
+        for match in _matches(_CONNECTION_FIELD(), text, lowered, ("password", "pwd")):
+            if not _QUERY_KEY_BEFORE().search(text, max(0, match.start() - _MAX_NAME_CHARS), match.start()):
                 spans.append(match.span("secret"))
     if "=" in text and ("?" in text or "&" in text or "#" in text):
-        for match in _QUERY_FIELD.finditer(text):
+        for match in _QUERY_FIELD().finditer(text):
             name = percent_decoded(match.group("name"))
             if _is_credential_parameter(name, redaction) and could_be_credential(name, percent_decoded(match.group("secret"))):
                 spans.append(match.span("secret"))
-    for match in _matches(_AUTHORIZATION, text, lowered, ("basic", "bearer", "token")):
+    for match in _matches(_AUTHORIZATION(), text, lowered, ("basic", "bearer", "token")):
         start = match.start()
         if (start == 0 or not _is_ascii_alnum(text[start - 1])) and _scheme_token(
             match.group("scheme").lower(), match.group("secret")
