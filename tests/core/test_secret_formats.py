@@ -92,8 +92,9 @@ def use_setting(setting: str, settings: dict) -> None:
 
 
 def _forms(secret: str) -> set[str]:
-    """What discloses `secret`: itself, its JSON and `repr` escapes, and its URL and base64 encodings."""
+    """What discloses `secret`: itself, its escapes, its URL and base64 encodings, its case changes, reversed."""
     forms = {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1], quote(secret, safe="")}
+    forms |= {secret.upper(), secret.lower(), secret[::-1]}
     if secret == CHOSEN_TEXT:
         forms.add(base64.b64encode(f"app:{secret}".encode()).decode())
     return forms
@@ -124,6 +125,10 @@ EXPRESSIONS = [
     "urllib.parse.unquote(setting)",
     "setting.split('=')",
     "setting.split()",
+    "setting.upper()",
+    "setting.lower()",
+    "setting[::-1]",
+    "json.dumps({'value': setting})",
     "[base64.b64decode(part + '==').decode('utf-8', 'replace') for part in setting.replace('%20', ' ').split()[1:2]]",
     "[base64.urlsafe_b64decode(part + '==').decode('utf-8', 'replace') for part in setting.split()[1:2]]",
 ]
