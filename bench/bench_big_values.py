@@ -39,6 +39,7 @@ CASES: dict[str, object] = {
     "dict of 10^5 keys": {f"k{i}": i for i in range(10**5)},
     "str of 10 MB": "x" * (10 * 10**6),
     "bytes of 10 MB": b"x" * (10 * 10**6),
+    "list of 10^6 texts": [f"row {i} of the table, with a few words" for i in range(10**6)],
 }
 
 

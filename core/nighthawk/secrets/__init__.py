@@ -399,6 +399,25 @@ def _is_url_credential_word(name: str) -> bool:
     return name.lower() in _QUERY_WORDS or bool(words and words[-1].lower() in ("sig", "signature"))
 
 
+# Every default shape and field rule needs one of these: a `=` (connection strings, URL queries), `://` (a
+# URL's password), an `Authorization` scheme word, or else a run of at least 10 token characters (a
+# PEM's `-----BEGIN`, a JWT's first part; provider keys and random tokens are longer). Checked first, so
+# that the thousand short texts of a table row or a list of sentences skip every regex.
+_WIDE_TOKEN_BYTES = _TOKEN_BYTES | frozenset(b".~%")
+_WIDE_TOKEN_TABLE = bytes(ord("a") if byte in _WIDE_TOKEN_BYTES else ord(" ") for byte in range(256))
+_SHORTEST_SHAPE_RUN = b"a" * 10
+
+
+def _may_hold_credential(text: str) -> bool:
+    """Whether `text` can hold a credential any default shape or field rule masks (a cheap test, no regex)."""
+    if "=" in text or "://" in text:
+        return True
+    lowered = text.lower()
+    if "bearer" in lowered or "basic" in lowered or "token" in lowered:
+        return True
+    return _SHORTEST_SHAPE_RUN in text.encode("utf-8", "surrogatepass").translate(_WIDE_TOKEN_TABLE)
+
+
 # Ordinary text: a word or an identifier (`string`, `nighthawk`, `created_at`) or a number. Such a value is
 # not a secret even under a credential name: masking it wherever it occurs would rewrite unrelated text.
 _WORDLIKE = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")
@@ -521,6 +540,8 @@ class ContextRedaction:
     def _replace_credentials(self, text: str, found: list[str]) -> str:
         """`text` with its credential-shaped substrings replaced by the placeholder, each appended to `found`."""
         if not self.enabled:
+            return text
+        if self.mask_value_patterns is DEFAULT_MASK_VALUE_PATTERNS and not _may_hold_credential(text):
             return text
         placeholder = self.placeholder
 
