@@ -40,3 +40,25 @@ def test_a_password_after_a_million_numbers_is_masked() -> None:
 def test_a_password_beside_a_big_array_of_readings_is_masked() -> None:
     data = {"readings": [0.5] * 10**5, "ids": tuple(range(10**5)), "connection": {"user": "app", "password": CHOSEN}}
     assert CHOSEN not in _tool_result(data, "repr(list(data.values())[-1])")
+
+
+def _rows() -> list[str]:
+    return [f"row {i} of the table, with a few words" for i in range(10**6)]
+
+
+def test_a_credential_among_a_million_texts_is_masked_in_what_is_derived_from_it() -> None:
+    # Reversed, the text has no shape left: only the value found when the step started masks it.
+    data = _rows()
+    data[500] = f"conn Server=db;Password={CHOSEN};"
+    assert CHOSEN[::-1] not in _tool_result(data, "data[len(data) // 2000][::-1]")
+
+
+def test_a_bearer_token_among_a_million_texts_is_masked_in_what_is_derived_from_it() -> None:
+    data = _rows()
+    data[500] = "sent with Bearer Tk4bZ9qX1mN7wR2s"
+    assert "Tk4bZ9qX1mN7wR2s"[::-1] not in _tool_result(data, "data[len(data) // 2000][::-1]")
+
+
+def test_a_password_under_its_key_among_many_plain_texts_is_masked() -> None:
+    data = {"password": CHOSEN, **{f"note{i}": f"value number {i} here" for i in range(10**5)}}
+    assert CHOSEN[::-1] not in _tool_result(data, "list(data.values())[len(data) // 10**9][::-1]")

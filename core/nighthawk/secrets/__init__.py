@@ -345,7 +345,8 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     if "=" in text and ("?" in text or "&" in text or "#" in text):
         for match in _QUERY_FIELD().finditer(text):
             name = percent_decoded(match.group("name"))
-            if _is_credential_parameter(name, redaction) and could_be_credential(name, percent_decoded(match.group("secret"))):
+            value = match.group("secret")
+            if _is_credential_parameter(name, redaction) and could_be_credential(name, percent_decoded(value)):
                 spans.append(match.span("secret"))
     for match in _matches(_AUTHORIZATION(), text, lowered, ("basic", "bearer", "token")):
         start = match.start()
@@ -408,7 +409,7 @@ _WIDE_TOKEN_TABLE = bytes(ord("a") if byte in _WIDE_TOKEN_BYTES else ord(" ") fo
 _SHORTEST_SHAPE_RUN = b"a" * 10
 
 
-def _may_hold_credential(text: str) -> bool:
+def may_hold_credential(text: str) -> bool:
     """Whether `text` can hold a credential any default shape or field rule masks (a cheap test, no regex)."""
     if "=" in text or "://" in text:
         return True
@@ -541,7 +542,7 @@ class ContextRedaction:
         """`text` with its credential-shaped substrings replaced by the placeholder, each appended to `found`."""
         if not self.enabled:
             return text
-        if self.mask_value_patterns is DEFAULT_MASK_VALUE_PATTERNS and not _may_hold_credential(text):
+        if self.mask_value_patterns is DEFAULT_MASK_VALUE_PATTERNS and not may_hold_credential(text):
             return text
         placeholder = self.placeholder
 

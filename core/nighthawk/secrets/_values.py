@@ -17,7 +17,15 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import islice
 
-from . import SHORTEST_SECRET_CHARS, ContextRedaction, basic_credentials, looks_ordinary, percent_decoded
+from . import (
+    DEFAULT_MASK_VALUE_PATTERNS,
+    SHORTEST_SECRET_CHARS,
+    ContextRedaction,
+    basic_credentials,
+    looks_ordinary,
+    may_hold_credential,
+    percent_decoded,
+)
 
 __all__ = [
     "CredentialColumn",
@@ -80,18 +88,45 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
 _PLAIN = frozenset({int, float, complex, bool, type(None)})
 
 
-def _data_children(value: object, room: int) -> Iterator[tuple[str | None, object]]:
-    """The first `room` children of `value` (see `_children`) but those that hold no text."""
+def _data_children(
+    value: object, room: int, redaction: ContextRedaction, sensitive: bool
+) -> Iterator[tuple[str | None, object]]:
+    """The first `room` children of `value` (see `_children`) but those that hold no text, and, in a list,
+    tuple or dict not under a credential name, texts that can hold no credential (but under a credential key)."""
     if type(value) in (list, tuple):
         # A slice is taken in C; children are otherwise taken lazily, never by copying a big container.
-        return ((None, child) for child in value[:room] if type(child) not in _PLAIN)  # type: ignore[index]
+        children = [child for child in value[:room] if type(child) not in _PLAIN]  # type: ignore[index]
+        if not sensitive and _no_credential_in(children, redaction):
+            children = [child for child in children if type(child) is not str]
+        return ((None, child) for child in children)
     if type(value) is dict:
-        return (
+        pairs = [
             ((key if isinstance(key, str) else None), item)
             for key, item in islice(value.items(), room)  # type: ignore[attr-defined]
             if type(item) not in _PLAIN
-        )
+        ]
+        if not sensitive and _no_credential_in([item for _, item in pairs], redaction):
+            # A text under a credential key is a secret by its name: it stays.
+            pairs = [
+                (key, item)
+                for key, item in pairs
+                if type(item) is not str or (key is not None and redaction.is_sensitive_name(key))
+            ]
+        return iter(pairs)
     return ((name, child) for name, child in islice(_children(value), room) if type(child) not in _PLAIN)
+
+
+def _no_credential_in(children: list[object], redaction: ContextRedaction) -> bool:
+    """Whether none of the texts among `children` can hold a credential, tested on all of them at once.
+
+    A text not under a credential name is a secret only by its shape, and with the default rules every
+    shape needs what `may_hold_credential` looks for; a line break between the texts joins no two into one.
+    A list of a thousand sentences then costs one test, not a thousand.
+    """
+    if redaction.mask_value_patterns is not DEFAULT_MASK_VALUE_PATTERNS:
+        return False
+    texts = [child for child in children if type(child) is str]
+    return bool(texts) and not may_hold_credential("\n".join(texts))
 
 
 def is_table(value: object) -> bool:
@@ -215,7 +250,8 @@ def collect_into(
             if is_table(value):
                 queue.extend((None, cell, depth + 1, True) for cell in credential_cells(value, redaction, sensitive)[:room])
                 continue
-            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in _data_children(value, room))
+            children = _data_children(value, room, redaction, sensitive)
+            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in children)
         except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
             continue
 
