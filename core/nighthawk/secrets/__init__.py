@@ -284,7 +284,7 @@ _CONNECTION_FIELD = _lazy(
 )
 # A parameter of a URL's query or fragment (`?api_key=...`, `&sig=...`, `#access_token=...`, and `&amp;token=`
 # in HTML); its name, percent-decoded, is judged by `_is_credential_parameter`.
-_QUERY_FIELD = _lazy(r"[?&#;](?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
+_QUERY_FIELD = _lazy(r"[?&#](?:amp;)?(?P<name>[A-Za-z0-9_.\-%+\[\]]{1,64})=(?P<secret>[^&#\s\"'<>\\]+)")
 # Parameter names that are credentials in URLs though not in Python names: a bare `key` (Google's `?key=`),
 # and a request signature (Azure's `sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
 _QUERY_WORDS = frozenset({"key", "sig", "signature"})
@@ -369,14 +369,22 @@ def _matches(pattern: re.Pattern[str], text: str, lowered: str, words: tuple[str
     if len(lowered) != len(text):  # lower-casing changed some character's length: positions differ
         yield from pattern.finditer(text)
         return
+    # Only where the word is followed by what the pattern needs next (`=` after spaces, or a space).
     starts = sorted(
-        start for word in words for start in _occurrences(lowered, word)
+        start
+        for word in words
+        for start in _occurrences(lowered, word)
+        if lowered[start + len(word) : start + len(word) + 1] in _AFTER_WORD
     )
     end = 0
     for start in starts:
         if start >= end and (match := pattern.match(text, start)) is not None:
             end = match.end()
             yield match
+
+
+# What may follow a key or scheme word in the patterns `_matches` runs: spaces, `=`, `%20`.
+_AFTER_WORD = frozenset(" \t=%")
 
 
 def _occurrences(text: str, word: str) -> Iterator[int]:
