@@ -35,7 +35,7 @@ from .errors import (
 )
 from .executor import AgentStepExecutor, StepExecutor
 from . import oversight  # `nh.oversight.Oversight(...)`, `nh.oversight.read_only()`
-from .redaction import ContextRedaction
+from .secrets import ContextRedaction
 from .runtime import (
     ExecutionContext,
     ExecutionRef,
@@ -155,9 +155,8 @@ def __getattr__(name: str) -> _Any:
         globals()[name] = value  # found directly from now on
         return value
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
-    if name == "ray":
-        return importlib.import_module(f"{__name__}.ray")
     # `nh.resilience.vote(...)`: the transformers are imported on first use, not by `import nighthawk`.
-    if name == "resilience":
-        return importlib.import_module(f"{__name__}.resilience")
+    # `nh.redaction.DEFAULT_MASK_NAME_PATTERNS`: the rules' public module, which only names them again.
+    if name in ("ray", "redaction", "resilience"):
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

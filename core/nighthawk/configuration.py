@@ -18,7 +18,7 @@ from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLA
 from ._tokens import unknown_encoding
 from .agents import check_agent_model_settings, is_agent_model
 from .budget import UsageBudget
-from .redaction import ContextRedaction
+from .secrets import ContextRedaction
 
 __all__ = [
     "DEFAULT_MAX_IDLE_ROUNDS",

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
 
-from ._secrets import current_scrubber
+from .secrets._scrubber import current_scrubber
 
 if TYPE_CHECKING:
     import pydantic

@@ -16,7 +16,7 @@ from . import events
 from ._evaluate import clip
 from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
-from ._secrets import scrub_exception
+from .secrets._scrubber import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL, outcome_object
 from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
@@ -127,7 +127,7 @@ class AgentStepExecutor:
 
                 model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
             from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
-            from ._secret_model import SecretScrubbingModel
+            from .secrets._model import SecretScrubbingModel
 
             # Every request is first counted in its budget groups (or refused), then passes the step's secret
             # scrubber before the model (or a replay store) sees it.
