@@ -1,0 +1,81 @@
+"""The provider batches a map submitted, kept in its store file so that a run after this one re-attaches to them.
+
+One row per batch: its id, the map that submitted it, its endpoint, the `custom_id`s of its lines, and how it
+ended (empty while it runs). A batch that ended failed, expired or cancelled is not re-attached to: its lines
+go out again in a new batch. Rows are written from nighthawk's background loop and read on the caller's
+thread, so one connection serves both under a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from ..errors import NighthawkError
+
+__all__ = ["BatchRecords"]
+
+_UNUSABLE = ("failed", "expired", "cancelled", "canceled")
+"""How a batch can end without answering its lines."""
+
+
+class BatchRecords:
+    """The batches recorded in one store file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, map TEXT NOT NULL, endpoint TEXT NOT NULL, "
+                "custom_ids TEXT NOT NULL, ended TEXT NOT NULL DEFAULT '', submitted REAL NOT NULL)"
+            )
+        except sqlite3.Error as exc:
+            raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+        self._by_line: dict[str, str] = {}
+        self._lines: dict[str, frozenset[str]] = {}
+        for batch_id, custom_ids, ended in self._db.execute("SELECT id, custom_ids, ended FROM batches"):
+            if ended not in _UNUSABLE:
+                self._remember(batch_id, json.loads(custom_ids))
+
+    def _remember(self, batch_id: str, custom_ids: list[str]) -> None:
+        self._lines[batch_id] = frozenset(custom_ids)
+        for custom_id in custom_ids:
+            self._by_line[custom_id] = batch_id
+
+    def batch_of(self, custom_id: str) -> str | None:
+        """The recorded batch holding this line, if one that can still answer it does."""
+        with self._lock:
+            return self._by_line.get(custom_id)
+
+    def custom_ids(self, batch_id: str) -> frozenset[str]:
+        with self._lock:
+            return self._lines[batch_id]
+
+    def add(self, batch_id: str, map_key: str, endpoint: str, custom_ids: list[str]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO batches (id, map, endpoint, custom_ids, ended, submitted) VALUES (?, ?, ?, ?, '', ?)",
+                (batch_id, map_key, endpoint, json.dumps(custom_ids), time.time()),
+            )
+            self._remember(batch_id, custom_ids)
+
+    def ended(self, batch_id: str, status: str) -> None:
+        """The batch ended `status`; one that answered nothing is forgotten by the runs after this one."""
+        with self._lock:
+            self._db.execute("UPDATE batches SET ended = ? WHERE id = ?", (status, batch_id))
+
+    def running(self, map_key: str) -> list[str]:
+        """Batches of this map not seen to end."""
+        with self._lock:
+            rows = self._db.execute("SELECT id FROM batches WHERE map = ? AND ended = '' ORDER BY submitted", (map_key,))
+            return [batch_id for (batch_id,) in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
