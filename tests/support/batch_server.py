@@ -58,6 +58,7 @@ class BatchServer(ScriptedOpenAIServer):
     Args:
         script: As for `ScriptedOpenAIServer`: items in order, or a callable choosing each line's item.
         delay: Seconds from a batch's creation to its end.
+        delays: Seconds for the first batches, in the order they are made (then `delay`).
         ending: How batches end, in the order they are made (`"completed"`, `"expired"`, `"failed"`); past the
             list's end, `"completed"`.
     """
@@ -67,12 +68,14 @@ class BatchServer(ScriptedOpenAIServer):
         script: Iterable[ScriptItem] | Callable[[RecordedRequest], ScriptItem] | None = None,
         *,
         delay: float = 0.2,
+        delays: Iterable[float] = (),
         ending: Iterable[str] = (),
         **options: Any,
     ) -> None:
         options.setdefault("max_requests", 100_000)
         super().__init__(script, **options)
         self.delay = delay
+        self.delays = list(delays)
         self.ending = list(ending)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, ServedBatch] = {}
@@ -114,6 +117,7 @@ class BatchServer(ScriptedOpenAIServer):
         with self._batch_lock:
             batch_id = f"batch_{next(self._batch_ids)}"
             ending = self.ending.pop(0) if self.ending else "completed"
+            delay = self.delays.pop(0) if self.delays else self.delay
             batch = self.batches[batch_id] = ServedBatch(
                 id=batch_id,
                 endpoint=request["endpoint"],
@@ -123,7 +127,7 @@ class BatchServer(ScriptedOpenAIServer):
                 metadata=dict(request.get("metadata") or {}),
             )
             batch.status = "in_progress"
-        threading.Timer(self.delay, self._end, args=(batch, ending)).start()
+        threading.Timer(delay, self._end, args=(batch, ending)).start()
         return self.describe(batch)
 
     def cancel(self, batch_id: str) -> dict[str, Any]:
