@@ -83,6 +83,23 @@ def test_batch_map_returns_what_the_direct_map_returns_without_one_direct_reques
     assert first_lines == direct_bodies  # the same requests, key for key
 
 
+def test_a_responses_api_model_batches_on_the_responses_endpoint(environment, tmp_path):
+    with serve(environment, BatchServer(two_rounds)) as server, nh.run(executor("openai-responses:gpt-4o-mini")):
+        result = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert list(result) == EXPECTED
+    assert server.direct_requests == 0
+    assert {batch.endpoint for batch in server.batches.values()} == {"/v1/responses"}
+
+
+def test_without_store_the_batches_are_recorded_in_the_working_directory(environment, tmp_path):
+    environment.chdir(tmp_path)
+    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
+        nh.map(shout, TEXTS, batch_api=True, progress=False)
+
+    assert (tmp_path / "nighthawk-batches.sqlite").exists()
+
+
 def test_batch_map_costs_half_the_direct_price(environment, tmp_path):
     with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
         direct = nh.map(shout, TEXTS, progress=False)
