@@ -1,4 +1,5 @@
-"""`nighthawk.map(..., batch_api=True)` against a local server speaking OpenAI's Batch API.
+"""`nighthawk.map(..., batch_api=True)` against a local server speaking OpenAI's Batch API and Anthropic's
+Message Batches API (the tests taking `provider` run against each).
 
 The scripted model needs two rounds per item (an `nh_eval`, then the outcome), so a map of N items makes two
 batches of N lines: the second round goes out once the first has come back.
@@ -45,8 +46,16 @@ def shout(text: str) -> str:
     """
 
 
-def executor(model: str = "openai-chat:gpt-4o-mini") -> nh.AgentStepExecutor:
-    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=model, max_retries=0))
+MODELS = {"openai": "openai-chat:gpt-4o-mini", "anthropic": "anthropic:claude-haiku-4-5"}
+
+
+def executor(model: str = MODELS["openai"]) -> nh.AgentStepExecutor:
+    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=MODELS.get(model, model), max_retries=0))
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture
@@ -54,23 +63,32 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
     monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
     monkeypatch.setenv("NIGHTHAWK_BATCH_POLL_S", "0.05")
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with override_allow_model_requests(True):
         yield monkeypatch
 
 
 def serve(environment: pytest.MonkeyPatch, server: BatchServer) -> BatchServer:
     environment.setenv("OPENAI_BASE_URL", server.start().base_url)
+    environment.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
     return server
 
 
-def first_round_bodies(server: BatchServer) -> list[str]:
-    return sorted(json.dumps(request.body) for request in server.requests if not request.tool_results)
+def first_round(bodies: list[dict]) -> list[str]:
+    """The bodies sent before any tool result, without `stream` (a direct Anthropic request streams, a batch
+    line cannot), as sorted JSON."""
+    requests = [RecordedRequest(index=0, path=path, connection=0, body=body) for path, body in bodies]
+    return sorted(json.dumps({**r.body, "stream": None}, sort_keys=True) for r in requests if not r.tool_results)
 
 
-def test_batch_map_returns_what_the_direct_map_returns_without_one_direct_request(environment, tmp_path):
-    with serve(environment, BatchServer(two_rounds)) as server, nh.run(executor()):
+def first_batch(server: BatchServer) -> str:
+    return next(iter(server.batches))
+
+
+def test_batch_map_returns_what_the_direct_map_returns_without_one_direct_request(environment, tmp_path, provider):
+    with serve(environment, BatchServer(two_rounds)) as server, nh.run(executor(provider)):
         direct = nh.map(shout, TEXTS, progress=False)
-        direct_bodies = first_round_bodies(server)
+        direct_bodies = first_round([(request.path, request.body) for request in server.requests])
         session_store().clear()
         server.direct_requests, server.requests[:] = 0, []
         batched = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
@@ -78,9 +96,9 @@ def test_batch_map_returns_what_the_direct_map_returns_without_one_direct_reques
     assert list(batched) == list(direct) == EXPECTED
     assert server.direct_requests == 0
     assert len(server.batches) == 2  # one per round
-    lines = [line["body"] for batch in server.batches.values() for line in batch.lines]
-    first_lines = sorted(json.dumps(body) for body in lines if not any(m.get("role") == "tool" for m in body["messages"]))
-    assert first_lines == direct_bodies  # the same requests, key for key
+    assert all(batch.anthropic == (provider == "anthropic") for batch in server.batches.values())
+    lines = [(line["url"], line["body"]) for batch in server.batches.values() for line in batch.lines]
+    assert first_round(lines) == direct_bodies  # the same requests, key for key
 
 
 def test_a_responses_api_model_batches_on_the_responses_endpoint(environment, tmp_path):
@@ -100,17 +118,18 @@ def test_without_store_the_batches_are_recorded_in_the_working_directory(environ
     assert (tmp_path / "nighthawk-batches.sqlite").exists()
 
 
-def test_batch_map_costs_half_the_direct_price(environment, tmp_path):
-    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
+def test_batch_map_costs_half_the_direct_price(environment, tmp_path, provider):
+    with serve(environment, BatchServer(two_rounds)), nh.run(executor(provider)):
         direct = nh.map(shout, TEXTS, progress=False)
         session_store().clear()
         batched = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
 
     assert batched.usage.requests == direct.usage.requests == 2 * len(TEXTS)
+    assert batched.usage.input_tokens == direct.usage.input_tokens > 0
     assert batched.usage.cost_usd == pytest.approx(direct.usage.cost_usd / 2)
 
 
-def test_a_failed_line_is_retried_in_the_next_batch(environment, tmp_path):
+def test_a_failed_line_is_retried_in_the_next_batch(environment, tmp_path, provider):
     failed: list[str] = []
 
     def script(request: RecordedRequest) -> ScriptItem:
@@ -119,7 +138,7 @@ def test_a_failed_line_is_retried_in_the_next_batch(environment, tmp_path):
             return Status(500, "the model crashed")
         return two_rounds(request)
 
-    with serve(environment, BatchServer(script)) as server, nh.run(executor()):
+    with serve(environment, BatchServer(script)) as server, nh.run(executor(provider)):
         result = nh.map(shout, TEXTS, batch_api=True, retries=1, store=str(tmp_path / "map.sqlite"), progress=False)
 
     assert list(result) == EXPECTED
@@ -127,13 +146,13 @@ def test_a_failed_line_is_retried_in_the_next_batch(environment, tmp_path):
     assert sum(len(batch.lines) for batch in server.batches.values()) == 2 * len(TEXTS) + 1
 
 
-def test_a_failed_line_without_retries_is_reported_for_its_item(environment, tmp_path):
+def test_a_failed_line_without_retries_is_reported_for_its_item(environment, tmp_path, provider):
     def script(request: RecordedRequest) -> ScriptItem:
         if "word 3" in json.dumps(request.body):
             return Status(400, "this prompt is not allowed")
         return two_rounds(request)
 
-    with serve(environment, BatchServer(script)), nh.run(executor()):
+    with serve(environment, BatchServer(script)), nh.run(executor(provider)):
         result = nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
 
     assert list(result.errors) == [3]
@@ -141,17 +160,20 @@ def test_a_failed_line_without_retries_is_reported_for_its_item(environment, tmp
     assert [value for index, value in enumerate(result) if index != 3] == EXPECTED[:3] + EXPECTED[4:]
 
 
-@pytest.mark.parametrize(("ending", "said"), [("expired", "ended expired"), ("failed", "scripted batch failure")])
-def test_a_batch_that_ends_without_answers_fails_its_items_naming_why(environment, tmp_path, ending, said):
-    with serve(environment, BatchServer(two_rounds, ending=[ending])), nh.run(executor()):
+@pytest.mark.parametrize(
+    ("model", "ending", "said"),
+    [("openai", "expired", "ended expired"), ("openai", "failed", "scripted batch failure"), ("anthropic", "expired", "expired")],
+)
+def test_a_batch_that_ends_without_answers_fails_its_items_naming_why(environment, tmp_path, model, ending, said):
+    with serve(environment, BatchServer(two_rounds, ending=[ending])) as server, nh.run(executor(model)):
         result = nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
 
     assert sorted(result.errors) == list(range(len(TEXTS)))
-    assert said in str(result.errors[0]) and "batch_1" in str(result.errors[0])
+    assert said in str(result.errors[0]) and first_batch(server) in str(result.errors[0])
 
 
-def test_the_items_of_an_expired_batch_go_again_in_a_new_batch_with_retries(environment, tmp_path):
-    with serve(environment, BatchServer(two_rounds, ending=["expired"])) as server, nh.run(executor()):
+def test_the_items_of_an_expired_batch_go_again_in_a_new_batch_with_retries(environment, tmp_path, provider):
+    with serve(environment, BatchServer(two_rounds, ending=["expired"])) as server, nh.run(executor(provider)):
         result = nh.map(shout, TEXTS, batch_api=True, retries=1, store=str(tmp_path / "map.sqlite"), progress=False)
 
     assert list(result) == EXPECTED
@@ -189,9 +211,9 @@ CHILD = textwrap.dedent(
         Shout <text>.
         """
 
-    mode, store = sys.argv[1], sys.argv[2]
+    mode, store, model = sys.argv[1], sys.argv[2], sys.argv[3]
     texts = [f"word {n}" for n in range(12)]
-    configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=0)
+    configuration = nh.StepExecutorConfiguration(model=model, max_retries=0)
     with nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
         result = nh.map(shout, texts, batch_api="cancel" if mode == "cancel" else True, store=store, progress=True)
     print(json.dumps(list(result)), flush=True)
@@ -199,12 +221,12 @@ CHILD = textwrap.dedent(
 )
 
 
-def child(tmp_path: Path, server: BatchServer, mode: str) -> subprocess.Popen[str]:
+def child(tmp_path: Path, server: BatchServer, mode: str, provider: str) -> subprocess.Popen[str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.Popen(
-        [sys.executable, str(script), mode, str(tmp_path / "map.sqlite")],
+        [sys.executable, str(script), mode, str(tmp_path / "map.sqlite"), MODELS[provider]],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -226,12 +248,12 @@ def interrupt_after_submitting(process: subprocess.Popen[str]) -> str:
     return "".join(seen) + rest
 
 
-def test_a_second_process_reattaches_to_the_batch_the_first_submitted(environment, tmp_path):
+def test_a_second_process_reattaches_to_the_batch_the_first_submitted(environment, tmp_path, provider):
     with serve(environment, BatchServer(two_rounds, delay=2.0, lifetime=90.0)) as server:
-        stderr = interrupt_after_submitting(child(tmp_path, server, "run"))
+        stderr = interrupt_after_submitting(child(tmp_path, server, "run", provider))
         assert 'batch_api="cancel"' in stderr  # the interrupt says how to cancel what keeps running
         assert len(server.batches) == 1
-        second = child(tmp_path, server, "run")
+        second = child(tmp_path, server, "run", provider)
         out, err = second.communicate(timeout=60)
 
     assert second.returncode == 0, err
@@ -240,15 +262,15 @@ def test_a_second_process_reattaches_to_the_batch_the_first_submitted(environmen
     assert server.direct_requests == 0
 
 
-def test_cancel_cancels_the_running_batch_and_the_next_run_submits_anew(environment, tmp_path):
+def test_cancel_cancels_the_running_batch_and_the_next_run_submits_anew(environment, tmp_path, provider):
     # The first batch runs long enough for a second process to start and cancel it.
     with serve(environment, BatchServer(two_rounds, delays=[30.0], lifetime=90.0)) as server:
-        interrupt_after_submitting(child(tmp_path, server, "run"))
-        cancelling = child(tmp_path, server, "cancel")
+        interrupt_after_submitting(child(tmp_path, server, "run", provider))
+        cancelling = child(tmp_path, server, "cancel", provider)
         out, err = cancelling.communicate(timeout=60)
         assert cancelling.returncode == 0, err
-        assert server.cancelled == ["batch_1"], err
-        again = child(tmp_path, server, "run")
+        assert server.cancelled == [first_batch(server)], err
+        again = child(tmp_path, server, "run", provider)
         out, err = again.communicate(timeout=60)
 
     assert json.loads(out) == EXPECTED

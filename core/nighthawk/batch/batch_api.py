@@ -3,7 +3,9 @@
 The map runs as any other (the same items, steps, store and results); only the executor in force is routed
 (`AgentStepExecutor.routed`) to a copy of the provider's model whose SDK client hands its requests to this
 map's `Collector` instead of sending them. Responses are priced at the batch price (pydantic-ai's price
-context `processing: batch`, half the list price for OpenAI and Anthropic).
+context `processing: batch`, half the list price for OpenAI and Anthropic). OpenAI's Batch API
+(`openai_batches.py`) serves OpenAI models; Anthropic's Message Batches API (`anthropic_batches.py`, loaded
+only for an Anthropic model) serves Anthropic models on Anthropic's own API.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .. import _loop
 from ..errors import NighthawkError
 from ..runtime import get_step_executor, scope
 from .batch_records import BatchRecords
-from .batch_rounds import GATHER_S, BatchTransport, Collector
+from .batch_rounds import GATHER_S, BatchBackend, BatchTransport, Collector
 from .openai_batches import OpenAIBatches
 from .progress import wanted
 from .store import program_fingerprint
@@ -93,7 +95,8 @@ def _routed(
     if routed is None or configuration is None:
         raise NighthawkError(
             f"`batch_api=True` needs a provider model with a Batch API; the executor in force, {executor!r}, has none. "
-            "Use an `AgentStepExecutor` with an OpenAI model (`openai-chat:...` or `openai-responses:...`)"
+            "Use an `AgentStepExecutor` with an OpenAI model (`openai-chat:...`, `openai-responses:...`) or an "
+            "Anthropic one (`anthropic:...`)"
         )
     if configuration.fallback_models:
         raise NighthawkError("`batch_api=True` cannot use `fallback_models`: a batch goes to one provider; set none")
@@ -112,32 +115,50 @@ def _routed(
         try:
             yield batched_executor, made[0], records, map_key
         finally:
-            _loop._background_loop().call_soon_threadsafe(made[0].close)
+            # Every task of the collector stops before the store closes under it.
+            _loop.run_sync(made[0].close())
     finally:
         records.close()
 
 
 def _batched_model(model: Any, records: BatchRecords, map_key: str, show: Callable[[str], None]) -> tuple[Any, Collector]:
     """A copy of `model` whose requests are answered by batches, and the collector that gathers them."""
-    # Here, not at the top: the OpenAI SDK and pydantic-ai's model classes stay out of `import nighthawk`.
+    # Here, not at the top: the providers' SDKs and pydantic-ai's model classes stay out of `import nighthawk`.
     import httpx2
-    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
-    if not isinstance(model, OpenAIChatModel | OpenAIResponsesModel):
-        label = f"{getattr(model, 'system', type(model).__name__)}:{getattr(model, 'model_name', '?')}"
-        raise NighthawkError(
-            f"`batch_api=True`: the model {label} has no Batch API nighthawk can use. Batch maps work with OpenAI and "
-            "OpenAI-compatible models (`openai-chat:...`, `openai-responses:...`); run this map without `batch_api`"
-        )
-    backend = OpenAIBatches(model.client)
+    backend, provider = _backend(model)
     poll_s = float(os.environ.get("NIGHTHAWK_BATCH_POLL_S") or POLL_S)
     collector = Collector(backend, records, map_key, show, gather_s=GATHER_S, poll_s=poll_s, max_poll_s=max(poll_s, MAX_POLL_S))
-    transport = BatchTransport(collector, lambda request: backend.endpoint(request.url.path))
     # The SDK does not retry a failed line itself: the map's `retries=` sends it again, in the next batch.
-    client = model.client.copy(http_client=httpx2.AsyncClient(transport=transport), max_retries=0)
-    batched = type(model)(model.model_name, provider=OpenAIProvider(openai_client=client), profile=model.profile, settings=model.settings)
+    client = model.client.copy(http_client=httpx2.AsyncClient(transport=BatchTransport(collector)), max_retries=0)
+    batched = type(model)(model.model_name, provider=provider(client), profile=model.profile, settings=model.settings)
     return _batch_priced(batched), collector
+
+
+def _backend(model: Any) -> tuple[BatchBackend, Callable[[Any], Any]]:
+    """The batch API of `model`'s provider, and how to make a pydantic-ai provider around a copy of its client."""
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # here: see `_batched_model`
+
+    if isinstance(model, OpenAIChatModel | OpenAIResponsesModel):
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        return OpenAIBatches(model.client), lambda client: OpenAIProvider(openai_client=client)
+    try:
+        from pydantic_ai.models.anthropic import AnthropicModel
+    except ImportError:  # the `anthropic` SDK is not installed: no model can be one
+        AnthropicModel = None  # noqa: N806
+    if AnthropicModel is not None and isinstance(model, AnthropicModel) and type(model.client).__name__ == "AsyncAnthropic":
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        from .anthropic_batches import AnthropicBatches
+
+        return AnthropicBatches(model.client), lambda client: AnthropicProvider(anthropic_client=client)
+    label = f"{getattr(model, 'system', type(model).__name__)}:{getattr(model, 'model_name', '?')}"
+    raise NighthawkError(
+        f"`batch_api=True`: the model {label} has no Batch API nighthawk can use. Batch maps work with OpenAI and "
+        "OpenAI-compatible models (`openai-chat:...`, `openai-responses:...`) and Anthropic's (`anthropic:...`); "
+        "run this map without `batch_api`"
+    )
 
 
 def _batch_priced(model: Any) -> Any:

@@ -13,7 +13,10 @@ sends its next request once its batch has ended, and so joins the next batch.
 A request's `custom_id` is a hash of its endpoint and body, with how many times the same body was sent
 before in this map (a retried item sends its first request again, and must get a new answer). So the same map
 run again (after an interrupt, a restart, a dead process) makes the same ids, and a request already in a batch
-recorded in the map's store waits on that batch instead of being sent again.
+recorded in the map's store waits on that batch instead of being sent again. Before a batch is made, its
+lines are recorded as an `Intent` with a marker of its own: a run interrupted after the provider made the
+batch but before its id came back leaves the intent, and the next run asks the provider for the batch made
+for it (`BatchBackend.find`) before sending anything.
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from typing import Any, Protocol
 
 import httpx2
 
-from .batch_records import BatchRecords
+from .batch_records import BatchRecords, Intent
 
-__all__ = ["GATHER_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Line", "LineResult"]
+__all__ = ["FIND_SKEW_S", "GATHER_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent", "Line", "LineResult", "error_body"]
 
 GATHER_S = 0.5
 """Seconds without a new request after which the requests gathered go out as a batch."""
+
+FIND_SKEW_S = 120.0
+"""How much earlier than a local intent a provider's clock may date the batch it made for it."""
 
 
 @dataclass(frozen=True)
@@ -76,14 +82,22 @@ class BatchBackend(Protocol):
     max_lines: int
     max_bytes: int
 
-    def endpoint(self, path: str) -> str:
-        """The batch endpoint for a request sent to `path`; raises `NighthawkError` for one it has none for."""
+    def endpoint(self, request: httpx2.Request) -> str:
+        """The batch endpoint for a direct request; raises `NighthawkError` for one it has none for."""
         ...
 
     def line_size(self, line: Line) -> int: ...
 
-    async def submit(self, endpoint: str, lines: list[Line], label: str) -> str:
+    async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
         """Upload and start a batch; its id."""
+        ...
+
+    async def find(self, intent: Intent, known: set[str]) -> str | None:
+        """The id of the batch the provider made for `intent`, if it made one (none of `known`)."""
+        ...
+
+    def response(self, request_body: bytes, result: LineResult) -> tuple[dict[str, str], bytes]:
+        """The headers and content the SDK reads as the answer to its request."""
         ...
 
     async def state(self, batch_id: str) -> BatchState: ...
@@ -122,6 +136,7 @@ class Collector:
     _sent: Counter[str] = field(default_factory=Counter)
     _flush: asyncio.TimerHandle | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _intents_settled: asyncio.Task[None] | None = None
     requests: int = 0
     """Requests handed over by the map's items."""
 
@@ -135,6 +150,9 @@ class Collector:
         self._sent[digest] += 1
         if custom_id in self.results:
             return self.results[custom_id]
+        if self._intents_settled is None:
+            self._intents_settled = self._spawn(self._settle_intents())
+        await asyncio.shield(self._intents_settled)
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
         recorded = self.records.batch_of(custom_id)
@@ -158,18 +176,34 @@ class Collector:
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
 
+    async def _settle_intents(self) -> None:
+        """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), once,
+        before any request of this run goes out; forget the intents the provider made nothing for."""
+        for intent in self.records.intents(self.map_key):
+            try:
+                batch_id = await self.backend.find(intent, self.records.batch_ids())
+            except Exception as exc:  # noqa: BLE001 - kept for a later run; this one sends its lines anew
+                self.show(f"could not look for a batch submitted before: {type(exc).__name__}: {exc}")
+                continue
+            self.records.settle(intent, batch_id)
+            if batch_id is not None:
+                self.show(f"batch {batch_id} found (submitted by an interrupted run)")
+
     async def _submit(self, endpoint: str, lines: list[Line]) -> None:
         self.show(f"submitting a batch of {len(lines)} requests")
+        intent = Intent.new(self.map_key, endpoint, [line.custom_id for line in lines])
+        # Recorded before the batch is made: if this run stops before the provider's answer arrives, the next
+        # one finds the batch by this intent instead of paying for it again.
+        self.records.intend(intent)
         try:
-            batch_id = await self.backend.submit(endpoint, lines, self.map_key)
+            batch_id = await self.backend.submit(endpoint, lines, intent)
         except Exception as exc:  # noqa: BLE001 - every line of it fails, as its request would have
-            failure = _error_result(500, f"the batch could not be submitted: {type(exc).__name__}: {exc}")
+            failure = LineResult(500, error_body(f"the batch could not be submitted: {type(exc).__name__}: {exc}"))
             for line in lines:
                 self._resolve(line.custom_id, failure)
             return
-        ids = frozenset(line.custom_id for line in lines)
-        # Kept before anything else can fail: a run after this one must find it, not pay for it again.
-        self.records.add(batch_id, self.map_key, endpoint, sorted(ids))
+        ids = frozenset(intent.custom_ids)
+        self.records.settle(intent, batch_id)
         self.show(f"batch {batch_id} submitted ({len(lines)} requests)")
         self._watch(batch_id, ids)
 
@@ -195,12 +229,12 @@ class Collector:
                 self.show(f"batch {batch.id}: downloading results")
             answers = await self.backend.results(state)
         except Exception as exc:  # noqa: BLE001 - its lines fail, and a run after this one asks again
-            failure = _error_result(502, f"batch {batch.id} could not be followed: {type(exc).__name__}: {exc}")
+            failure = LineResult(502, error_body(f"batch {batch.id} could not be followed: {type(exc).__name__}: {exc}"))
             for custom_id in batch.custom_ids:
                 self._resolve(custom_id, failure, keep=False)
             return
         self.records.ended(batch.id, state.status)
-        unrun = _error_result(500, _unrun_message(state))
+        unrun = LineResult(500, error_body(_unrun_message(state)))
         for custom_id in batch.custom_ids:
             self._resolve(custom_id, answers.get(custom_id, unrun))
 
@@ -221,12 +255,15 @@ class Collector:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def close(self) -> None:
-        """Stop gathering and following (on the background loop); batches keep running at the provider."""
+    async def close(self) -> None:
+        """Stop gathering and following (on the background loop), and wait until every task has stopped (the
+        store closes next); batches keep running at the provider."""
         if self._flush is not None:
             self._flush.cancel()
-        for task in list(self._tasks):
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _chunks(lines: list[Line], backend: BatchBackend) -> list[tuple[str, list[Line]]]:
@@ -261,24 +298,24 @@ def _unrun_message(state: BatchState) -> str:
     return f"batch {state.id} ended {state.status} before this request ran{why}"
 
 
-def _error_result(status_code: int, message: str) -> LineResult:
-    body = {"error": {"message": message, "type": "batch_error", "code": None}}
-    return LineResult(status_code, json.dumps(body).encode())
+def error_body(message: str) -> bytes:
+    """An error answer's body, as OpenAI's and Anthropic's SDKs both read it (`error.message`)."""
+    return json.dumps({"type": "error", "error": {"message": message, "type": "batch_error", "code": None}}).encode()
 
 
 class BatchTransport(httpx2.AsyncBaseTransport):
     """An SDK client's HTTP transport that answers model requests from batches instead of sending them."""
 
-    def __init__(self, collector: Collector, endpoint: Callable[[httpx2.Request], str]) -> None:
+    def __init__(self, collector: Collector) -> None:
         self._collector = collector
-        self._endpoint = endpoint
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        endpoint = self._endpoint(request)  # raises for a request no batch can carry
+        backend = self._collector.backend
+        endpoint = backend.endpoint(request)  # raises for a request no batch can carry
         body = await request.aread()
         result = await self._collector.answer(endpoint, body)
-        # A failed line is final for the SDK: the map's `retries=` decides whether its item runs again.
-        headers = {"content-type": "application/json"}
+        headers, content = backend.response(body, result)
         if result.status_code >= 400:
-            headers["x-should-retry"] = "false"
-        return httpx2.Response(result.status_code, headers=headers, content=result.body, request=request)
+            # A failed line is final for the SDK: the map's `retries=` decides whether its item runs again.
+            headers = {**headers, "x-should-retry": "false"}
+        return httpx2.Response(result.status_code, headers=headers, content=content, request=request)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
+
 from ..errors import NighthawkError
-from .batch_rounds import BatchState, Line, LineResult
+from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, error_body
 
 __all__ = ["OpenAIBatches"]
 
@@ -29,7 +31,8 @@ class OpenAIBatches:
         self._client = client  # an `openai.AsyncOpenAI`
         self._base_path = client.base_url.path.rstrip("/")
 
-    def endpoint(self, path: str) -> str:
+    def endpoint(self, request: httpx2.Request) -> str:
+        path = request.url.path
         suffix = path[len(self._base_path):] if path.startswith(self._base_path) else path
         if suffix not in _ENDPOINTS:
             raise NighthawkError(
@@ -41,16 +44,28 @@ class OpenAIBatches:
     def line_size(self, line: Line) -> int:
         return len(_line(line))
 
-    async def submit(self, endpoint: str, lines: list[Line], label: str) -> str:
+    async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
         data = b"".join(_line(line) for line in lines)
         uploaded = await self._client.files.create(file=("nighthawk-batch.jsonl", data), purpose="batch")
         batch = await self._client.batches.create(
             input_file_id=uploaded.id,
             endpoint=endpoint,
             completion_window="24h",
-            metadata={"nighthawk_map": label[:64]},
+            metadata={"nighthawk_map": intent.map_key[:64], "nighthawk_intent": intent.marker},
         )
         return str(batch.id)
+
+    async def find(self, intent: Intent, known: set[str]) -> str | None:
+        """The batch whose metadata carries the intent's marker, among those made since the intent."""
+        async for batch in self._client.batches.list(limit=100):
+            if batch.created_at < intent.created - FIND_SKEW_S:
+                return None  # newest first: the rest are older still
+            if (batch.metadata or {}).get("nighthawk_intent") == intent.marker and batch.id not in known:
+                return str(batch.id)
+        return None
+
+    def response(self, request_body: bytes, result: LineResult) -> tuple[dict[str, str], bytes]:
+        return {"content-type": "application/json"}, result.body
 
     async def state(self, batch_id: str) -> BatchState:
         return _state(await self._client.batches.retrieve(batch_id))
@@ -100,5 +115,4 @@ def _result(line: dict[str, Any]) -> tuple[str, LineResult]:
         return line["custom_id"], LineResult(int(response.get("status_code") or 200), json.dumps(response["body"]).encode())
     error = line.get("error") or {}
     message = error.get("message") or "the batch line failed"
-    body = {"error": {"message": message, "type": "batch_error", "code": error.get("code")}}
-    return line["custom_id"], LineResult(int(response.get("status_code") or 500), json.dumps(body).encode())
+    return line["custom_id"], LineResult(int(response.get("status_code") or 500), error_body(message))
