@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,3 +276,32 @@ def test_cancel_cancels_the_running_batch_and_the_next_run_submits_anew(environm
 
     assert json.loads(out) == EXPECTED
     assert len(server.batches) == 3  # the cancelled one, then both rounds anew
+
+
+def interrupt_while_submitting(process: subprocess.Popen[str], server: BatchServer) -> str:
+    """Send SIGINT once the server has made the child's first batch, before the child hears its id; its stderr."""
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if "submitting" in line:
+            break
+    while not server.batches:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    return "".join(seen) + process.communicate(timeout=60)[1]
+
+
+def test_a_batch_made_while_the_run_was_interrupted_submitting_it_is_found_not_paid_again(environment, tmp_path, provider):
+    # Each batch-creating request is answered 3 s after its batch was made: the child is interrupted between.
+    with serve(environment, BatchServer(two_rounds, create_delay=3.0, lifetime=90.0)) as server:
+        stderr = interrupt_while_submitting(child(tmp_path, server, "run", provider), server)
+        assert "being submitted" in stderr and 'batch_api="cancel"' in stderr
+        assert "Task exception was never retrieved" not in stderr and "closed database" not in stderr, stderr
+        second = child(tmp_path, server, "run", provider)
+        out, err = second.communicate(timeout=60)
+
+    assert second.returncode == 0, err
+    assert json.loads(out) == EXPECTED
+    assert len(server.batches) == 2  # the interrupted run's batch was found and collected, then round two
+    assert server.batch_lines == 2 * len(TEXTS)

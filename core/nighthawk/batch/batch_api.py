@@ -57,12 +57,16 @@ def batch_map(function: Callable[..., Any], *, store: str | None, progress: bool
                 return run(str(records.path))
         except KeyboardInterrupt as exc:
             running = records.running(map_key)
-            if not running:
+            submitting = records.intents(map_key)
+            if not running and not submitting:
                 raise
+            said = [f"{len(running)} batch(es) keep running at the provider ({', '.join(running)})"] if running else []
+            if submitting:
+                said.append(f"{len(submitting)} batch(es) were being submitted (the provider may have made them)")
             raise KeyboardInterrupt(
-                f"interrupted; {len(running)} batch(es) keep running at the provider ({', '.join(running)}). Run the "
-                "same map again (with the same `store=`) to collect their results without paying for them again, "
-                'or cancel them with `nighthawk.map(function, items, batch_api="cancel")`'
+                f"interrupted; {' and '.join(said)}. Run the same map again (with the same `store=`) to collect their "
+                "results without paying for them again, or cancel them with "
+                '`nighthawk.map(function, items, batch_api="cancel")`'
             ) from exc
 
 
@@ -74,6 +78,7 @@ def cancel_batches(function: Callable[..., Any], *, store: str | None, progress:
     """
     with _routed(function, store, progress) as (_executor, collector, records, map_key):
         cancelled = []
+        _loop.run_sync(collector.settle_intents())  # a batch made while an interrupted run submitted it too
         for batch_id in records.running(map_key):
             state = _loop.run_sync(collector.backend.cancel(batch_id))
             records.ended(batch_id, "cancelled")

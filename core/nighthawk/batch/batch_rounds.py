@@ -151,7 +151,7 @@ class Collector:
         if custom_id in self.results:
             return self.results[custom_id]
         if self._intents_settled is None:
-            self._intents_settled = self._spawn(self._settle_intents())
+            self._intents_settled = self._spawn(self.settle_intents())
         await asyncio.shield(self._intents_settled)
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
@@ -176,7 +176,7 @@ class Collector:
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
 
-    async def _settle_intents(self) -> None:
+    async def settle_intents(self) -> None:
         """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), once,
         before any request of this run goes out; forget the intents the provider made nothing for."""
         for intent in self.records.intents(self.map_key):
