@@ -305,3 +305,16 @@ def test_a_batch_made_while_the_run_was_interrupted_submitting_it_is_found_not_p
     assert json.loads(out) == EXPECTED
     assert len(server.batches) == 2  # the interrupted run's batch was found and collected, then round two
     assert server.batch_lines == 2 * len(TEXTS)
+
+
+def test_the_progress_line_shows_how_the_batches_stand(environment, tmp_path, capsys, provider):
+    with serve(environment, BatchServer(two_rounds, delay=1.0)), nh.run(executor(provider)):
+        nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=True)
+
+    frames = capsys.readouterr().err.replace("\n", "\r").split("\r")
+    drawn = [frame for frame in frames if frame.startswith("nighthawk.map ")]
+    assert drawn and len(drawn) == len([frame for frame in frames if frame.strip()])  # no separate lines
+    assert any("submitted (12 requests)" in frame for frame in drawn)
+    assert any("in_progress, 0/12 done" in frame for frame in drawn)  # the provider's counts
+    assert any("downloading results" in frame for frame in drawn)
+    assert drawn[-1].startswith("nighthawk.map 12/12 | 2 batch(es) ended | 0 failed")  # the summary

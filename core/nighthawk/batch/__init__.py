@@ -13,7 +13,7 @@ from typing import Any, Literal
 from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError, MapItemError, NighthawkError
 from ..runtime import get_step_executor
-from .progress import open_progress
+from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
 
@@ -95,9 +95,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         function,
         store=store,
         progress=progress,
-        run=lambda path: map_reporting_items(
+        run=lambda path, shown_to: map_reporting_items(
             function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
-            store=path, progress=progress,
+            store=path, progress=progress, shown_to=shown_to,
         ),
     )
 
@@ -112,10 +112,13 @@ def map_reporting_items(
     store: str | None = None,
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
+    shown_to: Callable[[ProgressRenderer | None], None] | None = None,
 ) -> MapResult:
     """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
     all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
-    answered from a store spent nothing. An item never reported did not end (the map stopped first)."""
+    answered from a store spent nothing. An item never reported did not end (the map stopped first).
+    `shown_to(renderer)` gets the map's progress renderer (`None`: none) before any item runs (a batch map
+    tells it how its batches stand)."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -133,6 +136,8 @@ def map_reporting_items(
         shown = open_progress(progress, _total(iterables), usage)
         if shown is not None:
             stack.callback(shown.close)
+        if shown_to is not None:
+            shown_to(shown)
 
         def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
             for index, args in enumerate(zip(*iterables)):

@@ -43,18 +43,21 @@ half after each check, up to `MAX_POLL_S`."""
 MAX_POLL_S = 60.0
 
 
-def batch_map(function: Callable[..., Any], *, store: str | None, progress: bool | None, run: Callable[[str], T]) -> T:
-    """`run(store_path)` (the map itself) with the executor in force routed to the provider's batches.
+def batch_map(
+    function: Callable[..., Any], *, store: str | None, progress: bool | None, run: Callable[[str, Callable[[Any], None]], T]
+) -> T:
+    """`run(store_path, shown_to)` (the map itself, which hands its progress renderer to `shown_to`) with the
+    executor in force routed to the provider's batches.
 
     Raises:
         NighthawkError: The model in force has no batch endpoint nighthawk can use (nothing was sent).
         KeyboardInterrupt: Interrupted while batches were running; they keep running at the provider, and the
             message says how to collect or cancel them.
     """
-    with _routed(function, store, progress) as (executor, collector, records, map_key):
+    with _routed(function, store, progress) as (executor, collector, records, map_key, status):
         try:
             with scope(step_executor=executor):
-                return run(str(records.path))
+                return run(str(records.path), status.attach)
         except KeyboardInterrupt as exc:
             running = records.running(map_key)
             submitting = records.intents(map_key)
@@ -76,7 +79,7 @@ def cancel_batches(function: Callable[..., Any], *, store: str | None, progress:
     The runs after this one submit those requests anew. What the provider finished before it cancelled may
     still be billed.
     """
-    with _routed(function, store, progress) as (_executor, collector, records, map_key):
+    with _routed(function, store, progress) as (_executor, collector, records, map_key, _status):
         cancelled = []
         _loop.run_sync(collector.settle_intents())  # a batch made while an interrupted run submitted it too
         for batch_id in records.running(map_key):
@@ -92,8 +95,9 @@ def cancel_batches(function: Callable[..., Any], *, store: str | None, progress:
 @contextmanager
 def _routed(
     function: Callable[..., Any], store: str | None, progress: bool | None
-) -> Iterator[tuple[Any, Collector, BatchRecords, str]]:
-    """The executor in force routed to batches, its collector, the store's batch records, and the map's key."""
+) -> Iterator[tuple[Any, Collector, BatchRecords, str, _Status]]:
+    """The executor in force routed to batches, its collector, the store's batch records, the map's key, and
+    where the collector says how the batches stand."""
     executor = get_step_executor()
     routed = getattr(executor, "routed", None)
     configuration = getattr(executor, "configuration", None)
@@ -107,7 +111,7 @@ def _routed(
         raise NighthawkError("`batch_api=True` cannot use `fallback_models`: a batch goes to one provider; set none")
     map_key = hashlib.sha256(f"{program_fingerprint(function)}\n{executor.model_label}".encode()).hexdigest()[:32]
     made: list[Collector] = []
-    show = _StatusLine(progress)
+    show = _Status(progress)
 
     def route(model: Any) -> Any:
         batched, collector = _batched_model(model, records, map_key, show)
@@ -118,7 +122,7 @@ def _routed(
     try:
         batched_executor = routed(route)  # refuses a model without a batch endpoint before anything is sent
         try:
-            yield batched_executor, made[0], records, map_key
+            yield batched_executor, made[0], records, map_key, show
         finally:
             # Every task of the collector stops before the store closes under it.
             _loop.run_sync(made[0].close())
@@ -180,14 +184,26 @@ def _batch_priced(model: Any) -> Any:
     return BatchPricedModel(model)
 
 
-class _StatusLine:
-    """Says how the map's batches stand, one line on stderr per change (where progress is shown)."""
+class _Status:
+    """Says how the map's batches stand: in the map's progress display, else (no map shows one: a cancel) one
+    line on stderr per change, where progress is shown."""
 
     def __init__(self, progress: bool | None) -> None:
         self._on = wanted(progress, sys.stderr)
         self._last = ""
+        self._renderer: Any = None
+
+    def attach(self, renderer: Any) -> None:
+        """The map's progress renderer (`None` when it shows none)."""
+        self._renderer = renderer
+        self._on = self._on and renderer is None
 
     def __call__(self, text: str) -> None:
-        if self._on and text != self._last:
-            self._last = text
+        if text == self._last:
+            return
+        self._last = text
+        set_status = getattr(self._renderer, "set_status", None)  # a front end's own renderer may not show one
+        if set_status is not None:
+            set_status(text)
+        elif self._on:
             print(f"nighthawk.map: {text}", file=sys.stderr, flush=True)

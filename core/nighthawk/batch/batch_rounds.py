@@ -237,6 +237,8 @@ class Collector:
         unrun = LineResult(500, error_body(_unrun_message(state)))
         for custom_id in batch.custom_ids:
             self._resolve(custom_id, answers.get(custom_id, unrun))
+        running = self.running()
+        self.show(f"batch {batch.id} ended; {len(running)} running" if running else f"{len(self.batches)} batch(es) ended")
 
     def _resolve(self, custom_id: str, result: LineResult, *, keep: bool = True) -> None:
         if keep:
