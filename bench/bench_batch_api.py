@@ -1,10 +1,12 @@
-"""`nighthawk.map(..., batch_api=True)`: 2,000 items through the test suite's local Batch API server.
+"""`nighthawk.map(..., batch_api=True)`: 2,000 items through the test suite's local Batch API server, once
+with OpenAI's Batch API and once with Anthropic's Message Batches API.
 
-Run: `python bench/bench_batch_api.py [--quick]` (with nighthawk installed or PYTHONPATH=core). Prints figures;
-asserts nothing. The server (`tests/support/batch_server.py`) runs in a child process on loopback and ends
-each batch 2 s after it was made; its model answers each item in two rounds (an `nh_eval`, then the outcome),
-so the map makes one batch per round. Model name `gpt-4o-mini`, so genai-prices prices the tokens the server
-reports (10 in, 5 out per request): the map's cost is at the batch price, shown beside the list price.
+Run: `python bench/bench_batch_api.py [--quick] [--provider openai|anthropic]` (with nighthawk installed or
+PYTHONPATH=core). Prints figures; asserts nothing. The server (`tests/support/batch_server.py`) runs in a
+child process on loopback and ends each batch 2 s after it was made; its model answers each item in two
+rounds (an `nh_eval`, then the outcome), so the map makes one batch per round. Model names `gpt-4o-mini` and
+`claude-haiku-4-5`, so genai-prices prices the tokens the server reports (10 in, 5 out per request): the
+map's cost is at the batch price, shown beside the list price.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import nighthawk as nh
 QUICK = "--quick" in sys.argv
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 DELAY_S = 2.0
+MODELS = {"openai": "openai-chat:gpt-4o-mini", "anthropic": "anthropic:claude-haiku-4-5"}
 
 
 def serve() -> None:
@@ -55,15 +58,16 @@ def shout(text: str) -> str:
     """
 
 
-def main() -> None:
+def main(provider: str) -> None:
     count = 300 if QUICK else 2000
     child = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdin is not None and child.stdout is not None
     os.environ["OPENAI_BASE_URL"] = child.stdout.readline().strip()
-    os.environ["OPENAI_API_KEY"] = "bench-key"
+    os.environ["ANTHROPIC_BASE_URL"] = os.environ["OPENAI_BASE_URL"].removesuffix("/v1")
+    os.environ["OPENAI_API_KEY"] = os.environ["ANTHROPIC_API_KEY"] = "bench-key"
     os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")
     os.environ["NIGHTHAWK_BATCH_POLL_S"] = "0.25"
-    configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=0)
+    configuration = nh.StepExecutorConfiguration(model=MODELS[provider], max_retries=0)
     with tempfile.TemporaryDirectory() as folder, nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
         started, cpu = time.perf_counter(), time.process_time()
         result = nh.map(shout, [f"ticket {n}" for n in range(count)], batch_api=True, store=f"{folder}/map.sqlite", progress="--progress" in sys.argv)
@@ -73,7 +77,7 @@ def main() -> None:
     child.wait(timeout=30)
     usage = result.usage
     cost = usage.cost_usd or 0.0
-    print(f"batch_api map: {count} items, two rounds each, batches end {DELAY_S:.0f} s after they are made")
+    print(f"batch_api map ({MODELS[provider]}): {count} items, two rounds each, batches end {DELAY_S:.0f} s after they are made")
     print(f"    results right: {sum(value == f'TICKET {n}!' for n, value in enumerate(result))}/{count}")
     print(
         f"    requests: {usage.requests} model requests, as {seen['lines']} batch lines in {seen['batches']} batches "
@@ -93,4 +97,7 @@ if __name__ == "__main__":
     if "--serve" in sys.argv:
         serve()
     else:
-        main()
+        chosen = sys.argv[sys.argv.index("--provider") + 1] if "--provider" in sys.argv else None
+        for name in MODELS:
+            if chosen in (None, name):
+                main(name)
