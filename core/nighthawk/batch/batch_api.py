@@ -153,10 +153,13 @@ def _backend(model: Any) -> tuple[BatchBackend, Callable[[Any], Any]]:
 
         return OpenAIBatches(model.client), lambda client: OpenAIProvider(openai_client=client)
     try:
+        from anthropic import AsyncAnthropic
         from pydantic_ai.models.anthropic import AnthropicModel
     except ImportError:  # the `anthropic` SDK is not installed: no model can be one
-        AnthropicModel = None  # noqa: N806
-    if AnthropicModel is not None and isinstance(model, AnthropicModel) and type(model.client).__name__ == "AsyncAnthropic":
+        AnthropicModel = AsyncAnthropic = None  # noqa: N806
+    # Anthropic's own API only: its cloud clients (Bedrock, Vertex, Foundry, ...) are other classes, some of
+    # them subclasses, with batch services of their own.
+    if AnthropicModel is not None and isinstance(model, AnthropicModel) and type(model.client) is AsyncAnthropic:
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         from .anthropic_batches import AnthropicBatches
