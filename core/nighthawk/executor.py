@@ -8,7 +8,7 @@ imported on first use, so constructing an executor (or importing nighthawk) need
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -126,13 +126,16 @@ class AgentStepExecutor:
                 from pydantic_ai.models.fallback import FallbackModel
 
                 model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
-            from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
-            from .secrets._model import SecretScrubbingModel
-
-            # Every request is first counted in its budget groups (or refused), then passes the step's secret
-            # scrubber before the model (or a replay store) sees it.
-            self._model = BudgetGateModel(SecretScrubbingModel(model))
+            self._model = _gated(model)
         return self._model
+
+    def routed(self, route: Callable[[Any], Any]) -> AgentStepExecutor:
+        """A copy whose requests go to `route(model)` (the provider's pydantic-ai model, built now) instead of
+        the model itself, still behind the budget gate and the secret scrubber; its configuration, and so its
+        label, is this one's. A batch-API map routes its requests to the provider's batches this way."""
+        executor = AgentStepExecutor(self._configuration, agent=self._user_agent)
+        executor._model = _gated(route(_build_model(self._chosen_model())))
+        return executor
 
     def _get_agent(self, step: StepContext) -> Any:
         # pydantic-ai fixes the output tools when an agent has an output validator, so there is one agent
@@ -294,6 +297,15 @@ def _user_thread_callables() -> Iterator[None]:
         return
     with Agent.using_thread_executor(executor):
         yield
+
+
+def _gated(model: Any) -> Any:
+    from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
+    from .secrets._model import SecretScrubbingModel
+
+    # Every request is first counted in its budget groups (or refused), then passes the step's secret
+    # scrubber before the model (or a replay store) sees it.
+    return BudgetGateModel(SecretScrubbingModel(model))
 
 
 def _build_model(model: Any) -> Any:
