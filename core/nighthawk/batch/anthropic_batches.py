@@ -18,7 +18,7 @@ from typing import Any
 import httpx2
 
 from ..errors import NighthawkError
-from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, error_body
+from .batch_rounds import FIND_SKEW_S, BATCH_ENDED, BatchState, Intent, Line, LineResult, error_body
 
 __all__ = ["AnthropicBatches"]
 
@@ -145,7 +145,7 @@ def _result(batch_id: str, result: dict[str, Any]) -> LineResult:
         error = (result.get("error") or {}).get("error") or {}
         message = f"batch {batch_id}: {error.get('message') or 'the request failed'}"
         return LineResult(_STATUS_OF_ERROR.get(str(error.get("type")), 500), error_body(message))
-    return LineResult(500, error_body(f"batch {batch_id} ended with this request {kind} before it ran"))
+    return LineResult(500, error_body(f"batch {batch_id} ended with this request {kind} before it ran", kind=BATCH_ENDED))
 
 
 def _event_stream(message: dict[str, Any]) -> bytes:

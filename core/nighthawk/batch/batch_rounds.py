@@ -234,7 +234,7 @@ class Collector:
                 self._resolve(custom_id, failure, keep=False)
             return
         self.records.ended(batch.id, state.status)
-        unrun = LineResult(500, error_body(_unrun_message(state)))
+        unrun = LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED))
         for custom_id in batch.custom_ids:
             self._resolve(custom_id, answers.get(custom_id, unrun))
         running = self.running()
@@ -300,9 +300,14 @@ def _unrun_message(state: BatchState) -> str:
     return f"batch {state.id} ended {state.status} before this request ran{why}"
 
 
-def error_body(message: str) -> bytes:
+BATCH_ENDED = "batch_ended"
+"""The error type of a line whose batch ended (expired, failed, cancelled) before it ran: every line of that
+batch fails alike and at once, so a map reports it per item rather than stopping (nothing is left to save)."""
+
+
+def error_body(message: str, *, kind: str = "batch_error") -> bytes:
     """An error answer's body, as OpenAI's and Anthropic's SDKs both read it (`error.message`)."""
-    return json.dumps({"type": "error", "error": {"message": message, "type": "batch_error", "code": None}}).encode()
+    return json.dumps({"type": "error", "error": {"message": message, "type": kind, "code": None}}).encode()
 
 
 class BatchTransport(httpx2.AsyncBaseTransport):
