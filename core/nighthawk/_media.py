@@ -3,8 +3,9 @@
 A value counts as media when it is a pydantic-ai media value (`BinaryContent`, `ImageUrl`, `DocumentUrl`,
 ...), an `IPython.display.Image`, `bytes` whose first bytes are a known image or PDF signature, a
 `pathlib.Path` to such a file, a matplotlib `Figure` or a PIL `Image`, or a list or tuple made only of those.
-The libraries behind the last ones are never imported here: a value is recognised by the module its type
-comes from, and converted with its own methods, so none of them is a dependency.
+The libraries behind the last ones are never imported to recognise or convert a value: a value is
+recognised by the module its type comes from, and converted with its own methods, so none of them is a
+dependency. Pillow, where installed, only shrinks what a step sent into the thumbnail its display shows.
 
 Only the values of the block's `<name>` bindings are looked at, when the step starts; each becomes one
 numbered `Attachment` (a list, one per item), and its line in LOCALS shows a placeholder naming it.
@@ -286,7 +287,7 @@ def thumbnail(data: bytes) -> bytes | None:
     """`data` (an image) shrunk to fit `THUMBNAIL_SIZE`, as JPEG bytes; `None` without Pillow, or for an
     image Pillow cannot read or that is too large to decode for a preview."""
     try:
-        # Here: Pillow is optional (a notebook extra) and `import nighthawk` must not load it.
+        # Here: Pillow is no dependency of Nighthawk (only of its tests), and `import nighthawk` leaves it out.
         from PIL import Image
     except ImportError:
         return None
