@@ -54,7 +54,7 @@ _PRE = ' style="white-space:pre-wrap;margin:2px 0;text-align:left;font-family:va
 _CODE = ' style="font-family:var(--jp-code-font-family,monospace);white-space:pre-wrap"'
 # A value longer than this (or spanning lines) is folded: its start shows, the whole value one click away.
 _FOLD_AT = 80
-# The largest a thumbnail is drawn; the core embeds only small images (`THUMBNAIL_MAX_BYTES`) in the first place.
+# The core's thumbnails are JPEGs that already fit 160x120 px (`THUMBNAIL_SIZE`); the CSS keeps it so on any screen.
 _THUMBNAIL = "max-width:160px;max-height:120px;border:1px solid #ccc"
 _LIVE_CALLS = 20
 """Tool calls of a running step the live widget shows (the latest ones)."""
@@ -163,14 +163,14 @@ def _outcome(view: StepRecord) -> str:
 
 
 def _media(prompt: events.PromptRendered | None) -> str:
-    """The images and documents sent with the prompt: a small picture of each image a display may embed."""
+    """The images and documents sent with the prompt: each one's thumbnail when there is one, and its size."""
     if prompt is None or not prompt.media:
         return ""
     figures = []
     for item in prompt.media:
         picture = ""
         if item.thumbnail is not None:
-            source = f"data:{item.media_type};base64,{base64.b64encode(item.thumbnail).decode()}"
+            source = f"data:image/jpeg;base64,{base64.b64encode(item.thumbnail).decode()}"
             picture = f'<img src="{source}" alt="{_e(item.binding)}" style="{_THUMBNAIL}"><br>'
         caption = f"{_code(f'<{item.binding}>')} {_e(item.placeholder)}"
         figures.append(f'<div class="nh-media-item" style="display:inline-block;vertical-align:top;margin:2px 8px 2px 0">'

@@ -61,25 +61,22 @@ class KernelState:
         _guard_exit(self.shell)
 
     def map_renderer(self, total: int | None, usage: Any, progress: bool | None) -> Any:
-        """Show a `nighthawk.map` in the notebook, hiding its items' steps. `None` (the map's progress is then
-        the stderr line) in terminal IPython, and in display mode `none`, where no step is shown anyway."""
+        """Show a `nighthawk.map` in the notebook, hiding its items' steps; `None` (the map's progress is then
+        the stderr line) in terminal IPython. In display mode `none` a map shows nothing (a kernel would save
+        each redraw of the stderr line as an output), or only its text summary when given `progress=True`."""
         from ._live import _comms_live
 
-        mode = self.settings.display
-        if mode == "none" or self.displayer is None or not _comms_live():
+        if self.displayer is None or not _comms_live():
             return None
         from IPython.display import display
 
         from ._mapview import MapView
 
-        return MapView(
-            total,
-            usage,
-            mode=mode if progress is not False else "none",
-            show=display,
-            live=progress is not False and mode == "widget",
-            mute=self.displayer.mute,
-        )
+        mode = self.settings.display
+        if mode == "none" and progress is True:
+            mode = "text"
+        shown = mode if progress is not False else "none"
+        return MapView(total, usage, mode=shown, show=display, live=shown == "widget", mute=self.displayer.mute)
 
     def display_mode(self, mode: str | None) -> AbstractContextManager[None]:
         """Show the steps run inside the `with` block in `mode` (`None`: the kernel setting)."""

@@ -3,8 +3,9 @@
 A value counts as media when it is a pydantic-ai media value (`BinaryContent`, `ImageUrl`, `DocumentUrl`,
 ...), an `IPython.display.Image`, `bytes` whose first bytes are a known image or PDF signature, a
 `pathlib.Path` to such a file, a matplotlib `Figure` or a PIL `Image`, or a list or tuple made only of those.
-The libraries behind the last ones are never imported here: a value is recognised by the module its type
-comes from, and converted with its own methods, so none of them is a dependency.
+The libraries behind the last ones are never imported to recognise or convert a value: a value is
+recognised by the module its type comes from, and converted with its own methods, so none of them is a
+dependency. Pillow, where installed, only shrinks what a step sent into the thumbnail its display shows.
 
 Only the values of the block's `<name>` bindings are looked at, when the step starts; each becomes one
 numbered `Attachment` (a list, one per item), and its line in LOCALS shows a placeholder naming it.
@@ -20,19 +21,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ._render import SNIFF_BYTES, size_text, sniff_media_type
 from .errors import NighthawkError
 from .events import MediaShown
 
 __all__ = [
     "FIGURE_DPI",
-    "THUMBNAIL_MAX_BYTES",
+    "THUMBNAIL_SIZE",
     "Attachment",
     "collect_attachments",
     "media_of",
     "media_placeholders",
     "media_refusal",
     "media_shown",
-    "sniff_media_type",
+    "thumbnail",
     "tool_result_media",
     "user_content",
 ]
@@ -41,18 +43,14 @@ FIGURE_DPI = 100
 """Resolution a matplotlib figure is rendered at: matplotlib's screen default, legible to a vision model
 without paying for a print-quality image."""
 
-THUMBNAIL_MAX_BYTES = 96_000
-"""The largest image a step display embeds as its thumbnail; a larger one is named, not shown."""
+THUMBNAIL_SIZE = (160, 120)
+"""The box a display's thumbnail fits in, in pixels: a downscaled JPEG of a few kB, not the image sent."""
 
-# Leading bytes of the formats the providers take, checked in order. WebP is RIFF with a `WEBP` tag at 8.
-_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"%PDF-", "application/pdf"),
-)
-_SNIFF_BYTES = 16
+_THUMBNAIL_QUALITY = 75  # JPEG quality: a 160x120 chart or photo in 2-5 kB, still legible as a preview
+# Images are decoded to be shrunk; one with more pixels than this (a decompression bomb, a scan at print
+# resolution) is not decoded for a preview at all. The sent image itself is bounded by `media_max_bytes`.
+_THUMBNAIL_MAX_PIXELS = 50_000_000
+
 _URL_SHOWN = 120  # characters of a URL a placeholder shows (a signed URL runs to hundreds)
 # The `kind` of every pydantic-ai media value; `BinaryContent` is `binary`, the URL types `*-url`.
 _PYDANTIC_AI_KINDS = frozenset({"binary", "image-url", "document-url", "audio-url", "video-url"})
@@ -93,7 +91,7 @@ class Attachment:
     @property
     def placeholder(self) -> str:
         """What LOCALS shows in place of the value: `<attachment 1: image/png, 12.3 kB>`."""
-        where = _size_text(self.size) if self.url is None else _cut(self.url, _URL_SHOWN)
+        where = size_text(self.size) if self.url is None else _cut(self.url, _URL_SHOWN)
         return f"<attachment {self.number}: {self.media_type}, {where}>"
 
     def content(self) -> Any:
@@ -112,22 +110,6 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _size_text(size: int) -> str:
-    if size < 1000:
-        return f"{size} B"
-    if size < 1_000_000:
-        return f"{size / 1000:.1f} kB"
-    return f"{size / 1_000_000:.1f} MB"
-
-
-def sniff_media_type(data: bytes) -> str | None:
-    """The media type `data` starts like (PNG, JPEG, GIF, WebP, PDF), or `None`."""
-    head = bytes(data[:_SNIFF_BYTES])
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return next((media_type for signature, media_type in _SIGNATURES if head.startswith(signature)), None)
-
-
 def _module(value: object) -> str:
     return type(value).__module__ or ""
 
@@ -138,7 +120,7 @@ def _from_path(path: pathlib.Path, max_bytes: int, binding: str) -> tuple[str, b
         if not path.is_file():
             return None
         with path.open("rb") as file:
-            media_type = sniff_media_type(file.read(_SNIFF_BYTES))
+            media_type = sniff_media_type(file.read(SNIFF_BYTES))
             if media_type is None:
                 return None
             size = path.stat().st_size
@@ -289,16 +271,41 @@ def user_content(prompt: str, attachments: Sequence[Attachment]) -> str | list[A
 
 
 def media_shown(attachments: Sequence[Attachment]) -> tuple[MediaShown, ...]:
-    """The attachments as a display shows them: the placeholder, and the image itself when small enough."""
+    """The attachments as a display shows them: the placeholder, and a thumbnail of each image."""
     return tuple(
         MediaShown(
             binding=item.binding,
             media_type=item.media_type,
             placeholder=item.placeholder,
-            thumbnail=item.data if item.media_type.startswith("image/") and item.size <= THUMBNAIL_MAX_BYTES else None,
+            thumbnail=thumbnail(item.data) if item.data is not None and item.media_type.startswith("image/") else None,
         )
         for item in attachments
     )
+
+
+def thumbnail(data: bytes) -> bytes | None:
+    """`data` (an image) shrunk to fit `THUMBNAIL_SIZE`, as JPEG bytes; `None` without Pillow, or for an
+    image Pillow cannot read or that is too large to decode for a preview."""
+    try:
+        # Here: Pillow is no dependency of Nighthawk (only of its tests), and `import nighthawk` leaves it out.
+        from PIL import Image
+    except ImportError:
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as image:  # reads the header only
+            width, height = image.size
+            if width * height > _THUMBNAIL_MAX_PIXELS:
+                return None
+            image.draft("RGB", (THUMBNAIL_SIZE[0] * 2, THUMBNAIL_SIZE[1] * 2))  # a JPEG decodes at a fraction
+            image.thumbnail(THUMBNAIL_SIZE)
+            small = image.convert("RGBA")
+        flat = Image.new("RGB", small.size, "white")  # JPEG has no transparency: flatten on white
+        flat.paste(small, mask=small.getchannel("A"))
+        buffer = io.BytesIO()
+        flat.save(buffer, format="JPEG", quality=_THUMBNAIL_QUALITY)
+        return buffer.getvalue()
+    except Exception:  # a truncated or odd image: the display names it without a picture
+        return None
 
 
 def tool_result_media(value: object, *, max_bytes: int) -> Any:

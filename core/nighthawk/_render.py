@@ -12,7 +12,8 @@ Output shapes per style (`JsonRendererStyle`):
   `/* N more chars */`.
 
 Separators are compact (`{"a":1,"b":[1,2,…]}`). Values with no JSON form (objects, dates, bytes) are JSON
-strings, so every style keeps the outer brackets and keys of the value.
+strings, so every style keeps the outer brackets and keys of the value. Bytes that start like an image or a
+PDF are named by type and size (`"<image/png, 23.6 kB>"`): their leading bytes say nothing to a reader.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from .configuration import JsonRendererStyle
     from .secrets import ContextRedaction
 
-__all__ = ["bounded_repr", "render_value", "type_name"]
+__all__ = ["SNIFF_BYTES", "bounded_repr", "render_value", "size_text", "sniff_media_type", "type_name"]
 
 _STYLES = ("strict", "default", "detailed")
 _ELLIPSIS = "…"
@@ -71,6 +72,33 @@ _FRAME_ROWS = 5
 _FRAME_COLUMNS = 20
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Leading bytes of the formats the providers take, checked in order. WebP is RIFF with a `WEBP` tag at 8.
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+)
+SNIFF_BYTES = 16
+"""How many leading bytes `sniff_media_type` reads."""
+
+
+def sniff_media_type(data: bytes | bytearray | memoryview) -> str | None:
+    """The media type `data` starts like (PNG, JPEG, GIF, WebP, PDF), or `None`."""
+    head = bytes(data[:SNIFF_BYTES])
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((media_type for signature, media_type in _SIGNATURES if head.startswith(signature)), None)
+
+
+def size_text(size: int) -> str:
+    """A byte count as people read it: `512 B`, `23.6 kB`, `4.1 MB`."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} kB"
+    return f"{size / 1_000_000:.1f} MB"
 
 
 def type_name(value: object) -> str:
@@ -236,6 +264,9 @@ class _Walker:
             return self.text(value, budget)
         if isinstance(value, bytes | bytearray | memoryview):
             size = value.nbytes if isinstance(value, memoryview) else len(value)
+            media_type = sniff_media_type(value)
+            if media_type is not None:
+                return self.text(f"<{media_type}, {size_text(size)}>", budget)
             head = bytes(value[: min(size, budget)])
             if size <= budget:
                 return self.text(repr(head), budget)

@@ -136,7 +136,8 @@ class MediaShown:
     placeholder: str
     """What LOCALS shows in its place (`<attachment 1: image/png, 12.3 kB>`)."""
     thumbnail: bytes | None = None
-    """The image itself when it is small enough to embed in a display (bytes: no scrubber rewrites them)."""
+    """A JPEG of the image shrunk to fit 160x120 px, a few kB, for a display to embed (bytes: no scrubber
+    rewrites them); `None` for a document or a URL, or when Pillow is not installed."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 try:
     import ray.data
+    from ray.data.dataset import MaterializedDataset
 except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typing_extensions it imports
     raise ModuleNotFoundError(
         f"`nighthawk.ray` needs Ray Data, which cannot be imported here ({_missing}): install it with "
@@ -107,7 +108,7 @@ def map_batches(
     if store is not None:
         store = os.path.abspath(store)  # the actors' working folder is not this one
         DiskStore(store, return_type(function)).close()  # a path that cannot be a store fails here, not on an actor
-    return dataset.map_batches(
+    return _spread(dataset, actors).map_batches(
         _Rows,
         fn_constructor_kwargs={
             "function": function,
@@ -124,9 +125,24 @@ def map_batches(
         },
         batch_format="numpy",
         batch_size=batch_size or _ROWS_PER_SLOT * concurrency,
-        compute=ray.data.ActorPoolStrategy(size=actors),
+        # One batch at a time per actor: a batch queued at a busy actor would wait there while another is free.
+        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1),
         num_cpus=_ACTOR_CPUS,
     )
+
+
+def _spread(dataset: ray.data.Dataset, actors: int) -> ray.data.Dataset:
+    """`dataset` in at least two blocks per actor, when it is materialised in fewer.
+
+    A block goes to one actor whole, so `ray.data.from_pandas(df)` (one block) would keep all but one actor
+    idle. A materialised dataset (`from_pandas`, `from_items`, `materialize()`) knows its blocks and rows at
+    no cost, and splitting it moves no data through a shuffle; a lazy one is left as it is (counting its
+    blocks would run it), which docs/batch.md says.
+    """
+    if not isinstance(dataset, MaterializedDataset):
+        return dataset
+    wanted = min(2 * actors, dataset.count())
+    return dataset.repartition(wanted) if dataset.num_blocks() < wanted else dataset
 
 
 class _Rows:

@@ -7,6 +7,7 @@ installed, unless `NIGHTHAWK_REQUIRE_RAY=1` (the test script sets it), when it f
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -121,6 +122,26 @@ class FirstTime:
         first = number not in self.seen
         self.seen.add(number)
         return first
+
+
+class Meeting:
+    """Answers as `answer` does, once this actor has written its process id to `log` and seen another actor's
+    there (it waits at most 20 s, once): a batch is held until the other actor has one too."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.met = False
+
+    async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not self.met:
+            with self.log.open("a") as log:
+                log.write(f"{os.getpid()}\n")
+            for _ in range(200):
+                if len(set(self.log.read_text().split())) >= 2:
+                    break
+                await asyncio.sleep(0.1)
+            self.met = True
+        return answer(messages, info)
 
 
 def asked(log: Path) -> list[int]:
@@ -255,6 +276,18 @@ def test_rows_read_by_ray_tasks_are_mapped_without_the_actors_starving_the_reads
         read, triage, input_columns=["ticket", "priority"], output_column="team", executor=executor, on_error="collect"
     )
     assert len(dataset.take_all()) == 40
+
+
+def test_both_actors_map_rows_of_a_pandas_dataframe(cluster: str, tmp_path: Path) -> None:
+    pandas = pytest.importorskip("pandas")
+    log = tmp_path / "actors.log"
+    frame = pandas.DataFrame(tickets(300))  # `from_pandas` makes one block of it
+    dataset = nighthawk.ray.map_batches(
+        ray.data.from_pandas(frame), triage, input_columns=["ticket", "priority"], output_column="team",
+        executor=lambda: executor(Meeting(log)), actors=2, on_error="collect",
+    )
+    assert len(dataset.take_all()) == 300
+    assert len(set(log.read_text().split())) == 2
 
 
 def test_each_row_carries_its_own_usage(cluster: str) -> None:

@@ -125,6 +125,22 @@ def test_huge_bytes_render_a_short_prefix():
     assert out.startswith('"b\'\\\\x00') and out.endswith('…"') and len(out) <= 80
 
 
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 23_592, '"<image/png, 23.6 kB>"'),
+        (bytearray(b"\xff\xd8\xff\xe0" + b"\x00" * 2_000_000), '"<image/jpeg, 2.0 MB>"'),
+        (memoryview(b"%PDF-1.4\n" + b"\x00" * 500), '"<application/pdf, 509 B>"'),
+    ],
+)
+def test_image_and_pdf_bytes_render_as_their_type_and_size(data, shown):
+    assert render(data, style="detailed") == shown
+
+
+def test_image_bytes_inside_a_record_render_as_their_type_and_size():
+    assert render({"name": "logo", "png": b"\x89PNG\r\n\x1a\n" + b"\x00" * 92}) == '{"name":"logo","png":"<image/png, 100 B>"}'
+
+
 def test_generator_is_not_consumed():
     def numbers():
         pytest.fail("the generator was consumed")

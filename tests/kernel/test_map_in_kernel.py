@@ -1,5 +1,5 @@
-"""`nighthawk.map` in a live kernel: progress on the cell's stderr, and "Interrupt kernel" stops the whole map,
-keeping the items that had finished for the next run.
+"""`nighthawk.map` in a live kernel with step displays off: nothing shown unless asked for, and "Interrupt kernel"
+stops the whole map, keeping the items that had finished for the next run.
 
 The interrupted cell would run for 45 s; the execution timeout (15 s) tells an interrupt that landed from one
 that did not, without asserting how fast it was.
@@ -37,10 +37,17 @@ def live() -> Iterator[Live]:
         yield kernel
 
 
-def test_map_draws_its_progress_line_in_the_cell(live: Live) -> None:
+def test_map_shows_nothing_in_the_cell_with_displays_off(live: Live) -> None:
     cell = live.ok("stalling = False\nlen(nighthawk.map(tripled, range(100, 130), concurrency=4))")
     assert cell.result == "30"
-    assert cell.printed.rstrip("\n").split("\r")[-1].startswith("nighthawk.map 30/30 | 0 failed | ")
+    assert (cell.printed, cell.displayed) == ("", "")  # no progress line: a saved notebook would keep each redraw
+
+
+def test_map_asked_for_progress_shows_only_its_text_summary_with_displays_off(live: Live) -> None:
+    cell = live.ok("stalling = False\nlen(nighthawk.map(tripled, range(200, 230), concurrency=4, progress=True))")
+    assert cell.result == "30"
+    assert cell.printed == ""
+    assert cell.displayed.startswith("nighthawk.map 30/30 | 0 failed | ")
 
 
 def test_interrupt_stops_the_map_and_the_next_run_runs_only_the_missing_items(live: Live) -> None:
