@@ -9,7 +9,10 @@ This module is the hook and its checks, loaded with the first evaluation under a
 `import nighthawk`. `_oversee.py` owns the context variable that says which guards are enforced on a
 thread or task, and sets it around the evaluation of model-written code only; the hook, added once per
 process (a hook cannot be removed), reads it and returns at once while it is empty: user code before and
-after a step, other threads, and the provider's requests on the background loop (other tasks).
+after a step, other threads, and the provider's requests on the background loop (other tasks). A
+synchronous evaluation is also recorded by thread, because model code can run a function in a fresh
+`contextvars.Context()`, where the context variable is empty: while that thread runs nothing but model
+code, an empty value falls back to the thread's (a value set on purpose, `NOT_ENFORCED`, does not).
 
 A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
@@ -21,14 +24,16 @@ installation, to raise the event later versions raise (`_thread.start_new_thread
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
+from typing import Any
 
 from ..errors import OperationRefusedError
-from ._kinds import Enforcement, Refusal, RuntimeGuard
+from ._kinds import NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
 
 __all__ = ["install"]
 
@@ -41,11 +46,14 @@ _install_lock = threading.Lock()
 _installed = False
 _enforced: ContextVar[Enforcement | None] | None = None
 """The context variable the hook reads (owned by `_oversee.py`), once installed."""
+_by_thread: dict[int, Enforcement] = {}
+"""The enforcement of each thread's synchronous evaluation (owned by `_oversee.py`), once installed."""
 
 
-def install(enforced: ContextVar[Enforcement | None]) -> None:
-    """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task."""
-    global _installed, _enforced
+def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]) -> None:
+    """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task,
+    or, where it holds nothing, those of the synchronous evaluation running on the thread (`by_thread`)."""
+    global _installed, _enforced, _by_thread
     if _installed:
         return
     with _install_lock:
@@ -53,8 +61,9 @@ def install(enforced: ContextVar[Enforcement | None]) -> None:
             return
         if sys.version_info < (3, 12):
             _announce_thread_starts()
-        _enforced = enforced
-        sys.addaudithook(_hook_reading(enforced))
+        _enforced, _by_thread = enforced, by_thread
+        _connect_for_model_code()
+        sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
 
 
@@ -75,15 +84,21 @@ def _announce_thread_starts() -> None:
 # --- the hook -------------------------------------------------------------------------------------------
 
 
-def _hook_reading(enforced: ContextVar[Enforcement | None]) -> Callable[[str, tuple[object, ...]], None]:
+def _hook_reading(
+    enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]
+) -> Callable[[str, tuple[object, ...]], None]:
     current = enforced.get
+    thread = threading.get_ident
 
     def hook(event: str, args: tuple[object, ...]) -> None:
         # Called for every audited operation of the process, on every thread: the common case (nothing
-        # enforced here) is one context-variable read.
+        # enforced here) is one context-variable read and one test of an empty dict.
         enforcement = current()
         if enforcement is None:
-            return
+            if not by_thread or (enforcement := by_thread.get(thread())) is None:
+                return
+        if not enforcement.guards:
+            return  # NOT_ENFORCED
         check = _CHECKS.get(event)
         if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
             enforcement.refusals.append(refusal)
@@ -159,6 +174,55 @@ def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
             return None
     hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
     return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
+
+
+def _check_sqlite_handle(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    # SQL writes files without an event (`ATTACH DATABASE 'new.db'`, `VACUUM INTO 'copy.db'`, from a
+    # `:memory:` or `mode=ro` connection alike): model code gets connections that may attach no database.
+    if type(args[0]) is _sqlite_connection_type():
+        return None
+    guard = next((guard for guard in guards if guard.files), None)
+    if guard is None:
+        return None
+    return _refusal(guard, f"a {type(args[0]).__name__} connection", "model-written code may open SQLite databases "
+                    "under this policy only with `sqlite3.connect(...)` and its default connection type")
+
+
+@functools.cache
+def _sqlite_connection_type() -> type:
+    """The connection class `sqlite3.connect` makes for model code under a file guard: it may attach no
+    other database (`ATTACH`, `VACUUM INTO` write files that no audit event announces)."""
+    import sqlite3
+
+    class ModelConnection(sqlite3.Connection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+
+    return ModelConnection
+
+
+def _connect_for_model_code() -> None:
+    """Make `sqlite3.connect` give model code under a file guard a `ModelConnection` (user code keeps the
+    usual one); a connection of any other type is refused to model code by `_check_sqlite_handle`."""
+    import sqlite3  # here: loaded with the first guarded evaluation, never at `import nighthawk`
+
+    original = sqlite3.connect
+
+    @functools.wraps(original)
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        if len(args) < 6 and "factory" not in kwargs and _file_guard_here():
+            kwargs["factory"] = _sqlite_connection_type()
+        return original(*args, **kwargs)
+
+    sqlite3.connect = sqlite3.dbapi2.connect = connect  # type: ignore[assignment]
+
+
+def _file_guard_here() -> bool:
+    enforcement = _enforced.get() if _enforced is not None else None
+    if enforcement is None:
+        enforcement = _by_thread.get(threading.get_ident())
+    return enforcement is not None and any(guard.files for guard in enforcement.guards)
 
 
 def _check_paths(
@@ -287,7 +351,7 @@ def _addresses(host: str) -> frozenset[str]:
     if host not in _resolved_hosts and _enforced is not None:
         import socket
 
-        token = _enforced.set(None)  # the look-up is ours, not the model's: not checked in turn
+        token = _enforced.set(NOT_ENFORCED)  # the look-up is ours, not the model's: not checked in turn
         try:
             found = frozenset(str(info[4][0]).lower() for info in socket.getaddrinfo(host, None))
         except OSError:
@@ -310,6 +374,7 @@ _NETWORK_EVENTS = (
 _CHECKS: dict[str, _Check] = {
     "open": _check_open,
     "sqlite3.connect": _check_sqlite,
+    "sqlite3.connect/handle": _check_sqlite_handle,
     **dict.fromkeys(_CHANGED_PATHS, _check_change),
     **dict.fromkeys(_PROCESS_EVENTS, _check_process),
     **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),

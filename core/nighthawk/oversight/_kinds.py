@@ -15,6 +15,7 @@ from ..step import ExecutionContext
 
 __all__ = [
     "Accept",
+    "NOT_ENFORCED",
     "Enforcement",
     "Oversight",
     "Refusal",
@@ -124,6 +125,11 @@ class Enforcement:
 
     guards: tuple[RuntimeGuard, ...]
     refusals: list[Refusal] = field(default_factory=list)
+
+
+NOT_ENFORCED = Enforcement(guards=())
+"""Set on purpose where nothing is enforced though model code runs further up (a step's own work, a look-up
+of the guard's own): unlike an unset value, it also overrides the enforcement of the thread."""
 
 
 ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with
