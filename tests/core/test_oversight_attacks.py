@@ -9,6 +9,8 @@ and after the garbage collector ran, it is as it was.
 from __future__ import annotations
 
 import asyncio  # noqa: F401 - the model's expressions use the modules of this namespace
+import http.client  # noqa: F401
+import urllib.request  # noqa: F401
 import contextvars  # noqa: F401
 import gc
 import logging  # noqa: F401
@@ -154,3 +156,62 @@ POLICIES = {
 def test_read_only_holds_against_unlisted_spellings(policy: str, channel: str, attack: str, victim: Path) -> None:
     run_model_code(channel, FILE_ATTACKS[attack], victim, POLICIES[policy]())
     assert intact(victim)
+
+
+# --- no_network ---------------------------------------------------------------------------------------
+
+NETWORK_ATTACKS = {
+    "create_connection": "socket.create_connection(('127.0.0.1', PORT))",
+    "connect_ex": "socket.socket().connect_ex(('127.0.0.1', PORT))",
+    "asyncio.open_connection": "asyncio.run(asyncio.open_connection('127.0.0.1', PORT))",
+    "urllib": "urllib.request.urlopen('http://127.0.0.1:PORT/', timeout=1)",
+    "http.client": "http.client.HTTPConnection('127.0.0.1', PORT, timeout=1).request('GET', '/')",
+    "localhost by name": "socket.create_connection(('localhost', PORT))",
+    "UDP sendto": "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', UDP))",
+    "gethostbyname": "socket.gethostbyname('localhost')",
+    "multiprocessing Client": "__import__('multiprocessing.connection').connection.Client(('127.0.0.1', PORT))",
+    "empty Context().run": "contextvars.Context().run(socket.create_connection, ('127.0.0.1', PORT))",
+    "thread": "__import__('concurrent.futures').futures.ThreadPoolExecutor().submit(socket.create_connection, ('127.0.0.1', PORT)).result()",
+    "os.system": "os.system('true')",
+}
+
+
+@pytest.fixture
+def listeners() -> Iterator[tuple[socket.socket, socket.socket]]:
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    for server in (tcp, udp):
+        server.settimeout(0.3)
+    yield tcp, udp
+    tcp.close()
+    udp.close()
+
+
+def untouched(tcp: socket.socket, udp: socket.socket) -> bool:
+    try:
+        tcp.accept()[0].close()
+        return False
+    except TimeoutError:
+        pass
+    try:
+        udp.recv(10)
+        return False
+    except TimeoutError:
+        return True
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("attack", sorted(NETWORK_ATTACKS))
+def test_no_network_holds_against_unlisted_spellings(
+    channel: str, attack: str, listeners: tuple[socket.socket, socket.socket]
+) -> None:
+    tcp, udp = listeners
+    expression = NETWORK_ATTACKS[attack].replace("PORT", str(tcp.getsockname()[1])).replace(
+        "UDP", str(udp.getsockname()[1])
+    )
+    read = run_model_code(channel, expression, "unused", nh.oversight.no_network())
+    assert untouched(tcp, udp)
+    assert "no_network refused" in read
