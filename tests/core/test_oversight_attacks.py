@@ -9,10 +9,9 @@ and after the garbage collector ran, it is as it was.
 from __future__ import annotations
 
 import asyncio  # noqa: F401 - the model's expressions use the modules of this namespace
-import http.client  # noqa: F401
-import urllib.request  # noqa: F401
 import contextvars  # noqa: F401
 import gc
+import http.client  # noqa: F401
 import logging  # noqa: F401
 import mmap  # noqa: F401
 import os
@@ -20,13 +19,12 @@ import pathlib  # noqa: F401
 import shelve  # noqa: F401
 import shutil  # noqa: F401
 import socket
-import sqlite3
+import sqlite3  # noqa: F401
 import stat
-import tarfile  # noqa: F401
+import tarfile
 import tempfile  # noqa: F401
-import threading
-import weakref  # noqa: F401
-import zipfile  # noqa: F401
+import urllib.request  # noqa: F401
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,10 +79,6 @@ FILE_ATTACKS = {
     ),
     "__del__ of a made object": "type('X', (), {'__del__': lambda self: os.remove(p), '__repr__': lambda self: 'x'})()",
 }
-
-
-def tidy_up(path: str) -> None:
-    os.remove(path)
 
 
 @nh.natural_function
@@ -150,6 +144,8 @@ POLICIES = {
 }
 
 
+# A refusal inside `__del__` cannot be raised to anyone: Python reports it as unraisable.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("channel", CHANNELS)
 @pytest.mark.parametrize("attack", sorted(FILE_ATTACKS))
@@ -215,3 +211,44 @@ def test_no_network_holds_against_unlisted_spellings(
     read = run_model_code(channel, expression, "unused", nh.oversight.no_network())
     assert untouched(tcp, udp)
     assert "no_network refused" in read
+
+
+# --- code the model leaves behind ---------------------------------------------------------------------
+
+
+def test_a_function_the_model_made_keeps_its_guard_when_user_code_calls_it_later(victim: Path) -> None:
+    executor, _ = scripted_executor([call("nh_assign", target_path="result", expression="lambda: os.remove(p)")], [finish()])
+    with nh.run(executor), nh.scope(oversight=POLICIES["runtime guard"]()):
+        made = look(str(victim))
+    assert callable(made)
+    # The user's own code calls it after the step:
+    with pytest.raises(nh.oversight.OperationRefusedError, match="read_only refused os.remove"):
+        made()
+    assert intact(victim)
+
+
+def test_a_function_the_model_made_is_refused_on_a_thread_that_was_already_running(victim: Path) -> None:
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: None).result()  # its worker runs before the step
+        globals()["pool"] = pool
+        try:
+            read = run_model_code(
+                "nh_eval", "pool.submit(lambda: os.remove(p)).result()", victim, POLICIES["runtime guard"]()
+            )
+        finally:
+            del globals()["pool"]
+    assert intact(victim)
+    assert "read_only refused os.remove" in read
+
+
+def test_the_same_expression_evaluated_without_a_policy_runs_freely(victim: Path) -> None:
+    expression = "[os.remove(q) for q in [p]]"
+    run_model_code("nh_eval", expression, victim, POLICIES["runtime guard"]())
+    assert intact(victim)
+    executor, script = scripted_executor([call("nh_eval", expression=expression)], [finish()])
+    with nh.run(executor):
+        look(str(victim))
+    assert not victim.exists()
+    assert '"error": null' in script.last_tool_results()[0]

@@ -14,6 +14,12 @@ synchronous evaluation is also recorded by thread, because model code can run a 
 `contextvars.Context()`, where the context variable is empty: while that thread runs nothing but model
 code, an empty value falls back to the thread's (a value set on purpose, `NOT_ENFORCED`, does not).
 
+Model code can also leave code behind that runs later, outside any guarded region: a method of a class it
+made (`__repr__` when the result is shown, `__del__` when it is collected), a lambda it hands to a
+callback. The hook sees each code object guarded model code runs (the `exec` event) and remembers the
+functions it holds; where nothing is enforced, a checked operation called from one of them (found on the
+caller's stack) is held to the guards it was made under.
+
 A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
 nothing is emitted from inside the hook.
@@ -30,6 +36,7 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
+from types import CodeType, FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
@@ -50,9 +57,14 @@ _by_thread: dict[int, Enforcement] = {}
 """The enforcement of each thread's synchronous evaluation (owned by `_oversee.py`), once installed."""
 
 
-def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]) -> None:
+def install(
+    enforced: ContextVar[Enforcement | None],
+    by_thread: dict[int, Enforcement],
+    model_code: dict[CodeType, tuple[RuntimeGuard, ...]],
+) -> None:
     """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task,
-    or, where it holds nothing, those of the synchronous evaluation running on the thread (`by_thread`)."""
+    or, where it holds nothing, those of the synchronous evaluation running on the thread (`by_thread`), or
+    those of the model-made function that called (`model_code`, which it fills)."""
     global _installed, _enforced, _by_thread
     if _installed:
         return
@@ -63,7 +75,7 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
             _announce_thread_starts()
         _enforced, _by_thread = enforced, by_thread
         _connect_for_model_code()
-        sys.addaudithook(_hook_reading(enforced, by_thread))
+        sys.addaudithook(_hook_reading(enforced, by_thread, model_code))
         _installed = True
 
 
@@ -85,26 +97,66 @@ def _announce_thread_starts() -> None:
 
 
 def _hook_reading(
-    enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]
+    enforced: ContextVar[Enforcement | None],
+    by_thread: dict[int, Enforcement],
+    model_code: dict[CodeType, tuple[RuntimeGuard, ...]],
 ) -> Callable[[str, tuple[object, ...]], None]:
     current = enforced.get
     thread = threading.get_ident
 
     def hook(event: str, args: tuple[object, ...]) -> None:
         # Called for every audited operation of the process, on every thread: the common case (nothing
-        # enforced here) is one context-variable read and one test of an empty dict.
+        # enforced here) is one context-variable read, a test of an empty dict and a dict look-up.
         enforcement = current()
         if enforcement is None:
-            if not by_thread or (enforcement := by_thread.get(thread())) is None:
+            if by_thread and (enforcement := by_thread.get(thread())) is not None:
+                pass
+            elif model_code and event in _CHECKS:
+                guards = _guards_of_caller(model_code, event, args)
+                if not guards:
+                    return
+                enforcement = Enforcement(guards)  # outside any step: nowhere to record the refusal
+            else:
                 return
         if not enforcement.guards:
             return  # NOT_ENFORCED
+        if event == "exec":
+            if isinstance(args[0], CodeType):
+                _remember(model_code, args[0], enforcement.guards)
+            return
         check = _CHECKS.get(event)
         if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
             enforcement.refusals.append(refusal)
             raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
     return hook
+
+
+def _remember(
+    model_code: dict[CodeType, tuple[RuntimeGuard, ...]], code: CodeType, guards: tuple[RuntimeGuard, ...]
+) -> None:
+    """Remember the functions `code` holds (not `code` itself: an expression is compiled once, and may run
+    again under other guards or none), with the guards they were made under."""
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            known = model_code.get(constant, ())
+            model_code[constant] = known + tuple(guard for guard in guards if guard not in known)
+            _remember(model_code, constant, guards)
+
+
+def _guards_of_caller(
+    model_code: dict[CodeType, tuple[RuntimeGuard, ...]], event: str, args: tuple[object, ...]
+) -> tuple[RuntimeGuard, ...]:
+    """The guards of the innermost model-made function on the stack (none: `()`)."""
+    if event == "exec" or (event == "open" and not _opens_for_writing(args)):
+        return ()  # the common events, which every guard allows: no need to look
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        guards = model_code.get(frame.f_code)
+        if guards:
+            return guards
+        frame = frame.f_back
+    return ()
 
 
 _Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
@@ -146,12 +198,18 @@ _CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
 
 
 def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    path, mode, flags = args
-    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
-    writes = flags & _WRITE_FLAGS if isinstance(flags, int) else any(letter in mode for letter in "wax+")  # type: ignore[operator]
-    if not writes or isinstance(path, int):
+    path = args[0]
+    if not _opens_for_writing(args) or isinstance(path, int):
         return None  # reading; or a descriptor already open, which grants nothing new
     return _check_paths(guards, f"opening {_shown(path)} for writing", ((path, None),))
+
+
+def _opens_for_writing(args: tuple[object, ...]) -> bool:
+    _, mode, flags = args
+    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
+    if isinstance(flags, int):
+        return bool(flags & _WRITE_FLAGS)
+    return isinstance(mode, str) and any(letter in mode for letter in "wax+")
 
 
 def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -373,6 +431,7 @@ _NETWORK_EVENTS = (
 
 _CHECKS: dict[str, _Check] = {
     "open": _check_open,
+    "exec": lambda guards, event, args: None,  # handled by the hook itself: the code guarded model code runs
     "sqlite3.connect": _check_sqlite,
     "sqlite3.connect/handle": _check_sqlite_handle,
     **dict.fromkeys(_CHANGED_PATHS, _check_change),

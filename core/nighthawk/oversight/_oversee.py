@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from types import MappingProxyType
+from types import CodeType, MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .. import events
@@ -72,6 +72,10 @@ _enforced: ContextVar[Enforcement | None] = ContextVar("nighthawk_runtime_guards
 _by_thread: dict[int, Enforcement] = {}
 """The guards of the synchronous evaluation each thread is running: what a fresh `contextvars.Context()`,
 in which `_enforced` is empty, does not drop."""
+_model_code: dict[CodeType, tuple[RuntimeGuard, ...]] = {}
+"""The functions guarded model code made (lambdas, classes' methods, generators: the code objects its
+evaluation holds), with their guards: enforced wherever they run later (a `__del__`, a `__repr__`, a
+callback), outside any guarded region."""
 _carried: ContextVar[tuple[RuntimeGuard, ...]] = ContextVar("nighthawk_carried_guards", default=())
 """The guards of the model code that started the current step, for the model code it evaluates."""
 
@@ -127,20 +131,33 @@ def guarding(step: StepContext, tool_name: str, *, blocking: bool = False) -> Ab
     """
     current = _enforced.get()
     if current is None and _scoped.get() is None and not _process and not _carried.get():
-        return nullcontext()  # the common case: no oversight at all
+        return _unguarded() if _model_code else nullcontext()  # the common case: no oversight at all
     guards = _union(
         _carried.get(),
         current.guards if current is not None else (),
         tuple(guard for oversight in in_force() for guard in oversight.runtime),
     )
-    return _guarding(step, tool_name, guards, blocking) if guards else nullcontext()
+    if not guards:
+        return _unguarded() if _model_code else nullcontext()
+    return _guarding(step, tool_name, guards, blocking)
+
+
+@contextmanager
+def _unguarded() -> Iterator[None]:
+    """Model code evaluated without guards: an expression that was once evaluated under guards is the
+    same code object (compiled once), which must not carry them here."""
+    token = _enforced.set(NOT_ENFORCED)
+    try:
+        yield
+    finally:
+        _enforced.reset(token)
 
 
 @contextmanager
 def _guarding(step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...], blocking: bool) -> Iterator[None]:
     from ._audit import install  # here: the hook and its checks load with the first guarded evaluation
 
-    install(_enforced, _by_thread)
+    install(_enforced, _by_thread, _model_code)
     enforcement = Enforcement(guards)
     token = _enforced.set(enforcement)
     thread = threading.get_ident()
