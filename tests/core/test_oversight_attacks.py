@@ -16,6 +16,7 @@ import logging  # noqa: F401
 import mmap  # noqa: F401
 import os
 import pathlib  # noqa: F401
+import queue
 import shelve  # noqa: F401
 import shutil  # noqa: F401
 import socket
@@ -23,6 +24,7 @@ import sqlite3  # noqa: F401
 import stat
 import tarfile
 import tempfile  # noqa: F401
+import threading
 import urllib.request  # noqa: F401
 import zipfile
 from collections.abc import Iterator
@@ -227,18 +229,40 @@ def test_a_function_the_model_made_keeps_its_guard_when_user_code_calls_it_later
     assert intact(victim)
 
 
-def test_a_function_the_model_made_is_refused_on_a_thread_that_was_already_running(victim: Path) -> None:
-    import concurrent.futures
+class Worker:
+    """A thread of the user's, started before the step, that runs whatever it is handed."""
 
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(lambda: None).result()  # its worker runs before the step
-        globals()["pool"] = pool
-        try:
-            read = run_model_code(
-                "nh_eval", "pool.submit(lambda: os.remove(p)).result()", victim, POLICIES["runtime guard"]()
-            )
-        finally:
-            del globals()["pool"]
+    def __init__(self) -> None:
+        self.jobs: queue.Queue[Any] = queue.Queue()
+        self.thread = threading.Thread(target=self.serve)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            function, done = job
+            try:
+                done.put(function())
+            except OSError as refused:
+                done.put(refused)
+
+    def run(self, function: Any) -> object:
+        done: queue.Queue[object] = queue.Queue()
+        self.jobs.put((function, done))
+        result = done.get()
+        if isinstance(result, OSError):
+            raise result
+        return result
+
+
+def test_a_function_the_model_made_is_refused_on_a_thread_that_was_already_running(victim: Path) -> None:
+    worker = Worker()
+    globals()["worker"] = worker
+    try:
+        read = run_model_code("nh_eval", "worker.run(lambda: os.remove(p))", victim, POLICIES["runtime guard"]())
+    finally:
+        del globals()["worker"]
+        worker.jobs.put(None)
+        worker.thread.join()
     assert intact(victim)
     assert "read_only refused os.remove" in read
 
