@@ -276,3 +276,23 @@ def test_the_same_expression_evaluated_without_a_policy_runs_freely(victim: Path
         look(str(victim))
     assert not victim.exists()
     assert '"error": null' in script.last_tool_results()[0]
+
+
+@nh.natural_function
+async def look_async(p: str) -> None:
+    """natural
+    Look at the file <p>.
+    """
+
+
+def test_an_empty_context_in_an_awaited_expression_does_not_drop_the_guard(victim: Path) -> None:
+    expression = "await asyncio.sleep(0) or contextvars.Context().run(os.remove, p)"
+    executor, script = scripted_executor([call("nh_eval", expression=expression)], [finish()])
+
+    async def main() -> None:
+        with nh.run(executor), nh.scope(oversight=POLICIES["runtime guard"]()):
+            await look_async(str(victim))
+
+    asyncio.run(main())
+    assert intact(victim)
+    assert "read_only refused os.remove" in script.last_tool_results()[0]

@@ -135,12 +135,12 @@ def _hook_reading(
 def _remember(
     model_code: dict[CodeType, tuple[RuntimeGuard, ...]], code: CodeType, guards: tuple[RuntimeGuard, ...]
 ) -> None:
-    """Remember the functions `code` holds (not `code` itself: an expression is compiled once, and may run
-    again under other guards or none), with the guards they were made under."""
+    """Remember `code` and the functions it holds, with the guards they ran under. (An expression is
+    compiled once: evaluated again without guards, its code runs where `NOT_ENFORCED` is set.)"""
+    known = model_code.get(code, ())
+    model_code[code] = known + tuple(guard for guard in guards if guard not in known)
     for constant in code.co_consts:
         if isinstance(constant, CodeType):
-            known = model_code.get(constant, ())
-            model_code[constant] = known + tuple(guard for guard in guards if guard not in known)
             _remember(model_code, constant, guards)
 
 
