@@ -16,9 +16,9 @@ code, an empty value falls back to the thread's (a value set on purpose, `NOT_EN
 
 Model code can also leave code behind that runs later, outside any guarded region: a method of a class it
 made (`__repr__` when the result is shown, `__del__` when it is collected), a lambda it hands to a
-callback. The hook sees each code object guarded model code runs (the `exec` event) and remembers the
-functions it holds; where nothing is enforced, a checked operation called from one of them (found on the
-caller's stack) is held to the guards it was made under.
+callback or to a thread that was already running. Every function it makes has the namespace of its
+evaluation for globals, which the guard marks with its guards (`GUARDS_NAME`); where nothing is enforced,
+a checked operation called from such a function (found on the caller's stack) is held to those guards.
 
 A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
@@ -36,11 +36,11 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
-from ._kinds import NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
+from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
 
 __all__ = ["install"]
 
@@ -57,14 +57,10 @@ _by_thread: dict[int, Enforcement] = {}
 """The enforcement of each thread's synchronous evaluation (owned by `_oversee.py`), once installed."""
 
 
-def install(
-    enforced: ContextVar[Enforcement | None],
-    by_thread: dict[int, Enforcement],
-    model_code: dict[CodeType, tuple[RuntimeGuard, ...]],
-) -> None:
+def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]) -> None:
     """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task,
     or, where it holds nothing, those of the synchronous evaluation running on the thread (`by_thread`), or
-    those of the model-made function that called (`model_code`, which it fills)."""
+    those of the model-made function that called (marked `GUARDS_NAME`)."""
     global _installed, _enforced, _by_thread
     if _installed:
         return
@@ -75,7 +71,7 @@ def install(
             _announce_thread_starts()
         _enforced, _by_thread = enforced, by_thread
         _connect_for_model_code()
-        sys.addaudithook(_hook_reading(enforced, by_thread, model_code))
+        sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
 
 
@@ -97,9 +93,7 @@ def _announce_thread_starts() -> None:
 
 
 def _hook_reading(
-    enforced: ContextVar[Enforcement | None],
-    by_thread: dict[int, Enforcement],
-    model_code: dict[CodeType, tuple[RuntimeGuard, ...]],
+    enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]
 ) -> Callable[[str, tuple[object, ...]], None]:
     current = enforced.get
     thread = threading.get_ident
@@ -111,19 +105,12 @@ def _hook_reading(
         if enforcement is None:
             if by_thread and (enforcement := by_thread.get(thread())) is not None:
                 pass
-            elif model_code and event in _CHECKS:
-                guards = _guards_of_caller(model_code, event, args)
-                if not guards:
-                    return
+            elif event in _CHECKS and (guards := _guards_of_caller(event, args)):
                 enforcement = Enforcement(guards)  # outside any step: nowhere to record the refusal
             else:
                 return
         if not enforcement.guards:
             return  # NOT_ENFORCED
-        if event == "exec":
-            if isinstance(args[0], CodeType):
-                _remember(model_code, args[0], enforcement.guards)
-            return
         check = _CHECKS.get(event)
         if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
             enforcement.refusals.append(refusal)
@@ -132,29 +119,15 @@ def _hook_reading(
     return hook
 
 
-def _remember(
-    model_code: dict[CodeType, tuple[RuntimeGuard, ...]], code: CodeType, guards: tuple[RuntimeGuard, ...]
-) -> None:
-    """Remember `code` and the functions it holds, with the guards they ran under. (An expression is
-    compiled once: evaluated again without guards, its code runs where `NOT_ENFORCED` is set.)"""
-    known = model_code.get(code, ())
-    model_code[code] = known + tuple(guard for guard in guards if guard not in known)
-    for constant in code.co_consts:
-        if isinstance(constant, CodeType):
-            _remember(model_code, constant, guards)
-
-
-def _guards_of_caller(
-    model_code: dict[CodeType, tuple[RuntimeGuard, ...]], event: str, args: tuple[object, ...]
-) -> tuple[RuntimeGuard, ...]:
+def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuard, ...]:
     """The guards of the innermost model-made function on the stack (none: `()`)."""
-    if event == "exec" or (event == "open" and not _opens_for_writing(args)):
-        return ()  # the common events, which every guard allows: no need to look
-    frame: FrameType | None = sys._getframe(2)
+    if event == "open" and not _opens_for_writing(args):
+        return ()  # the common event, which every guard allows: no need to look
+    frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
     while frame is not None:
-        guards = model_code.get(frame.f_code)
-        if guards:
-            return guards
+        guards = frame.f_globals.get(GUARDS_NAME)
+        if guards is not None:
+            return guards  # type: ignore[no-any-return]
         frame = frame.f_back
     return ()
 
@@ -431,7 +404,6 @@ _NETWORK_EVENTS = (
 
 _CHECKS: dict[str, _Check] = {
     "open": _check_open,
-    "exec": lambda guards, event, args: None,  # handled by the hook itself: the code guarded model code runs
     "sqlite3.connect": _check_sqlite,
     "sqlite3.connect/handle": _check_sqlite_handle,
     **dict.fromkeys(_CHANGED_PATHS, _check_change),

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from types import CodeType, MappingProxyType
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .. import events
@@ -31,6 +31,7 @@ from ..errors import NighthawkError, OversightRejectedError, ToolValidationError
 from ..step import StepContext
 from ._kinds import (
     Accept,
+    GUARDS_NAME,
     NOT_ENFORCED,
     Enforcement,
     Oversight,
@@ -72,10 +73,6 @@ _enforced: ContextVar[Enforcement | None] = ContextVar("nighthawk_runtime_guards
 _by_thread: dict[int, Enforcement] = {}
 """The guards of the synchronous evaluation each thread is running: what a fresh `contextvars.Context()`,
 in which `_enforced` is empty, does not drop."""
-_model_code: dict[CodeType, tuple[RuntimeGuard, ...]] = {}
-"""The functions guarded model code made (lambdas, classes' methods, generators: the code objects its
-evaluation holds), with their guards: enforced wherever they run later (a `__del__`, a `__repr__`, a
-callback), outside any guarded region."""
 _carried: ContextVar[tuple[RuntimeGuard, ...]] = ContextVar("nighthawk_carried_guards", default=())
 """The guards of the model code that started the current step, for the model code it evaluates."""
 
@@ -120,7 +117,9 @@ def in_force() -> tuple[Oversight, ...]:
 # --- runtime guards -------------------------------------------------------------------------------------
 
 
-def guarding(step: StepContext, tool_name: str, *, blocking: bool = False) -> AbstractContextManager[None]:
+def guarding(
+    step: StepContext, tool_name: str, *, blocking: bool = False
+) -> AbstractContextManager[Mapping[str, object] | None]:
     """Around the evaluation of model-written code for `tool_name` (`nh_eval`, `nh_assign`, `nh_outcome`).
 
     Inside, the runtime guards in force, with those already enforced or carried here (a natural function
@@ -128,36 +127,28 @@ def guarding(step: StepContext, tool_name: str, *, blocking: bool = False) -> Ab
     they refused is recorded as an `OversightDecision` once the block is left. `blocking` says that the
     block runs synchronously, so that nothing but model code runs on the thread meanwhile: the guards are
     then enforced on the thread too, whatever context the model's code switches to.
+
+    The block gets the names to add to the namespace the model's code runs in (`None` when nothing is
+    enforced): the mark that holds the functions it makes to the same guards wherever they run later.
     """
     current = _enforced.get()
     if current is None and _scoped.get() is None and not _process and not _carried.get():
-        return _unguarded() if _model_code else nullcontext()  # the common case: no oversight at all
+        return nullcontext()  # the common case: no oversight at all
     guards = _union(
         _carried.get(),
         current.guards if current is not None else (),
         tuple(guard for oversight in in_force() for guard in oversight.runtime),
     )
-    if not guards:
-        return _unguarded() if _model_code else nullcontext()
-    return _guarding(step, tool_name, guards, blocking)
+    return _guarding(step, tool_name, guards, blocking) if guards else nullcontext()
 
 
 @contextmanager
-def _unguarded() -> Iterator[None]:
-    """Model code evaluated without guards: an expression that was once evaluated under guards is the
-    same code object (compiled once), which must not carry them here."""
-    token = _enforced.set(NOT_ENFORCED)
-    try:
-        yield
-    finally:
-        _enforced.reset(token)
-
-
-@contextmanager
-def _guarding(step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...], blocking: bool) -> Iterator[None]:
+def _guarding(
+    step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...], blocking: bool
+) -> Iterator[Mapping[str, object]]:
     from ._audit import install  # here: the hook and its checks load with the first guarded evaluation
 
-    install(_enforced, _by_thread, _model_code)
+    install(_enforced, _by_thread)
     enforcement = Enforcement(guards)
     token = _enforced.set(enforcement)
     thread = threading.get_ident()
@@ -165,7 +156,7 @@ def _guarding(step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...
     if blocking:
         _by_thread[thread] = enforcement
     try:
-        yield
+        yield {GUARDS_NAME: guards}
     finally:
         _enforced.reset(token)
         if blocking:
