@@ -123,7 +123,10 @@ def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuar
     """The guards of the innermost model-made function on the stack (none: `()`)."""
     if event == "open" and not _opens_for_writing(args):
         return ()  # the common event, which every guard allows: no need to look
-    frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
+    try:
+        frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
+    except ValueError:
+        return ()  # raised from C with no Python caller
     while frame is not None:
         guards = frame.f_globals.get(GUARDS_NAME)
         if guards is not None:
