@@ -296,3 +296,17 @@ def test_an_empty_context_in_an_awaited_expression_does_not_drop_the_guard(victi
     asyncio.run(main())
     assert intact(victim)
     assert "read_only refused os.remove" in script.last_tool_results()[0]
+
+
+def test_a_function_the_model_made_stays_off_the_network_when_user_code_calls_it_later(
+    listeners: tuple[socket.socket, socket.socket],
+) -> None:
+    tcp, udp = listeners
+    expression = f"lambda: socket.create_connection(('127.0.0.1', {tcp.getsockname()[1]}))"
+    executor, _ = scripted_executor([call("nh_assign", target_path="result", expression=expression)], [finish()])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.no_network()):
+        made = look("unused")
+    assert callable(made)
+    with pytest.raises(nh.oversight.OperationRefusedError, match="no_network refused socket"):
+        made()
+    assert untouched(tcp, udp)
