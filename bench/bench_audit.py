@@ -40,7 +40,7 @@ _CHILD = textwrap.dedent(
         print(loop())
     elif variant == "hook idle":
         from nighthawk.oversight import _audit, _oversee
-        _audit.install(_oversee._enforced)
+        _audit.install(_oversee._enforced, _oversee._by_thread)
         print(loop())
     else:
         import nighthawk as nh
@@ -69,7 +69,7 @@ _EVENT_CHILD = textwrap.dedent(
         return min(timeit.repeat(lambda: sys.audit("nighthawk.bench", 1), number=200_000, repeat=7)) / 200_000 * 1e9
     before = per_event()
     from nighthawk.oversight import _audit, _oversee
-    _audit.install(_oversee._enforced)
+    _audit.install(_oversee._enforced, _oversee._by_thread)
     print(before, per_event())
     """
 )

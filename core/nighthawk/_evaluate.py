@@ -85,13 +85,14 @@ def start_evaluation(
     step_locals: Mapping[str, object],
     step_globals: Mapping[str, object],
     *,
-    around: AbstractContextManager[object] | None = None,
+    around: AbstractContextManager[Mapping[str, object] | None] | None = None,
 ) -> Evaluation:
     """Evaluate `expression` the way Python would if step locals were module-level names.
 
     Warnings raised while evaluating are recorded in the result instead of printed into the user's output.
     `around` is entered for the evaluation itself only (the oversight's runtime guards), not for the
-    bookkeeping before and after it.
+    bookkeeping before and after it; the names it gives are added to the namespace the code runs in (the
+    guards' mark, which the functions the code makes keep as their globals).
 
     Raises:
         SyntaxError: Not a single expression.
@@ -107,7 +108,8 @@ def start_evaluation(
     # The user's filters still apply (an "error" filter still raises, "ignore" still hides); what would have
     # been printed is recorded instead, for the model to read.
     with warnings.catch_warnings(record=True) as caught:
-        with around or nullcontext():
+        with around or nullcontext() as mark:
+            namespace.update(mark or {})
             value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
     note_value(value, derived=derived)
     return Evaluation(

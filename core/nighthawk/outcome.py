@@ -126,7 +126,7 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
 
             def evaluated() -> tuple[Evaluation, _Checked | None]:
                 evaluation = start_evaluation(
-                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL)
+                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL, blocking=True)
                 )
                 if evaluation.awaits or inspect.isawaitable(evaluation.value):
                     return evaluation, None  # awaited on the loop first, validated after

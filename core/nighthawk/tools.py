@@ -125,7 +125,7 @@ async def _evaluate_awaiting(
         nonlocal evaluation
         try:
             evaluation = start_evaluation(
-                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name)
+                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name, blocking=True)
             )
         except Exception as exc:
             raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))

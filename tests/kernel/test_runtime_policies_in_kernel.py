@@ -51,3 +51,18 @@ def test_a_cell_deletes_freely_after_the_step(live: Live, victim: Path) -> None:
     live.run("with nighthawk.scope(oversight=nighthawk.oversight.read_only()):\n    look(p)")
     live.ok("tidy_up(p)")
     assert not victim.exists()
+
+
+def test_a_value_made_by_model_code_cannot_delete_when_the_notebook_shows_it(live: Live, victim: Path) -> None:
+    # The cell's result is shown by IPython after the step: its `__repr__` is the model's code.
+    live.ok(
+        "@nighthawk.natural_function\n"
+        "def make(p: str):\n"
+        '    """natural\n'
+        "    RETURN type('Shown', (), {'__repr__': lambda self: str(getattr(os, 're' + 'move')(p))})()\n"
+        '    """\n'
+    )
+    live.run("with nighthawk.scope(oversight=nighthawk.oversight.read_only()):\n    shown = make(p)")
+    cell = live.run("shown")
+    assert victim.read_text() == "precious"
+    assert "read_only refused os.remove" in cell.error_text + cell.printed

@@ -9,7 +9,16 @@ This module is the hook and its checks, loaded with the first evaluation under a
 `import nighthawk`. `_oversee.py` owns the context variable that says which guards are enforced on a
 thread or task, and sets it around the evaluation of model-written code only; the hook, added once per
 process (a hook cannot be removed), reads it and returns at once while it is empty: user code before and
-after a step, other threads, and the provider's requests on the background loop (other tasks).
+after a step, other threads, and the provider's requests on the background loop (other tasks). A
+synchronous evaluation is also recorded by thread, because model code can run a function in a fresh
+`contextvars.Context()`, where the context variable is empty: while that thread runs nothing but model
+code, an empty value falls back to the thread's (a value set on purpose, `NOT_ENFORCED`, does not).
+
+Model code can also leave code behind that runs later, outside any guarded region: a method of a class it
+made (`__repr__` when the result is shown, `__del__` when it is collected), a lambda it hands to a
+callback or to a thread that was already running. Every function it makes has the namespace of its
+evaluation for globals, which the guard marks with its guards (`GUARDS_NAME`); where nothing is enforced,
+a checked operation called from such a function (found on the caller's stack) is held to those guards.
 
 A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
@@ -21,14 +30,17 @@ installation, to raise the event later versions raise (`_thread.start_new_thread
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
+from types import FrameType
+from typing import Any
 
 from ..errors import OperationRefusedError
-from ._kinds import Enforcement, Refusal, RuntimeGuard
+from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
 
 __all__ = ["install"]
 
@@ -41,11 +53,15 @@ _install_lock = threading.Lock()
 _installed = False
 _enforced: ContextVar[Enforcement | None] | None = None
 """The context variable the hook reads (owned by `_oversee.py`), once installed."""
+_by_thread: dict[int, Enforcement] = {}
+"""The enforcement of each thread's synchronous evaluation (owned by `_oversee.py`), once installed."""
 
 
-def install(enforced: ContextVar[Enforcement | None]) -> None:
-    """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task."""
-    global _installed, _enforced
+def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]) -> None:
+    """Add the audit hook, once per process: it enforces the guards `enforced` holds on each thread or task,
+    or, where it holds nothing, those of the synchronous evaluation running on the thread (`by_thread`), or
+    those of the model-made function that called (marked `GUARDS_NAME`)."""
+    global _installed, _enforced, _by_thread
     if _installed:
         return
     with _install_lock:
@@ -53,8 +69,9 @@ def install(enforced: ContextVar[Enforcement | None]) -> None:
             return
         if sys.version_info < (3, 12):
             _announce_thread_starts()
-        _enforced = enforced
-        sys.addaudithook(_hook_reading(enforced))
+        _enforced, _by_thread = enforced, by_thread
+        _connect_for_model_code()
+        sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
 
 
@@ -75,21 +92,47 @@ def _announce_thread_starts() -> None:
 # --- the hook -------------------------------------------------------------------------------------------
 
 
-def _hook_reading(enforced: ContextVar[Enforcement | None]) -> Callable[[str, tuple[object, ...]], None]:
+def _hook_reading(
+    enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enforcement]
+) -> Callable[[str, tuple[object, ...]], None]:
     current = enforced.get
+    thread = threading.get_ident
 
     def hook(event: str, args: tuple[object, ...]) -> None:
         # Called for every audited operation of the process, on every thread: the common case (nothing
-        # enforced here) is one context-variable read.
+        # enforced here) is one context-variable read, a test of an empty dict and a dict look-up.
         enforcement = current()
         if enforcement is None:
-            return
+            if by_thread and (enforcement := by_thread.get(thread())) is not None:
+                pass
+            elif event in _CHECKS and (guards := _guards_of_caller(event, args)):
+                enforcement = Enforcement(guards)  # outside any step: nowhere to record the refusal
+            else:
+                return
+        if not enforcement.guards:
+            return  # NOT_ENFORCED
         check = _CHECKS.get(event)
         if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
             enforcement.refusals.append(refusal)
             raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
     return hook
+
+
+def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuard, ...]:
+    """The guards of the innermost model-made function on the stack (none: `()`)."""
+    if event == "open" and not _opens_for_writing(args):
+        return ()  # the common event, which every guard allows: no need to look
+    try:
+        frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
+    except ValueError:
+        return ()  # raised from C with no Python caller
+    while frame is not None:
+        guards = frame.f_globals.get(GUARDS_NAME)
+        if guards is not None:
+            return guards  # type: ignore[no-any-return]
+        frame = frame.f_back
+    return ()
 
 
 _Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
@@ -131,12 +174,18 @@ _CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
 
 
 def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    path, mode, flags = args
-    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
-    writes = flags & _WRITE_FLAGS if isinstance(flags, int) else any(letter in mode for letter in "wax+")  # type: ignore[operator]
-    if not writes or isinstance(path, int):
+    path = args[0]
+    if not _opens_for_writing(args) or isinstance(path, int):
         return None  # reading; or a descriptor already open, which grants nothing new
     return _check_paths(guards, f"opening {_shown(path)} for writing", ((path, None),))
+
+
+def _opens_for_writing(args: tuple[object, ...]) -> bool:
+    _, mode, flags = args
+    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
+    if isinstance(flags, int):
+        return bool(flags & _WRITE_FLAGS)
+    return isinstance(mode, str) and any(letter in mode for letter in "wax+")
 
 
 def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -159,6 +208,55 @@ def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
             return None
     hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
     return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
+
+
+def _check_sqlite_handle(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    # SQL writes files without an event (`ATTACH DATABASE 'new.db'`, `VACUUM INTO 'copy.db'`, from a
+    # `:memory:` or `mode=ro` connection alike): model code gets connections that may attach no database.
+    if type(args[0]) is _sqlite_connection_type():
+        return None
+    guard = next((guard for guard in guards if guard.files), None)
+    if guard is None:
+        return None
+    return _refusal(guard, f"a {type(args[0]).__name__} connection", "model-written code may open SQLite databases "
+                    "under this policy only with `sqlite3.connect(...)` and its default connection type")
+
+
+@functools.cache
+def _sqlite_connection_type() -> type:
+    """The connection class `sqlite3.connect` makes for model code under a file guard: it may attach no
+    other database (`ATTACH`, `VACUUM INTO` write files that no audit event announces)."""
+    import sqlite3
+
+    class ModelConnection(sqlite3.Connection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+
+    return ModelConnection
+
+
+def _connect_for_model_code() -> None:
+    """Make `sqlite3.connect` give model code under a file guard a `ModelConnection` (user code keeps the
+    usual one); a connection of any other type is refused to model code by `_check_sqlite_handle`."""
+    import sqlite3  # here: loaded with the first guarded evaluation, never at `import nighthawk`
+
+    original = sqlite3.connect
+
+    @functools.wraps(original)
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        if len(args) < 6 and "factory" not in kwargs and _file_guard_here():
+            kwargs["factory"] = _sqlite_connection_type()
+        return original(*args, **kwargs)
+
+    sqlite3.connect = sqlite3.dbapi2.connect = connect  # type: ignore[assignment]
+
+
+def _file_guard_here() -> bool:
+    enforcement = _enforced.get() if _enforced is not None else None
+    if enforcement is None:
+        enforcement = _by_thread.get(threading.get_ident())
+    return enforcement is not None and any(guard.files for guard in enforcement.guards)
 
 
 def _check_paths(
@@ -287,7 +385,7 @@ def _addresses(host: str) -> frozenset[str]:
     if host not in _resolved_hosts and _enforced is not None:
         import socket
 
-        token = _enforced.set(None)  # the look-up is ours, not the model's: not checked in turn
+        token = _enforced.set(NOT_ENFORCED)  # the look-up is ours, not the model's: not checked in turn
         try:
             found = frozenset(str(info[4][0]).lower() for info in socket.getaddrinfo(host, None))
         except OSError:
@@ -310,6 +408,7 @@ _NETWORK_EVENTS = (
 _CHECKS: dict[str, _Check] = {
     "open": _check_open,
     "sqlite3.connect": _check_sqlite,
+    "sqlite3.connect/handle": _check_sqlite_handle,
     **dict.fromkeys(_CHANGED_PATHS, _check_change),
     **dict.fromkeys(_PROCESS_EVENTS, _check_process),
     **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),

@@ -15,6 +15,8 @@ from ..step import ExecutionContext
 
 __all__ = [
     "Accept",
+    "GUARDS_NAME",
+    "NOT_ENFORCED",
     "Enforcement",
     "Oversight",
     "Refusal",
@@ -124,6 +126,15 @@ class Enforcement:
 
     guards: tuple[RuntimeGuard, ...]
     refusals: list[Refusal] = field(default_factory=list)
+
+
+GUARDS_NAME = "__nighthawk_guards__"
+"""The name under which guarded model code's namespace holds its guards: the globals of every function it
+makes, which stay held to them wherever they run."""
+
+NOT_ENFORCED = Enforcement(guards=())
+"""Set on purpose where nothing is enforced though model code runs further up (a step's own work, a look-up
+of the guard's own): unlike an unset value, it also overrides the enforcement of the thread."""
 
 
 ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with

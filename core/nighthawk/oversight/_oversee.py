@@ -16,6 +16,7 @@ from enforcing them on its own work, and carries them to the model code it evalu
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -30,6 +31,8 @@ from ..errors import NighthawkError, OversightRejectedError, ToolValidationError
 from ..step import StepContext
 from ._kinds import (
     Accept,
+    GUARDS_NAME,
+    NOT_ENFORCED,
     Enforcement,
     Oversight,
     Reject,
@@ -67,6 +70,9 @@ _scoped: ContextVar[Oversight | None] = ContextVar("nighthawk_oversight", defaul
 _process: list[Oversight] = []
 _enforced: ContextVar[Enforcement | None] = ContextVar("nighthawk_runtime_guards", default=None)
 """The runtime guards enforced on this thread or task: set only while model-written code runs."""
+_by_thread: dict[int, Enforcement] = {}
+"""The guards of the synchronous evaluation each thread is running: what a fresh `contextvars.Context()`,
+in which `_enforced` is empty, does not drop."""
 _carried: ContextVar[tuple[RuntimeGuard, ...]] = ContextVar("nighthawk_carried_guards", default=())
 """The guards of the model code that started the current step, for the model code it evaluates."""
 
@@ -111,12 +117,19 @@ def in_force() -> tuple[Oversight, ...]:
 # --- runtime guards -------------------------------------------------------------------------------------
 
 
-def guarding(step: StepContext, tool_name: str) -> AbstractContextManager[None]:
+def guarding(
+    step: StepContext, tool_name: str, *, blocking: bool = False
+) -> AbstractContextManager[Mapping[str, object] | None]:
     """Around the evaluation of model-written code for `tool_name` (`nh_eval`, `nh_assign`, `nh_outcome`).
 
     Inside, the runtime guards in force, with those already enforced or carried here (a natural function
     called by guarded model code cannot shed them), are enforced on this thread or task; each operation
-    they refused is recorded as an `OversightDecision` once the block is left.
+    they refused is recorded as an `OversightDecision` once the block is left. `blocking` says that the
+    block runs synchronously, so that nothing but model code runs on the thread meanwhile: the guards are
+    then enforced on the thread too, whatever context the model's code switches to.
+
+    The block gets the names to add to the namespace the model's code runs in (`None` when nothing is
+    enforced): the mark that holds the functions it makes to the same guards wherever they run later.
     """
     current = _enforced.get()
     if current is None and _scoped.get() is None and not _process and not _carried.get():
@@ -126,20 +139,31 @@ def guarding(step: StepContext, tool_name: str) -> AbstractContextManager[None]:
         current.guards if current is not None else (),
         tuple(guard for oversight in in_force() for guard in oversight.runtime),
     )
-    return _guarding(step, tool_name, guards) if guards else nullcontext()
+    return _guarding(step, tool_name, guards, blocking) if guards else nullcontext()
 
 
 @contextmanager
-def _guarding(step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...]) -> Iterator[None]:
+def _guarding(
+    step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...], blocking: bool
+) -> Iterator[Mapping[str, object]]:
     from ._audit import install  # here: the hook and its checks load with the first guarded evaluation
 
-    install(_enforced)
+    install(_enforced, _by_thread)
     enforcement = Enforcement(guards)
     token = _enforced.set(enforcement)
+    thread = threading.get_ident()
+    outer = _by_thread.get(thread)
+    if blocking:
+        _by_thread[thread] = enforcement
     try:
-        yield
+        yield {GUARDS_NAME: guards}
     finally:
         _enforced.reset(token)
+        if blocking:
+            if outer is None:
+                del _by_thread[thread]
+            else:
+                _by_thread[thread] = outer
         # Outside the guard: listeners (displays, telemetry) are not model code.
         for refusal in enforcement.refusals:
             _record(step, "runtime", refusal.policy, "rejected", refusal.message, tool_name=tool_name)
@@ -151,11 +175,11 @@ def step_machinery() -> Iterator[None]:
     calls) are not enforced on the step's requests and bookkeeping, but carried to the model code the step
     evaluates."""
     current = _enforced.get()
-    if current is None:
+    if current is None or not current.guards:
         yield
         return
     carried = _carried.set(_union(_carried.get(), current.guards))
-    cleared = _enforced.set(None)
+    cleared = _enforced.set(NOT_ENFORCED)  # also over the thread's enforcement
     try:
         yield
     finally:
