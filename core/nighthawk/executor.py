@@ -13,23 +13,22 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from . import events
-from ._evaluate import clip
-from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
-from ._secrets import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL, outcome_object
 from .agents import agent_model, is_agent_model, near_agent_model
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError, OversightRejectedError
-from .prompt import prompt_cache_settings, render_prompts
 from .runtime import StepExecutor
 from .step import StepContext
-from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Outcome
+
+# The kernel extension builds an executor when it loads, long before a step: the modules only a step needs
+# (the prompt and media stack with hashlib and pathlib, the tools with the oversight hooks, secret
+# scrubbing with base64) are imported by the functions below that run one, not at the top.
 
 __all__ = ["OUTCOME_RETRIES", "TOOL_RETRIES", "AgentStepExecutor", "StepExecutor", "check_credentials"]
 
@@ -147,6 +146,9 @@ class AgentStepExecutor:
 
     def _render(self, step: StepContext) -> tuple[tuple[Any, ...], tuple[str, str]]:
         """The step's attachments (its media read bindings, read now) and its prompts, which name them."""
+        from ._media import collect_attachments  # hashlib, pathlib (see the note at the top)
+        from .prompt import render_prompts
+
         limits = step.rendering.limits
         attachments = collect_attachments(
             step.program.reads, step.step_locals, max_items=limits.media_max_items, max_bytes=limits.media_max_bytes
@@ -168,8 +170,10 @@ class AgentStepExecutor:
         from pydantic_ai.usage import RunUsage
 
         from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+        from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
         from ._watch import StepWatch  # here: it subclasses a pydantic-ai class
+        from .prompt import prompt_cache_settings
 
         model = self._resolve_model()
         agent = self._get_agent(step)
@@ -397,7 +401,11 @@ def _output_spec(schema: Mapping[str, object]) -> Any:
 def _build_agent(output_spec: list[Any]) -> Any:
     from pydantic_ai import Agent, ModelRetry, RunContext, Tool
 
+    from ._evaluate import clip
+    from ._media import tool_result_media  # hashlib (see the note at the top)
+    from ._secrets import scrub_exception
     from .outcome import resolve_outcome  # here: it imports pydantic
+    from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
 
     # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
@@ -544,6 +552,7 @@ def _user_tool(definition: Any) -> Any:
     from pydantic_ai import Tool
 
     from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
+    from .tools import invoke_tool  # the oversight hooks (see the note at the top)
 
     function = definition.function
 
