@@ -69,6 +69,10 @@ class AgentStepExecutor:
         self._configuration = configuration or StepExecutorConfiguration()
         self._agents: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
         self._model: Any = None
+        self._client_retries: int | None = None
+        """The retry count set on the SDK clients of the models this executor built, when every model in its
+        chain has one (then the per-request `max_retries` setting is left out: it would make pydantic-ai copy
+        the client for every request)."""
         self._user_agent = agent
 
     @classmethod
@@ -98,8 +102,9 @@ class AgentStepExecutor:
     def with_configuration(self, configuration: StepExecutorConfiguration) -> AgentStepExecutor:
         """A new executor with another configuration (the same model instance when the model is unchanged)."""
         executor = AgentStepExecutor(configuration, agent=self._user_agent)
-        if configuration.model == self._configuration.model:
+        if configuration.model == self._configuration.model and configuration.max_retries == self._configuration.max_retries:
             executor._model = self._model
+            executor._client_retries = self._client_retries
         return executor
 
     @property
@@ -120,11 +125,16 @@ class AgentStepExecutor:
 
     def _resolve_model(self) -> Any:
         if self._model is None:
-            model = _build_model(self._chosen_model())
+            retries = self._configuration.max_retries
+            chain = [_build_model(self._chosen_model(), retries)]
+            chain += [_build_model(fallback, retries) for fallback in self._configuration.fallback_models]
+            # Only when every model's client took the count can the request settings leave it out.
+            self._client_retries = retries if all(built for _, built in chain) else None
+            model = chain[0][0]
             if self._configuration.fallback_models:
                 from pydantic_ai.models.fallback import FallbackModel
 
-                model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
+                model = FallbackModel(model, *(fallback for fallback, _ in chain[1:]))
             from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
             from ._secret_model import SecretScrubbingModel
 
@@ -281,6 +291,8 @@ class AgentStepExecutor:
         explicit = self._configuration.model_settings or {}
         agent_settings = getattr(self._user_agent, "model_settings", None) or {}
         settings.update({key: value for key, value in agent_settings.items() if key not in explicit})
+        if self._client_retries is not None and settings.get("max_retries") == self._client_retries:
+            del settings["max_retries"]  # the clients carry it (see `_client_retries`)
         return settings
 
 
@@ -300,12 +312,28 @@ def _user_thread_callables() -> Iterator[None]:
         yield
 
 
-def _build_model(model: Any) -> Any:
-    """A pydantic-ai model for a `provider:model` string (checking its key first) or a `Model` as it is."""
+def _build_model(model: Any, max_retries: int | None) -> tuple[Any, bool]:
+    """A pydantic-ai model for a `provider:model` string (checking its key first) or a `Model` as it is, and
+    whether its SDK client now retries `max_retries` times.
+
+    The retry count is set once on the client of a model built here (its own client, made for it): passed in
+    each request's settings instead, pydantic-ai would copy the client for every request. A `Model` given
+    by the user keeps its client; its requests carry the setting.
+    """
     if not isinstance(model, str):
-        return model
+        return model, False
     if is_agent_model(model):
-        return agent_model(model)
+        return agent_model(model), False
+    built = _infer_model(model)
+    client = getattr(built, "client", None)
+    if max_retries is None or not isinstance(getattr(client, "max_retries", None), int):
+        return built, False
+    client.max_retries = max_retries
+    return built, True
+
+
+def _infer_model(model: str) -> Any:
+    """pydantic-ai's model for a `provider:model` string, or a `NighthawkError` that says what to change."""
     check_credentials(model)
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.models import infer_model
