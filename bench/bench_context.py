@@ -13,7 +13,7 @@ import time
 from nighthawk._tokens import estimate_tokens
 from nighthawk.configuration import StepContextLimits
 from nighthawk.context import render_locals_summary
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
 
 RUNS = 15
 

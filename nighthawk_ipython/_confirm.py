@@ -19,7 +19,7 @@ import ast
 from IPython.core.error import StdinNotImplementedError
 
 from nighthawk._evaluate import clip
-from nighthawk._secrets import current_scrubber
+from nighthawk.secrets._scrubber import current_scrubber
 from nighthawk.errors import OversightRejectedError, not_committed
 from nighthawk.oversight import (
     Accept,

@@ -33,7 +33,7 @@ from .errors import (
     ToolValidationError,
     last_error,
 )
-from .redaction import ContextRedaction
+from .secrets import ContextRedaction
 from .runtime import (
     ExecutionContext,
     ExecutionRef,
@@ -167,9 +167,9 @@ def __getattr__(name: str) -> _Any:
         globals()[name] = value  # found directly from now on
         return value
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
-    if name == "ray":
-        return importlib.import_module(f"{__name__}.ray")
-    # `nh.resilience.vote(...)`, `nh.oversight.read_only()`: imported on first use, not by `import nighthawk`.
-    if name in _SUBMODULES:
+    # `nh.resilience.vote(...)`, `nh.oversight.read_only()`, `nh.ray.map_batches(...)`: imported on first use,
+    # not by `import nighthawk`. `nh.redaction.DEFAULT_MASK_NAME_PATTERNS`: the rules' public module, which
+    # only names them again.
+    if name in ("ray", "redaction", *_SUBMODULES):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import CodeType
 
-from ._secrets import note_expression, note_value
+from .secrets._scrubber import note_expression, note_value
 
 __all__ = ["Evaluation", "clip", "compile_expression", "start_evaluation"]
 

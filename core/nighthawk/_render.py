@@ -41,13 +41,13 @@ from collections.abc import (
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from ._secret_values import credential_columns
-from .redaction import looks_ordinary
+from .secrets._values import credential_columns
+from .secrets import looks_ordinary
 
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
     from .configuration import JsonRendererStyle
-    from .redaction import ContextRedaction
+    from .secrets import ContextRedaction
 
 __all__ = ["bounded_repr", "render_value", "type_name"]
 
@@ -317,7 +317,7 @@ class _Walker:
         return open_ + ",".join(parts) + close
 
     def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
-        sensitive = isinstance(key, str) and self.redaction.is_sensitive_name(key)
+        sensitive = isinstance(key, str) and self.redaction.hides(key, item)
         if isinstance(key, str):
             key_text = key
         elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):

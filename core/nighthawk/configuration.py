@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
 from .agents import check_agent_model_settings, is_agent_model
 from .budget import UsageBudget
-from .redaction import ContextRedaction
+from .secrets import ContextRedaction
 
 __all__ = [
     "DEFAULT_MAX_IDLE_ROUNDS",

@@ -31,7 +31,7 @@ from ._render import bounded_repr, render_value, type_name
 if TYPE_CHECKING:
     from ._tokens import TokenCounter
     from .configuration import JsonRendererStyle, StepContextLimits
-    from .redaction import ContextRedaction
+    from .secrets import ContextRedaction
 
 __all__ = ["SNIPPED_MARKER", "render_entry", "render_globals_summary", "render_locals_summary"]
 

@@ -364,7 +364,7 @@ def emit(event: Event) -> None:
     if not listeners:
         return
     # Here, not at the top: secret collection (base64, ast) is a step's; an event with a listener needs it.
-    from ._secrets import current_scrubber
+    from .secrets._scrubber import current_scrubber
 
     event = current_scrubber().scrub_data(event)
     for listener in listeners:

@@ -7,15 +7,14 @@ imported on first use, so constructing an executor (or importing nighthawk) need
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from . import events
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
 from ._outcome_schema import OUTCOME_TOOL, outcome_object
-from .agents import agent_model, is_agent_model, near_agent_model
+from ._provider_models import build_model, check_credentials
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError, OversightRejectedError
@@ -39,18 +38,6 @@ TOOL_RETRIES = 2
 """Retries for tool calls whose arguments do not match the tool's schema."""
 
 _FAILURE_PREFIX = '{"value": null, "error": {'  # how every failed tool envelope starts (tools._failure)
-
-# Environment variable each provider prefix reads its key from, for a message before any request is made.
-_KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google-gla": "GEMINI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-}
 
 
 class AgentStepExecutor:
@@ -126,8 +113,8 @@ class AgentStepExecutor:
     def _resolve_model(self) -> Any:
         if self._model is None:
             retries = self._configuration.max_retries
-            chain = [_build_model(self._chosen_model(), retries)]
-            chain += [_build_model(fallback, retries) for fallback in self._configuration.fallback_models]
+            chain = [build_model(self._chosen_model(), retries)]
+            chain += [build_model(fallback, retries) for fallback in self._configuration.fallback_models]
             # Only when every model's client took the count can the request settings leave it out.
             self._client_retries = retries if all(built for _, built in chain) else None
             model = chain[0][0]
@@ -135,13 +122,16 @@ class AgentStepExecutor:
                 from pydantic_ai.models.fallback import FallbackModel
 
                 model = FallbackModel(model, *(fallback for fallback, _ in chain[1:]))
-            from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
-            from ._secret_model import SecretScrubbingModel
-
-            # Every request is first counted in its budget groups (or refused), then passes the step's secret
-            # scrubber before the model (or a replay store) sees it.
-            self._model = BudgetGateModel(SecretScrubbingModel(model))
+            self._model = _gated(model)
         return self._model
+
+    def routed(self, route: Callable[[Any], Any]) -> AgentStepExecutor:
+        """A copy whose requests go to `route(model)` (the provider's pydantic-ai model, built now) instead of
+        the model itself, still behind the budget gate and the secret scrubber; its configuration, and so its
+        label, is this one's. A batch-API map routes its requests to the provider's batches this way."""
+        executor = AgentStepExecutor(self._configuration, agent=self._user_agent)
+        executor._model = _gated(route(build_model(self._chosen_model(), None)[0]))  # retries as each request says
+        return executor
 
     def _get_agent(self, step: StepContext) -> Any:
         # pydantic-ai fixes the output tools when an agent has an output validator, so there is one agent
@@ -312,42 +302,13 @@ def _user_thread_callables() -> Iterator[None]:
         yield
 
 
-def _build_model(model: Any, max_retries: int | None) -> tuple[Any, bool]:
-    """A pydantic-ai model for a `provider:model` string (checking its key first) or a `Model` as it is, and
-    whether its SDK client now retries `max_retries` times.
+def _gated(model: Any) -> Any:
+    from ._budget_model import BudgetGateModel  # here: both subclass a pydantic-ai model
+    from .secrets._model import SecretScrubbingModel
 
-    The retry count is set once on the client of a model built here (its own client, made for it): passed in
-    each request's settings instead, pydantic-ai would copy the client for every request. A `Model` given
-    by the user keeps its client; its requests carry the setting.
-    """
-    if not isinstance(model, str):
-        return model, False
-    if is_agent_model(model):
-        return agent_model(model), False
-    built = _infer_model(model)
-    client = getattr(built, "client", None)
-    if max_retries is None or not isinstance(getattr(client, "max_retries", None), int):
-        return built, False
-    client.max_retries = max_retries
-    return built, True
-
-
-def _infer_model(model: str) -> Any:
-    """pydantic-ai's model for a `provider:model` string, or a `NighthawkError` that says what to change."""
-    check_credentials(model)
-    from pydantic_ai.exceptions import UserError
-    from pydantic_ai.models import infer_model
-
-    try:
-        return infer_model(model)
-    except (UserError, ImportError, ValueError) as exc:
-        near = near_agent_model(model)
-        if near is not None:
-            raise NighthawkError(f"cannot use `model` {model!r}: there is no such provider; did you mean {near!r}?") from exc
-        raise NighthawkError(
-            f"cannot use `model` {model!r}: {exc}. Choose another with "
-            "`StepExecutorConfiguration(model='provider:model')` or, in a notebook, `%nighthawk model ...`"
-        ) from exc
+    # Every request is first counted in its budget groups (or refused), then passes the step's secret
+    # scrubber before the model (or a replay store) sees it.
+    return BudgetGateModel(SecretScrubbingModel(model))
 
 
 def _budget_error(exc: Any, usage: Any, limits: StepLimits) -> BudgetExceededError:
@@ -396,25 +357,6 @@ def _last_retry_reason(messages: list[Any]) -> str | None:
     return None
 
 
-def check_credentials(model: str) -> None:
-    """Fail before any network call when a `provider:model` string's API key is missing from the environment.
-
-    Raises:
-        NighthawkError: The key's environment variable is unset.
-    """
-    provider = model.split(":", 1)[0]
-    variable = _KEY_VARIABLES.get(provider)
-    if variable is None or os.environ.get(variable):
-        return
-    if provider.startswith("openai") and os.environ.get("OPENAI_BASE_URL"):
-        return  # an OpenAI-compatible server (local or proxy) may need no key
-    raise NighthawkError(
-        f"`model` {model!r} needs an API key in the environment variable `{variable}`, which is not set. "
-        f"Set it (for example `export {variable}=...`), or choose another model with "
-        "`StepExecutorConfiguration(model='provider:model')` (in a notebook: `%nighthawk model provider:model`)."
-    )
-
-
 def _output_spec(schema: Mapping[str, object]) -> Any:
     from pydantic_ai import StructuredDict, ToolOutput
 
@@ -431,7 +373,7 @@ def _build_agent(output_spec: list[Any]) -> Any:
 
     from ._evaluate import clip
     from ._media import tool_result_media  # hashlib (see the note at the top)
-    from ._secrets import scrub_exception
+    from .secrets._scrubber import scrub_exception
     from .outcome import resolve_outcome  # here: it imports pydantic
     from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from string import Template
 
 from ._media import Attachment, media_placeholders
-from ._secrets import current_scrubber
+from .secrets._scrubber import current_scrubber
 from .configuration import StepExecutorConfiguration
 from .context import render_globals_summary, render_locals_summary
 from .runtime import prompt_suffix_fragments

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from . import events
 from ._deadline import DeadlinePassed, bounded_by
 from ._report import shown_short
-from ._secrets import scrub_exception, scrubbing_step
+from .secrets._scrubber import scrub_exception, scrubbing_step
 from ._tool_registry import push_tool_scope, visible_tools
 from .block import Program
 from .budget import Deadline, step_deadline

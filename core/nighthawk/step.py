@@ -23,7 +23,7 @@ from .budget import StepUsage
 from .configuration import StepContextLimits, StepExecutorConfiguration
 from .errors import NaturalParseError, NighthawkError, ToolValidationError
 from .frame import Frame
-from .redaction import ContextRedaction
+from .secrets import ContextRedaction
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
@@ -99,7 +99,7 @@ class RenderingPolicy:
 
     def render(self, value: object, max_tokens: int, *, name: str | None = None) -> str:
         """Bounded, masked JSON-ish text of `value`."""
-        if name is not None and self.redaction.is_sensitive_name(name):
+        if name is not None and self.redaction.hides(name, value):
             return '"' + self.redaction.placeholder + '"'
         from ._render import render_value  # datetime, decimal, pathlib, urllib (see the note at the top)
 

@@ -19,7 +19,7 @@ from typing import Any
 from . import events
 from ._boundary import ErrorKind, ToolBoundaryError
 from ._evaluate import Evaluation, clip, start_evaluation
-from ._secrets import current_scrubber
+from .secrets._scrubber import current_scrubber
 from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 from .errors import OperationRefusedError, StepAbortedError, ToolEvaluationError, ToolValidationError

@@ -14,7 +14,7 @@ import pytest
 from nighthawk._tokens import estimate_tokens
 from nighthawk.configuration import StepContextLimits
 from nighthawk.context import render_entry, render_globals_summary, render_locals_summary
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
 
 
 class EstimateCounter:
@@ -126,7 +126,7 @@ def test_module_renders_as_module():
 
 
 def test_sensitive_name_keeps_type_and_masks_value():
-    assert entry("openai_api_key", "abc") == 'openai_api_key: str = "<masked>"'
+    assert entry("openai_api_key", "k-4f9a2c7e") == 'openai_api_key: str = "<masked>"'
 
 
 def test_sensitive_looking_callable_still_shows_signature():

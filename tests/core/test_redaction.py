@@ -1,4 +1,4 @@
-"""Tests for `nighthawk.redaction.ContextRedaction`."""
+"""Tests for `nighthawk.secrets.ContextRedaction`."""
 
 from __future__ import annotations
 
@@ -10,18 +10,26 @@ import pydantic
 import pytest
 
 import nighthawk as nh
-from nighthawk._secrets import LogScrubber, SecretScrubber, collect_secret_values, scrub_exception
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
+from nighthawk.secrets._scrubber import LogScrubber, SecretScrubber, collect_secret_values, scrub_exception
 
 REDACTION = ContextRedaction()
 PASSWORD = "hunter2-blue-42"
 API_KEY = "sk-ant-api03-" + "Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5"
 
 
+def test_the_rules_are_still_importable_from_nighthawk_redaction() -> None:
+    from nighthawk.redaction import DEFAULT_MASK_NAME_PATTERNS, ContextRedaction as Public
+
+    assert Public is nh.ContextRedaction is ContextRedaction
+    assert nh.redaction.DEFAULT_MASK_NAME_PATTERNS is DEFAULT_MASK_NAME_PATTERNS
+
+
 @pytest.mark.parametrize(
     "name",
     ["openai_api_key", "OPENAI_API_KEY", "authToken", "db_password", "apiKeys", "client_secret", "sessionId",
-     "passwd", "refresh_token", "AWS_SECRET_ACCESS_KEY", "credentials", "cookie", "pw", "db_pw", "passcode", "doorPasscode", "dsn"],
+     "passwd", "refresh_token", "AWS_SECRET_ACCESS_KEY", "credentials", "cookie", "pw", "db_pw", "passcode", "doorPasscode", "dsn",
+     "password_reset_token", "token_type_secret", "api_key_v2", "pad_token_secret"],
 )
 def test_sensitive_looking_names_are_masked(name):
     assert REDACTION.is_sensitive_name(name)
@@ -30,7 +38,8 @@ def test_sensitive_looking_names_are_masked(name):
 @pytest.mark.parametrize(
     "name",
     ["keyboard", "monkey", "tokens_used", "max_tokens", "author", "keys", "passenger", "secretary", "data",
-     "key", "sort_key", "primary_key", "key_column", "tokens"],
+     "key", "sort_key", "primary_key", "key_column", "tokens", "password_policy", "token_budget", "token_ids",
+     "token_type_ids", "jwt_algorithm", "auth_provider", "auth_enabled", "salt_rounds", "pad_token", "eos_token_id"],
 )
 def test_names_that_only_contain_a_sensitive_word_are_not_masked(name):
     assert not REDACTION.is_sensitive_name(name)
@@ -95,7 +104,33 @@ def test_disabled_redaction_scrubs_nothing():
 
 
 def test_mask_value_masks_sensitive_name():
-    assert REDACTION.mask_value("api_key", 12345) == "<masked>"
+    assert REDACTION.mask_value("api_key", "k-4f9a2c7e") == "<masked>"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("password", 739144), ("passcode", "dragon"), ("client_secret", "sesame"), ("private_key", 0x4C0883A69102937D), ("session_id", 17_000_000_001),
+     ("api_key", "AbCdEfGhIjKlMnOpQrSt"), ("token", "tok_4f9a"), ("credentials", {"user": "bob"}), ("auth", ["x"])],
+)
+def test_a_value_that_can_be_a_credential_stays_masked_under_its_name(name: str, value: object) -> None:
+    # A person chooses a password (a word, a PIN); a number of 64 bits can be a key; mixed-case letters can be
+    # random; a container is looked into by name, not shown.
+    assert REDACTION.mask_value(name, value) == "<masked>"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("auth_enabled", True), ("salt", 16), ("token", 3), ("api_key", None), ("api_key", ""), ("auth", "basic"),
+     ("jwt", "HS256"), ("token", "bearer"), ("oauth", "client_credentials"), ("access_key", 0.5)],
+)
+def test_a_value_that_cannot_be_a_credential_is_shown_under_a_key_or_token_name(name: str, value: object) -> None:
+    assert REDACTION.mask_value(name, value) == value
+
+
+def test_a_name_of_your_own_hides_any_value() -> None:
+    redaction = ContextRedaction(mask_name_patterns=(*REDACTION.mask_name_patterns, r"ssn"), extra_mask_names=("pin_hint",))
+    assert redaction.mask_value("patient_ssn", 123456789) == "<masked>"
+    assert redaction.mask_value("pin_hint", True) == "<masked>"
 
 
 def test_mask_value_masks_a_string_that_is_wholly_a_credential():
@@ -130,7 +165,7 @@ def test_pattern_lists_are_stored_as_tuples():
     assert ContextRedaction(allow_names=["a"]).allow_names == ("a",)  # type: ignore[arg-type]
 
 
-# --- secret values (nighthawk._secrets) ------------------------------------------------------------------------
+# --- secret values (nighthawk.secrets._scrubber) ---------------------------------------------------------------
 
 
 @dataclass

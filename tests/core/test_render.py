@@ -16,7 +16,7 @@ import pytest
 
 from nighthawk._render import render_value, type_name
 from nighthawk._tokens import estimate_tokens
-from nighthawk.redaction import ContextRedaction
+from nighthawk.secrets import ContextRedaction
 
 
 class EstimateCounter:
@@ -244,7 +244,7 @@ class Account:
 
 
 def test_dataclass_renders_fields_masked_and_hides_repr_false_fields():
-    assert render(Account(owner="o", api_key="k")) == '{"owner":"o","api_key":"<masked>"}'
+    assert render(Account(owner="o", api_key="k-4f9a2c7e")) == '{"owner":"o","api_key":"<masked>"}'
 
 
 class User(pydantic.BaseModel):
@@ -253,7 +253,7 @@ class User(pydantic.BaseModel):
 
 
 def test_pydantic_model_renders_fields_masked():
-    assert render(User(name="u", token="t")) == '{"name":"u","token":"<masked>"}'
+    assert render(User(name="u", token="t0k-91af")) == '{"name":"u","token":"<masked>"}'
 
 
 class FakeArray:

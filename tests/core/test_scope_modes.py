@@ -158,7 +158,7 @@ def test_replace_clears_scope_fragments_but_not_the_configuration_baseline() -> 
         with nh.scope(mode="replace", user_prompt_suffix_fragments=[]):
             noop()
     _, user = prompts(script)
-    assert user.endswith("<<<NH:END_GLOBALS>>>\n\nbaseline")
+    assert user.endswith("<<<NH:END_LOCALS>>>\n\nbaseline")
 
 
 def test_implicit_references_are_listed_with_the_globals_in_the_prompt() -> None:

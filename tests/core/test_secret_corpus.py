@@ -1,11 +1,15 @@
 """A corpus of secrets against every way out of a step.
 
-Twenty-five secrets sit in a user's scope the way real ones do: credential-shaped strings and values that are
+Thirty-five secrets sit in a user's scope the way real ones do: credential-shaped strings, credentials inside
+connection strings, URLs and `Authorization` values under names that say nothing, and values that are
 secret only because of their name, nested in dicts, lists, dataclasses, pydantic models and object
 attributes, quoted by exception messages, interpolated into f-string blocks and kept in the environment. A
 scripted model then pulls each one out by an expression that names it (`db_password`, `conn['password']`,
-`str(conn)`, `repr(settings)`, `vars(client)`, `urlparse(url).password`, ...), copies one into a variable,
-lets a return expression fail on one and echoes one in a `raise` message.
+`str(conn)`, `repr(settings)`, `vars(client)`, `urlparse(url).password`, `unquote(url)`, `b64decode(...)`,
+...), copies one into a variable, lets a return expression fail on one and echoes one in a `raise` message.
+
+The corpus is named `CORPUS`, not `SECRETS`: a global under a credential name would make every value in it a
+secret of every step of this module, and the scrubber would find them without looking where a step looks.
 
 Every channel is captured from one recorded run: what the model received, the events, the OpenTelemetry
 spans, the `nighthawk` log records, the saved display of each step, the replay file and the exceptions the
@@ -14,6 +18,7 @@ caller got. A leak is an occurrence of a secret, or of its JSON, `repr` or HTML-
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import logging
@@ -23,7 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse  # noqa: F401 - the scripted model calls it through the module's globals
+import urllib.parse  # noqa: F401 - the scripted model calls it through the module's globals
+from urllib.parse import quote, urlparse  # noqa: F401 - likewise
 
 import pydantic
 import pytest
@@ -40,7 +46,7 @@ from scripting import Script, call, finish
 
 # --- the corpus -------------------------------------------------------------------------------------
 
-SECRETS: dict[str, str] = {
+CORPUS: dict[str, str] = {
     # credential-shaped, under names that say nothing
     "anthropic key in a nested dict": "sk-ant-api03-Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5",
     "github token in an attribute's text": "ghp_" + "R2l0SHViVG9rZW5Gb3JUZXN0aW5nMDAx",
@@ -52,6 +58,17 @@ SECRETS: dict[str, str] = {
     "pem key in a local": "-----BEGIN PRIVATE KEY-----\nMIIBVAIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
     "url password alone": "S3cret-Url-Pw",
     "bearer token in headers": "Zm9vYmFyYmF6cXV4MTIzNDU2",
+    # credentials inside structured text, under names that say nothing
+    "connection string Password": "Conn-Pa55-91x",
+    "odbc PWD in braces": "br;ace-Pw-77",
+    "url api_key parameter": "Qk7pZ2mX9vB4nR1s",
+    "sas sig as sent": "Sas%2FSig%2BValue9%3D",
+    "sas sig decoded": "Sas/Sig+Value9=",
+    "fragment access_token": "Frag-Tok-123abcXY",
+    "basic header as sent": base64.b64encode(b"svc:Basic-Pa55-42").decode(),
+    "basic header password": "Basic-Pa55-42",
+    "short bearer token": "Br3r-T0k9",
+    "token scheme value": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
     # secret only by name
     "db_password local": "hunter2-blue-42",
     "conn['password']": "Tr0ub4dor&3x",
@@ -69,7 +86,7 @@ SECRETS: dict[str, str] = {
     "environment SERVICE_TOKEN": "svc-env-0a1b2c3d",
     "admin_password echoed in raise_message": "adm1n-Echo-55",
 }
-S = SECRETS
+S = CORPUS
 
 
 @dataclass
@@ -128,12 +145,13 @@ def evaluate(expression: str) -> Any:
 def inspect_everything(
     config: dict, cloud: Cloud, profile: Profile, hooks: dict, pem_text: str, database_url: str, headers: dict,
     db_password: str, conn: dict, conn2: dict, door: dict, settings: Settings, account: Account, client: Client,
-    repo: Repo, cfg: dict, vault: Vault, private_key: str, dsn: str, admin_password: str,
+    repo: Repo, cfg: dict, vault: Vault, private_key: str, dsn: str, admin_password: str, endpoints: dict,
+    upstream: dict,
 ) -> None:
     """natural
     Look at <config>, <cloud>, <profile>, <hooks>, <pem_text>, <database_url>, <headers>, <db_password>,
-    <conn>, <conn2>, <door>, <settings>, <account>, <client>, <repo>, <cfg>, <vault>, <private_key>, <dsn>
-    and <admin_password>, then copy the password into <:copied>.
+    <conn>, <conn2>, <door>, <settings>, <account>, <client>, <repo>, <cfg>, <vault>, <private_key>, <dsn>,
+    <admin_password>, <endpoints> and <upstream>, then copy the password into <:copied>.
     """
 
 
@@ -175,6 +193,12 @@ INSPECTIONS = [
     "dsn",
     "os.environ['SERVICE_TOKEN']",
     "geocode('Oslo')",
+    "endpoints",
+    "str(endpoints)",
+    "urllib.parse.unquote(endpoints['blob'])",
+    "endpoints['warehouse'].split(';')",
+    "upstream",
+    "base64.b64decode(upstream['X-Upstream'].split()[1]).decode()",
 ]
 
 
@@ -335,6 +359,18 @@ def _calls() -> list[tuple[Any, dict[str, object]]]:
                 "private_key": S["private_key local"],
                 "dsn": S["dsn with a password"],
                 "admin_password": S["admin_password echoed in raise_message"],
+                "endpoints": {
+                    "warehouse": f"Server=dw;User Id=etl;Password={S['connection string Password']};",
+                    "legacy": f"Driver={{SQL Server}};Server=old;UID=etl;PWD={{{S['odbc PWD in braces']}}};",
+                    "items": f"https://api.example.test/items?api_key={S['url api_key parameter']}&page=1",
+                    "blob": f"https://blob.example.test/c/data.csv?sv=2022-11-02&sig={S['sas sig as sent']}",
+                    "callback": f"https://app.example.test/cb#access_token={S['fragment access_token']}&token_type=bearer",
+                },
+                "upstream": {
+                    "X-Upstream": "Basic " + S["basic header as sent"],
+                    "X-Relay": "Bearer " + S["short bearer token"],
+                    "X-Api": "Token " + S["token scheme value"],
+                },
             },
         ),
         (mail_report, {"smtp_password": S["smtp_password in an exception"]}),
@@ -362,7 +398,7 @@ def _leaks(texts: list[str], secret: str) -> int:
 
 
 def test_the_corpus_has_at_least_twenty_distinct_secrets() -> None:
-    assert len(set(SECRETS.values())) == len(SECRETS) >= 20
+    assert len(set(CORPUS.values())) == len(CORPUS) >= 20
 
 
 def test_the_scenario_reaches_every_channel(channels: Channels) -> None:
@@ -373,13 +409,13 @@ def test_the_scenario_reaches_every_channel(channels: Channels) -> None:
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-@pytest.mark.parametrize("name", list(SECRETS))
+@pytest.mark.parametrize("name", list(CORPUS))
 def test_no_secret_leaks_through_any_channel(channels: Channels, channel: str, name: str) -> None:
-    assert _leaks(getattr(channels, channel), SECRETS[name]) == 0
+    assert _leaks(getattr(channels, channel), CORPUS[name]) == 0
 
 
 def test_leak_count_is_zero_on_every_channel(channels: Channels, capsys: pytest.CaptureFixture[str]) -> None:
-    counts = {channel: sum(_leaks(getattr(channels, channel), secret) for secret in SECRETS.values()) for channel in CHANNELS}
+    counts = {channel: sum(_leaks(getattr(channels, channel), secret) for secret in CORPUS.values()) for channel in CHANNELS}
     with capsys.disabled():
         print("\nsecret leaks per channel:", ", ".join(f"{channel}={count}" for channel, count in counts.items()))
     assert counts == dict.fromkeys(CHANNELS, 0)

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import nighthawk as nh
-from nighthawk._secrets import collect_secret_values
-from nighthawk.redaction import looks_ordinary
+from nighthawk.secrets._scrubber import collect_secret_values
+from nighthawk.secrets import looks_ordinary
 from scripting import call, finish, scripted_executor
 
 # Not under a credential name: a credential-named global of this module would be masked anyway.

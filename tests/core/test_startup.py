@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 STEP_ONLY = (
     "nighthawk._deadline",  # the deadline watchdog
-    "nighthawk._secrets",  # secret collection and scrubbing
-    "nighthawk._secret_values",
+    "nighthawk.secrets._scrubber",  # secret collection and scrubbing
+    "nighthawk.secrets._values",
     "nighthawk._tool_registry",  # the tool registry
     "nighthawk._tokens",  # token counters behind the configuration checks
     "nighthawk._render",  # the prompt and rendering stack

@@ -39,6 +39,7 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "CHAT_PATH",
+    "MESSAGES_PATH",
     "RESPONSES_PATH",
     "Hang",
     "NetworkRecorder",
@@ -53,6 +54,8 @@ __all__ = [
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
+MESSAGES_PATH = "/v1/messages"
+"""Anthropic's Messages API: `BatchServer` (batch_server.py) answers it; this server does not."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,8 +127,8 @@ class RecordedRequest:
 
     @property
     def api(self) -> str:
-        """`chat` or `responses`."""
-        return "responses" if self.path == RESPONSES_PATH else "chat"
+        """`chat`, `responses` or (Anthropic's) `messages`."""
+        return {RESPONSES_PATH: "responses", MESSAGES_PATH: "messages"}.get(self.path.split("?")[0], "chat")
 
     @property
     def tool_names(self) -> list[str]:
@@ -144,6 +147,9 @@ class RecordedRequest:
             items = body.get("input") or []
             outputs = [item for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"]
             return [_text(item.get("output")) for item in outputs]
+        if self.api == "messages":  # `tool_result` blocks in the user turns
+            blocks = [block for message in body.get("messages") or [] if isinstance(message.get("content"), list) for block in message["content"]]
+            return [_text(block.get("content")) for block in blocks if isinstance(block, dict) and block.get("type") == "tool_result"]
         messages = body.get("messages") or []
         return [_text(message.get("content")) for message in messages if message.get("role") == "tool"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..budget import UsageTotals, counting
 from ..errors import BudgetExceededError, MapItemError, MapStoppedError, NighthawkError
 from ..runtime import get_step_executor
-from .progress import open_progress
+from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
 from .stopping import CommonCause
 from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
@@ -54,11 +54,12 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     function: Callable[..., Any],
     /,
     *iterables: Iterable[Any],
-    concurrency: int = 8,
+    concurrency: int | None = None,
     on_error: Literal["raise", "collect"] = "raise",
     retries: int = 0,
     store: str | None = None,
     progress: bool | None = None,
+    batch_api: bool | Literal["cancel"] = False,
 ) -> MapResult:
     """Call `function` on the items of `iterables` (zipped, as the builtin `map`), `concurrency` at a time.
 
@@ -71,7 +72,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         function: A natural function (sync or async), or any callable calling them. A sync callable that
             is not itself a natural function runs one item at a time.
         iterables: One per parameter; read lazily, as places free up.
-        concurrency: Items in flight at once.
+        concurrency: Items in flight at once (8; with `batch_api`, 10,000, each round of them one batch).
         on_error: `"raise"` stops at the first failed item; `"collect"` runs them all, puts `None` at
             failed positions and the exceptions in `result.errors`.
         retries: Runs again an item that failed (but not on a budget stop) up to this many times. A
@@ -81,6 +82,11 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             annotation).
         progress: Show how far the map is: a line on stderr, or one live display in a notebook with the
             kernel extension loaded; by default in a terminal or a notebook. `False` shows nothing.
+        batch_api: `True` sends the model requests through the provider's Batch API (OpenAI and compatible
+            providers), at the batch price: each round of requests goes out as one batch, recorded in `store`
+            (default `nighthawk-batches.sqlite` in the working directory), so running the map again after an
+            interrupt or a restart collects the batches already submitted. `"cancel"` cancels this map's running
+            batches and runs nothing. See docs/batch.md.
 
     Raises:
         MapItemError: An item failed with `on_error="raise"` (its exception is the cause; the results so
@@ -92,8 +98,25 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             a row; see `nighthawk.batch.stopping`), whatever `on_error` and `retries` say; the results so far
             are on `.partial`, and what finished is kept for the next run.
     """
-    return map_reporting_items(
-        function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=store, progress=progress
+    if batch_api is False:
+        return map_reporting_items(
+            function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress
+        )
+    if batch_api not in (True, "cancel"):
+        raise ValueError(f'`batch_api` must be True, False or "cancel", got {batch_api!r}')
+    from .batch_api import BATCH_CONCURRENCY, batch_map, cancel_batches  # on first use: it loads the OpenAI SDK
+
+    if batch_api == "cancel":
+        cancel_batches(function, store=store, progress=progress)
+        return MapResult()
+    return batch_map(
+        function,
+        store=store,
+        progress=progress,
+        run=lambda path, shown_to: map_reporting_items(
+            function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
+            store=path, progress=progress, shown_to=shown_to,
+        ),
     )
 
 
@@ -107,10 +130,13 @@ def map_reporting_items(
     store: str | None = None,
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
+    shown_to: Callable[[ProgressRenderer | None], None] | None = None,
 ) -> MapResult:
     """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
     all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
-    answered from a store spent nothing. An item never reported did not end (the map stopped first)."""
+    answered from a store spent nothing. An item never reported did not end (the map stopped first).
+    `shown_to(renderer)` gets the map's progress renderer (`None`: none) before any item runs (a batch map
+    tells it how its batches stand)."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -136,6 +162,8 @@ def map_reporting_items(
         shown = open_progress(progress, total, usage)
         if shown is not None:
             stack.callback(shown.close)
+        if shown_to is not None:
+            shown_to(shown)
 
         def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
             nonlocal finished

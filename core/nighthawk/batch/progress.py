@@ -13,6 +13,7 @@ protocol; a factory that returns `None` leaves the map to the stderr line.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -63,6 +64,8 @@ class MapTally:
         """Why the map stopped before its end, once it did."""
         self.failures: list[tuple[int, BaseException]] = []
         """The first failed items, by position (a handful: a summary lists them, it does not log them)."""
+        self.status = ""
+        """What the map is waiting on, when something says (a batch map: how its provider batches stand)."""
         self._started = time.monotonic()
 
     def kept_item(self) -> None:
@@ -71,6 +74,10 @@ class MapTally:
 
     def finished_item(self) -> None:
         self.done += 1
+
+    def set_status(self, text: str) -> None:
+        """Say what the map is waiting on; may come from any thread, and shows from the next draw on."""
+        self.status = text
 
     def failed_item(self, index: int, error: BaseException) -> None:
         self.failed += 1
@@ -133,6 +140,8 @@ class MapTally:
             parts.append(f"{self.kept} kept")
         if self.shared:
             parts.append(f"{self.shared} answered by another item")
+        if self.status:
+            parts.append(self.status)
         parts += [
             f"{self.failed} failed",
             f"{self.rate:.1f} items/s",
@@ -151,6 +160,8 @@ class LineProgress(MapTally):
         self.stream = stream if stream is not None else sys.stderr
         self._drawn = 0.0
         self._width = 0
+        self._lock = threading.Lock()  # `set_status` comes from another thread
+        self._closed = False
 
     def kept_item(self) -> None:
         super().kept_item()
@@ -168,7 +179,15 @@ class LineProgress(MapTally):
         super().shared_item(failed=failed)
         self._draw(final=False)
 
+    def set_status(self, text: str) -> None:
+        super().set_status(text)
+        with self._lock:  # from another thread: never after the summary
+            if not self._closed:
+                self._draw(final=True)  # a batch's state changes seldom: show each change at once
+
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
         self._draw(final=True)
         self.stream.write("\n")
         self.stream.flush()

@@ -5,7 +5,9 @@ Nothing listening at the provider's address, a host name that does not resolve, 
 stops the map. Any other failure of the model request (HTTP 500, a timeout, a 429 after its retries)
 stops it when `CONSECUTIVE_FAILURES` items in a row, in the order they end, failed with the same one.
 Failures that are about the item (the model's `raise` outcome, an invalid outcome, the user's code, a
-prompt too long for the context window) never stop a map and break a run of request failures.
+prompt too long for the context window) never stop a map and break a run of request failures; nor does a
+provider batch that ended before answering (`batch_api=True`): its lines all failed at once, so stopping
+would save nothing, and each item says why.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def request_failure(error: BaseException) -> RequestFailure | None:
     below = chain[failed:]  # only what the request raised: an item's own network calls say nothing of the provider
     if any(type(cause).__name__ == "ModelContextWindowExceededError" for cause in below):
         return None  # this item's prompt is too long: another may fit
+    if any(_error_type(cause) == "batch_ended" for cause in below):
+        return None
     for cause in below:
         status = getattr(cause, "status_code", None)
         if isinstance(status, int):
@@ -58,6 +62,15 @@ def request_failure(error: BaseException) -> RequestFailure | None:
     if any(isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in below):
         return RequestFailure("the request timed out", common=False)
     return RequestFailure(f"{type(below[-1]).__name__}: {below[-1]}".splitlines()[0][:200], common=False)
+
+
+def _error_type(cause: BaseException) -> object:
+    """The provider's error type in an HTTP error's body (`{"error": {"type": ...}}` or its inner part)."""
+    body = getattr(cause, "body", None)
+    if not isinstance(body, dict):
+        return None
+    inner = body.get("error")
+    return (inner if isinstance(inner, dict) else body).get("type")
 
 
 def _chain(error: BaseException) -> list[BaseException]:

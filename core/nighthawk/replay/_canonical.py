@@ -18,8 +18,8 @@ import pydantic_core
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.models import ModelRequestParameters
 
-from .._secrets import current_scrubber
-from ..redaction import ContextRedaction
+from ..secrets._scrubber import current_scrubber
+from ..secrets import ContextRedaction
 
 __all__ = [
     "RESPONSE_DROPPED_KEYS",

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
-from .._secrets import current_scrubber
+from ..secrets._scrubber import current_scrubber
 from ..agents import agent_model, is_agent_model
 from ..errors import NighthawkError, ReplayMissError
 from ..executor import check_credentials

@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRe
 from pydantic_ai.models import ModelRequestParameters
 
 from ..errors import NighthawkError
-from ..redaction import ContextRedaction
+from ..secrets import ContextRedaction
 from ._canonical import RESPONSE_DROPPED_KEYS, canonical_with_ids, clean, round_of
 from ._format import (
     HEADER,

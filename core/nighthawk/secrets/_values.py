@@ -17,7 +17,15 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import islice
 
-from .redaction import SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
+from . import (
+    DEFAULT_MASK_VALUE_PATTERNS,
+    SHORTEST_SECRET_CHARS,
+    ContextRedaction,
+    basic_credentials,
+    looks_ordinary,
+    may_hold_credential,
+    percent_decoded,
+)
 
 __all__ = [
     "CredentialColumn",
@@ -31,7 +39,7 @@ __all__ = [
 
 _MAX_NODES = 1_000
 # The leading cells of each credential-named column looked at (of at most this many columns), and the most
-# a table adds to a step's secret values. A step masks at most 256 values (`_secrets`), each at a cost in
+# a table adds to a step's secret values. A step masks at most 256 values (`_scrubber`), each at a cost in
 # every text sent: one table must neither cost a step tens of milliseconds nor leave no room for a secret
 # met later in the step.
 _MAX_TABLE_CELLS = 64
@@ -73,6 +81,52 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
         # Pydantic keeps a model's field values in its instance dictionary: no property runs.
         fields = type(value).model_fields  # type: ignore[attr-defined]
         yield from ((name, item) for name, item in vars(value).items() if name in fields)
+
+
+# Values that hold no text: never queued, so a list of a million numbers costs one slice of the budget's
+# size, and the budget goes to values that can hold a secret.
+_PLAIN = frozenset({int, float, complex, bool, type(None)})
+
+
+def _data_children(
+    value: object, room: int, redaction: ContextRedaction, sensitive: bool
+) -> Iterator[tuple[str | None, object]]:
+    """The first `room` children of `value` (see `_children`) but those that hold no text, and, in a list,
+    tuple or dict not under a credential name, texts that can hold no credential (but under a credential key)."""
+    if type(value) in (list, tuple):
+        # A slice is taken in C; children are otherwise taken lazily, never by copying a big container.
+        children = [child for child in value[:room] if type(child) not in _PLAIN]  # type: ignore[index]
+        if not sensitive and _no_credential_in(children, redaction):
+            children = [child for child in children if type(child) is not str]
+        return ((None, child) for child in children)
+    if type(value) is dict:
+        pairs = [
+            ((key if isinstance(key, str) else None), item)
+            for key, item in islice(value.items(), room)  # type: ignore[attr-defined]
+            if type(item) not in _PLAIN
+        ]
+        if not sensitive and _no_credential_in([item for _, item in pairs], redaction):
+            # A text under a credential key is a secret by its name: it stays.
+            pairs = [
+                (key, item)
+                for key, item in pairs
+                if type(item) is not str or (key is not None and redaction.is_sensitive_name(key))
+            ]
+        return iter(pairs)
+    return ((name, child) for name, child in islice(_children(value), room) if type(child) not in _PLAIN)
+
+
+def _no_credential_in(children: list[object], redaction: ContextRedaction) -> bool:
+    """Whether none of the texts among `children` can hold a credential, tested on all of them at once.
+
+    A text not under a credential name is a secret only by its shape, and with the default rules every
+    shape needs what `may_hold_credential` looks for; a line break between the texts joins no two into one.
+    A list of a thousand sentences then costs one test, not a thousand.
+    """
+    if redaction.mask_value_patterns is not DEFAULT_MASK_VALUE_PATTERNS:
+        return False
+    texts = [child for child in children if type(child) is str]
+    return bool(texts) and not may_hold_credential("\n".join(texts))
 
 
 def is_table(value: object) -> bool:
@@ -196,14 +250,33 @@ def collect_into(
             if is_table(value):
                 queue.extend((None, cell, depth + 1, True) for cell in credential_cells(value, redaction, sensitive)[:room])
                 continue
-            # Children are taken lazily: a list of a million rows costs what the budget allows, not a copy.
-            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in islice(_children(value), room))
+            children = _data_children(value, room, redaction, sensitive)
+            queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in children)
         except Exception:  # an odd object (a proxy, a container changed meanwhile) is skipped, never fatal
             continue
 
 
 def _shaped_parts(text: str, redaction: ContextRedaction) -> Iterator[str]:
     """The credential-shaped substrings of `text`, and URL passwords on their own."""
-    yield from (part for part in redaction.credential_parts(text) if len(part) >= SHORTEST_SECRET_CHARS)
+    for part in redaction.credential_parts(text):
+        yield from (form for form in _decoded_forms(part) if len(form) >= SHORTEST_SECRET_CHARS)
     if "://" in text:
         yield from (match.group(1) for match in _URL_PASSWORD.finditer(text) if len(match.group(1)) >= SHORTEST_SECRET_CHARS)
+
+
+_QUOTES = ('""', "''", "{}")
+
+
+def _decoded_forms(part: str) -> Iterator[str]:
+    """`part` and what a program gets from it in one call: the value inside a connection string's quotes
+    or braces, its percent-decoded text (a URL's query), and the `user:password` of a `Basic` token with
+    the password alone."""
+    yield part
+    if len(part) >= 2 and part[0] + part[-1] in _QUOTES:
+        part = part[1:-1]
+        yield part
+    if (decoded := percent_decoded(part)) != part:
+        yield decoded
+    if (credentials := basic_credentials(part)) is not None:
+        yield credentials
+        yield credentials.partition(":")[2]

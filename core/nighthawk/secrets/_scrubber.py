@@ -5,7 +5,7 @@ text leaves by another road: `nh_eval("db_password")` renders a bare string with
 prints a password inside ordinary text, an exception message quotes it. So each step keeps a
 `SecretScrubber` of the secret *values* it has met, and every way out calls `current_scrubber()`:
 
-* the model: `SecretScrubbingModel` (in `_secret_model.py`) scrubs the user data of every request (prompt,
+* the model: `SecretScrubbingModel` (in `_model.py`) scrubs the user data of every request (prompt,
   tool results and arguments, retries) before the real model, or a replay store, sees it;
 * events: `events.emit` scrubs each event once, so displays, OpenTelemetry spans and any other listener only
   ever receive scrubbed text;
@@ -18,7 +18,7 @@ table the block never reads): when it starts, the step's credential-named variab
 names of the others are read), the credential-named environment variables, what its read bindings hold
 under credential names, and what the fields of an f-string block lead to; for every expression it runs,
 the values its names lead to and the value it returns. Inside those, only dicts, sequences, dataclasses,
-pydantic models and the credential-named columns of tables are followed (`_secret_values`). A value is
+pydantic models and the credential-named columns of tables are followed (`_values`). A value is
 kept when it sits under a credential name and is not ordinary text (`looks_ordinary`), or has a
 credential shape.
 
@@ -44,8 +44,8 @@ from itertools import islice
 from types import ModuleType
 from typing import TypeVar
 
-from ._secret_values import collect_into, collect_secret_values, credential_columns, field_names, is_table
-from .redaction import SHORTEST_CREDENTIAL_CHARS, SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
+from ._values import collect_into, collect_secret_values, credential_columns, field_names, is_table
+from . import SHORTEST_CREDENTIAL_CHARS, SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
 
 __all__ = [
     "MIN_SECRET_VALUE_CHARS",

@@ -23,7 +23,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-from ._secrets import SecretScrubber, current_scrubber
+from ._scrubber import SecretScrubber, current_scrubber
 
 __all__ = ["SecretScrubbingModel"]
 

@@ -1,0 +1,212 @@
+"""`nighthawk.map(..., batch_api=True)`: a map whose model requests go through the provider's Batch API.
+
+The map runs as any other (the same items, steps, store and results); only the executor in force is routed
+(`AgentStepExecutor.routed`) to a copy of the provider's model whose SDK client hands its requests to this
+map's `Collector` instead of sending them. Responses are priced at the batch price (pydantic-ai's price
+context `processing: batch`, half the list price for OpenAI and Anthropic). OpenAI's Batch API
+(`openai_batches.py`) serves OpenAI models; Anthropic's Message Batches API (`anthropic_batches.py`, loaded
+only for an Anthropic model) serves Anthropic models on Anthropic's own API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from .. import _loop
+from ..errors import NighthawkError
+from ..runtime import get_step_executor, scope
+from .batch_records import BatchRecords
+from .batch_rounds import GATHER_S, BatchBackend, BatchTransport, Collector
+from .openai_batches import OpenAIBatches
+from .progress import wanted
+from .store import program_fingerprint
+
+__all__ = ["BATCH_CONCURRENCY", "DEFAULT_BATCH_STORE", "batch_map", "cancel_batches"]
+
+T = TypeVar("T")
+
+DEFAULT_BATCH_STORE = "nighthawk-batches.sqlite"
+"""The store file (in the working directory) of a batch-API map given no `store=`."""
+
+BATCH_CONCURRENCY = 10_000
+"""Items in flight in a batch-API map given no `concurrency=`: each round of them goes out as one batch."""
+
+POLL_S = 10.0
+"""Seconds between the first checks of a batch (`NIGHTHAWK_BATCH_POLL_S` overrides it); the wait grows by
+half after each check, up to `MAX_POLL_S`."""
+
+MAX_POLL_S = 60.0
+
+
+def batch_map(
+    function: Callable[..., Any], *, store: str | None, progress: bool | None, run: Callable[[str, Callable[[Any], None]], T]
+) -> T:
+    """`run(store_path, shown_to)` (the map itself, which hands its progress renderer to `shown_to`) with the
+    executor in force routed to the provider's batches.
+
+    Raises:
+        NighthawkError: The model in force has no batch endpoint nighthawk can use (nothing was sent).
+        KeyboardInterrupt: Interrupted while batches were running; they keep running at the provider, and the
+            message says how to collect or cancel them.
+    """
+    with _routed(function, store, progress) as (executor, collector, records, map_key, status):
+        try:
+            with scope(step_executor=executor):
+                return run(str(records.path), status.attach)
+        except KeyboardInterrupt as exc:
+            running = records.running(map_key)
+            submitting = records.intents(map_key)
+            if not running and not submitting:
+                raise
+            said = [f"{len(running)} batch(es) keep running at the provider ({', '.join(running)})"] if running else []
+            if submitting:
+                said.append(f"{len(submitting)} batch(es) were being submitted (the provider may have made them)")
+            raise KeyboardInterrupt(
+                f"interrupted; {' and '.join(said)}. Run the same map again (with the same `store=`) to collect their "
+                "results without paying for them again, or cancel them with "
+                '`nighthawk.map(function, items, batch_api="cancel")`'
+            ) from exc
+
+
+def cancel_batches(function: Callable[..., Any], *, store: str | None, progress: bool | None) -> list[str]:
+    """Cancel the batches this map (same function and model) submitted that are still running; their ids.
+
+    The runs after this one submit those requests anew. What the provider finished before it cancelled may
+    still be billed.
+    """
+    with _routed(function, store, progress) as (_executor, collector, records, map_key, _status):
+        cancelled = []
+        _loop.run_sync(collector.settle_intents())  # a batch made while an interrupted run submitted it too
+        for batch_id in records.running(map_key):
+            state = _loop.run_sync(collector.backend.cancel(batch_id))
+            records.ended(batch_id, "cancelled")
+            collector.show(f"batch {batch_id}: {state.status}")
+            cancelled.append(batch_id)
+        if not cancelled:
+            collector.show("no running batch of this map to cancel")
+        return cancelled
+
+
+@contextmanager
+def _routed(
+    function: Callable[..., Any], store: str | None, progress: bool | None
+) -> Iterator[tuple[Any, Collector, BatchRecords, str, _Status]]:
+    """The executor in force routed to batches, its collector, the store's batch records, the map's key, and
+    where the collector says how the batches stand."""
+    executor = get_step_executor()
+    routed = getattr(executor, "routed", None)
+    configuration = getattr(executor, "configuration", None)
+    if routed is None or configuration is None:
+        raise NighthawkError(
+            f"`batch_api=True` needs a provider model with a Batch API; the executor in force, {executor!r}, has none. "
+            "Use an `AgentStepExecutor` with an OpenAI model (`openai-chat:...`, `openai-responses:...`) or an "
+            "Anthropic one (`anthropic:...`)"
+        )
+    if configuration.fallback_models:
+        raise NighthawkError("`batch_api=True` cannot use `fallback_models`: a batch goes to one provider; set none")
+    map_key = hashlib.sha256(f"{program_fingerprint(function)}\n{executor.model_label}".encode()).hexdigest()[:32]
+    made: list[Collector] = []
+    show = _Status(progress)
+
+    def route(model: Any) -> Any:
+        batched, collector = _batched_model(model, records, map_key, show)
+        made.append(collector)
+        return batched
+
+    records = BatchRecords(store if store is not None else DEFAULT_BATCH_STORE)
+    try:
+        batched_executor = routed(route)  # refuses a model without a batch endpoint before anything is sent
+        try:
+            yield batched_executor, made[0], records, map_key, show
+        finally:
+            # Every task of the collector stops before the store closes under it.
+            _loop.run_sync(made[0].close())
+    finally:
+        records.close()
+
+
+def _batched_model(model: Any, records: BatchRecords, map_key: str, show: Callable[[str], None]) -> tuple[Any, Collector]:
+    """A copy of `model` whose requests are answered by batches, and the collector that gathers them."""
+    # Here, not at the top: the providers' SDKs and pydantic-ai's model classes stay out of `import nighthawk`.
+    import httpx2
+
+    backend, provider = _backend(model)
+    poll_s = float(os.environ.get("NIGHTHAWK_BATCH_POLL_S") or POLL_S)
+    collector = Collector(backend, records, map_key, show, gather_s=GATHER_S, poll_s=poll_s, max_poll_s=max(poll_s, MAX_POLL_S))
+    # The SDK does not retry a failed line itself: the map's `retries=` sends it again, in the next batch.
+    client = model.client.copy(http_client=httpx2.AsyncClient(transport=BatchTransport(collector)), max_retries=0)
+    batched = type(model)(model.model_name, provider=provider(client), profile=model.profile, settings=model.settings)
+    return _batch_priced(batched), collector
+
+
+def _backend(model: Any) -> tuple[BatchBackend, Callable[[Any], Any]]:
+    """The batch API of `model`'s provider, and how to make a pydantic-ai provider around a copy of its client."""
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # here: see `_batched_model`
+
+    if isinstance(model, OpenAIChatModel | OpenAIResponsesModel):
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        return OpenAIBatches(model.client), lambda client: OpenAIProvider(openai_client=client)
+    try:
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+    except ImportError:  # the `anthropic` SDK is not installed: no model can be one
+        AnthropicModel = AsyncAnthropic = None  # noqa: N806
+    # Anthropic's own API only: its cloud clients (Bedrock, Vertex, Foundry, ...) are other classes, some of
+    # them subclasses, with batch services of their own.
+    if AnthropicModel is not None and isinstance(model, AnthropicModel) and type(model.client) is AsyncAnthropic:
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        from .anthropic_batches import AnthropicBatches
+
+        return AnthropicBatches(model.client), lambda client: AnthropicProvider(anthropic_client=client)
+    label = f"{getattr(model, 'system', type(model).__name__)}:{getattr(model, 'model_name', '?')}"
+    raise NighthawkError(
+        f"`batch_api=True`: the model {label} has no Batch API nighthawk can use. Batch maps work with OpenAI and "
+        "OpenAI-compatible models (`openai-chat:...`, `openai-responses:...`) and Anthropic's (`anthropic:...`); "
+        "run this map without `batch_api`"
+    )
+
+
+def _batch_priced(model: Any) -> Any:
+    from pydantic_ai.models.wrapper import WrapperModel  # here: pydantic-ai stays out of `import nighthawk`
+
+    class BatchPricedModel(WrapperModel):
+        """Marks each response as processed in a batch, which genai-prices prices at the batch price."""
+
+        async def request(self, *args: Any, **kwargs: Any) -> Any:
+            response = await self.wrapped.request(*args, **kwargs)
+            response.provider_details = {**(response.provider_details or {}), "processing": "batch"}
+            return response
+
+    return BatchPricedModel(model)
+
+
+class _Status:
+    """Says how the map's batches stand: in the map's progress display, else (no map shows one: a cancel) one
+    line on stderr per change, where progress is shown."""
+
+    def __init__(self, progress: bool | None) -> None:
+        self._on = wanted(progress, sys.stderr)
+        self._last = ""
+        self._renderer: Any = None
+
+    def attach(self, renderer: Any) -> None:
+        """The map's progress renderer (`None` when it shows none)."""
+        self._renderer = renderer
+        self._on = self._on and renderer is None
+
+    def __call__(self, text: str) -> None:
+        if text == self._last:
+            return
+        self._last = text
+        set_status = getattr(self._renderer, "set_status", None)  # a front end's own renderer may not show one
+        if set_status is not None:
+            set_status(text)
+        elif self._on:
+            print(f"nighthawk.map: {text}", file=sys.stderr, flush=True)

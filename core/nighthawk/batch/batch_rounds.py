@@ -1,0 +1,328 @@
+"""A batch-API map's rounds: the model requests its items send are gathered and answered by provider batches.
+
+The provider's SDK client of the map's model gets an HTTP transport (`BatchTransport`) that, instead of sending
+a request, hands its body, exactly as the SDK made it, to the `Collector` and waits for the batch line that
+answers it; the answer is returned as the HTTP response the SDK would have read, so pydantic-ai parses
+usage and tool calls as usual.
+
+The collector gathers the requests that arrive while the map's items run up to the model, and submits them as
+one batch once none has arrived for `GATHER_S` (every item in flight then waits on the model: the round is
+complete), split at the provider's limits. An item that needs another round (tool calls, then its outcome)
+sends its next request once its batch has ended, and so joins the next batch.
+
+A request's `custom_id` is a hash of its endpoint and body, with how many times the same body was sent
+before in this map (a retried item sends its first request again, and must get a new answer). So the same map
+run again (after an interrupt, a restart, a dead process) makes the same ids, and a request already in a batch
+recorded in the map's store waits on that batch instead of being sent again. Before a batch is made, its
+lines are recorded as an `Intent` with a marker of its own: a run interrupted after the provider made the
+batch but before its id came back leaves the intent, and the next run asks the provider for the batch made
+for it (`BatchBackend.find`) before sending anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx2
+
+from .batch_records import BatchRecords, Intent
+
+__all__ = ["FIND_SKEW_S", "GATHER_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent", "Line", "LineResult", "error_body"]
+
+GATHER_S = 0.5
+"""Seconds without a new request after which the requests gathered go out as a batch."""
+
+FIND_SKEW_S = 120.0
+"""How much earlier than a local intent a provider's clock may date the batch it made for it."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One request of a batch."""
+
+    custom_id: str
+    endpoint: str
+    """The provider's endpoint path, for example `/v1/chat/completions`."""
+    body: bytes
+    """The request body exactly as the SDK made it (JSON on one line)."""
+
+
+@dataclass(frozen=True)
+class LineResult:
+    """How the provider answered one line: an HTTP status and body, as a direct request would have."""
+
+    status_code: int
+    body: bytes
+
+
+@dataclass
+class BatchState:
+    """A batch as its provider last described it."""
+
+    id: str
+    status: str
+    """The provider's own word (OpenAI: validating, in_progress, finalizing, completed, failed, expired, ...)."""
+    ended: bool
+    completed: int = 0
+    failed: int = 0
+    total: int = 0
+    problem: str = ""
+    """Why the whole batch failed, when it did."""
+
+
+class BatchBackend(Protocol):
+    """One provider's batch API."""
+
+    max_lines: int
+    max_bytes: int
+
+    def endpoint(self, request: httpx2.Request) -> str:
+        """The batch endpoint for a direct request; raises `NighthawkError` for one it has none for."""
+        ...
+
+    def line_size(self, line: Line) -> int: ...
+
+    async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
+        """Upload and start a batch; its id."""
+        ...
+
+    async def find(self, intent: Intent, known: set[str]) -> str | None:
+        """The id of the batch the provider made for `intent`, if it made one (none of `known`)."""
+        ...
+
+    def response(self, request_body: bytes, result: LineResult) -> tuple[dict[str, str], bytes]:
+        """The headers and content the SDK reads as the answer to its request."""
+        ...
+
+    async def state(self, batch_id: str) -> BatchState: ...
+
+    async def results(self, state: BatchState) -> dict[str, LineResult]:
+        """The answers of an ended batch by `custom_id` (lines it did not run are missing)."""
+        ...
+
+    async def cancel(self, batch_id: str) -> BatchState: ...
+
+
+@dataclass
+class _Batch:
+    id: str
+    custom_ids: frozenset[str]
+    watcher: asyncio.Task[None] | None = None
+    state: BatchState | None = None
+
+
+@dataclass
+class Collector:
+    """Gathers a map's requests into batches and hands each its answer; lives on nighthawk's background loop."""
+
+    backend: BatchBackend
+    records: BatchRecords
+    map_key: str
+    show: Callable[[str], None]
+    """Called with a line saying how the batches stand, from the background loop."""
+    gather_s: float = GATHER_S
+    poll_s: float = 10.0
+    max_poll_s: float = 60.0
+    pending: list[Line] = field(default_factory=list)
+    results: dict[str, LineResult] = field(default_factory=dict)
+    batches: dict[str, _Batch] = field(default_factory=dict)
+    _waiting: dict[str, list[asyncio.Future[LineResult]]] = field(default_factory=dict)
+    _sent: Counter[str] = field(default_factory=Counter)
+    _flush: asyncio.TimerHandle | None = None
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _intents_settled: asyncio.Task[None] | None = None
+    requests: int = 0
+    """Requests handed over by the map's items."""
+
+    # --- requests ---------------------------------------------------------------------------------------
+
+    async def answer(self, endpoint: str, body: bytes) -> LineResult:
+        """Wait for the batch line that answers this request (already answered, in a recorded batch, or sent now)."""
+        self.requests += 1
+        digest = hashlib.sha256(endpoint.encode() + b"\n" + body).hexdigest()[:40]
+        custom_id = f"nh-{digest}-{self._sent[digest]}"
+        self._sent[digest] += 1
+        if custom_id in self.results:
+            return self.results[custom_id]
+        if self._intents_settled is None:
+            self._intents_settled = self._spawn(self.settle_intents())
+        await asyncio.shield(self._intents_settled)
+        future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(custom_id, []).append(future)
+        recorded = self.records.batch_of(custom_id)
+        if recorded is not None:
+            self._watch(recorded, self.records.custom_ids(recorded))
+        else:
+            self.pending.append(Line(custom_id, endpoint, body))
+            self._schedule_flush()
+        return await future
+
+    def _schedule_flush(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+        loop = asyncio.get_running_loop()
+        full = len(self.pending) >= self.backend.max_lines
+        self._flush = loop.call_later(0 if full else self.gather_s, self._submit_pending)
+
+    def _submit_pending(self) -> None:
+        self._flush = None
+        lines, self.pending = self.pending, []
+        for endpoint, chunk in _chunks(lines, self.backend):
+            self._spawn(self._submit(endpoint, chunk))
+
+    async def settle_intents(self) -> None:
+        """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), once,
+        before any request of this run goes out; forget the intents the provider made nothing for."""
+        for intent in self.records.intents(self.map_key):
+            try:
+                batch_id = await self.backend.find(intent, self.records.batch_ids())
+            except Exception as exc:  # noqa: BLE001 - kept for a later run; this one sends its lines anew
+                self.show(f"could not look for a batch submitted before: {type(exc).__name__}: {exc}")
+                continue
+            self.records.settle(intent, batch_id)
+            if batch_id is not None:
+                self.show(f"batch {batch_id} found (submitted by an interrupted run)")
+
+    async def _submit(self, endpoint: str, lines: list[Line]) -> None:
+        self.show(f"submitting a batch of {len(lines)} requests")
+        intent = Intent.new(self.map_key, endpoint, [line.custom_id for line in lines])
+        # Recorded before the batch is made: if this run stops before the provider's answer arrives, the next
+        # one finds the batch by this intent instead of paying for it again.
+        self.records.intend(intent)
+        try:
+            batch_id = await self.backend.submit(endpoint, lines, intent)
+        except Exception as exc:  # noqa: BLE001 - every line of it fails, as its request would have
+            failure = LineResult(500, error_body(f"the batch could not be submitted: {type(exc).__name__}: {exc}"))
+            for line in lines:
+                self._resolve(line.custom_id, failure)
+            return
+        ids = frozenset(intent.custom_ids)
+        self.records.settle(intent, batch_id)
+        self.show(f"batch {batch_id} submitted ({len(lines)} requests)")
+        self._watch(batch_id, ids)
+
+    # --- batches ----------------------------------------------------------------------------------------
+
+    def _watch(self, batch_id: str, custom_ids: frozenset[str]) -> None:
+        if batch_id in self.batches:
+            return
+        batch = self.batches[batch_id] = _Batch(batch_id, custom_ids)
+        batch.watcher = self._spawn(self._follow(batch))
+
+    async def _follow(self, batch: _Batch) -> None:
+        delay = 0.0
+        try:
+            while True:
+                await asyncio.sleep(delay)
+                state = batch.state = await self.backend.state(batch.id)
+                self.show(_described(state))
+                if state.ended:
+                    break
+                delay = min(self.max_poll_s, max(self.poll_s, delay * 1.5))
+            if state.completed or state.failed:
+                self.show(f"batch {batch.id}: downloading results")
+            answers = await self.backend.results(state)
+        except Exception as exc:  # noqa: BLE001 - its lines fail, and a run after this one asks again
+            failure = LineResult(502, error_body(f"batch {batch.id} could not be followed: {type(exc).__name__}: {exc}"))
+            for custom_id in batch.custom_ids:
+                self._resolve(custom_id, failure, keep=False)
+            return
+        self.records.ended(batch.id, state.status)
+        unrun = LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED))
+        for custom_id in batch.custom_ids:
+            self._resolve(custom_id, answers.get(custom_id, unrun))
+        running = self.running()
+        self.show(f"batch {batch.id} ended; {len(running)} running" if running else f"{len(self.batches)} batch(es) ended")
+
+    def _resolve(self, custom_id: str, result: LineResult, *, keep: bool = True) -> None:
+        if keep:
+            self.results[custom_id] = result
+        for future in self._waiting.pop(custom_id, ()):
+            if not future.done():
+                future.set_result(result)
+
+    def running(self) -> list[str]:
+        """Batches this map submitted or joined that had not ended when last seen."""
+        return [batch.id for batch in self.batches.values() if batch.state is None or not batch.state.ended]
+
+    def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        """Stop gathering and following (on the background loop), and wait until every task has stopped (the
+        store closes next); batches keep running at the provider."""
+        if self._flush is not None:
+            self._flush.cancel()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _chunks(lines: list[Line], backend: BatchBackend) -> list[tuple[str, list[Line]]]:
+    """`lines` by endpoint, each group cut where the provider's line count or byte limit would be passed."""
+    chunks: list[tuple[str, list[Line]]] = []
+    by_endpoint: dict[str, list[Line]] = {}
+    for line in lines:
+        by_endpoint.setdefault(line.endpoint, []).append(line)
+    for endpoint, group in by_endpoint.items():
+        chunk: list[Line] = []
+        size = 0
+        for line in group:
+            grown = size + backend.line_size(line)
+            if chunk and (len(chunk) >= backend.max_lines or grown > backend.max_bytes):
+                chunks.append((endpoint, chunk))
+                chunk, grown = [], backend.line_size(line)
+            chunk.append(line)
+            size = grown
+        if chunk:
+            chunks.append((endpoint, chunk))
+    return chunks
+
+
+def _described(state: BatchState) -> str:
+    counts = f"{state.completed + state.failed}/{state.total} done" if state.total else ""
+    failed = f", {state.failed} failed" if state.failed else ""
+    return f"batch {state.id}: {state.status}" + (f", {counts}{failed}" if counts else "")
+
+
+def _unrun_message(state: BatchState) -> str:
+    why = f": {state.problem}" if state.problem else ""
+    return f"batch {state.id} ended {state.status} before this request ran{why}"
+
+
+BATCH_ENDED = "batch_ended"
+"""The error type of a line whose batch ended (expired, failed, cancelled) before it ran: every line of that
+batch fails alike and at once, so a map reports it per item rather than stopping (nothing is left to save)."""
+
+
+def error_body(message: str, *, kind: str = "batch_error") -> bytes:
+    """An error answer's body, as OpenAI's and Anthropic's SDKs both read it (`error.message`)."""
+    return json.dumps({"type": "error", "error": {"message": message, "type": kind, "code": None}}).encode()
+
+
+class BatchTransport(httpx2.AsyncBaseTransport):
+    """An SDK client's HTTP transport that answers model requests from batches instead of sending them."""
+
+    def __init__(self, collector: Collector) -> None:
+        self._collector = collector
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        backend = self._collector.backend
+        endpoint = backend.endpoint(request)  # raises for a request no batch can carry
+        body = await request.aread()
+        result = await self._collector.answer(endpoint, body)
+        headers, content = backend.response(body, result)
+        if result.status_code >= 400:
+            # A failed line is final for the SDK: the map's `retries=` decides whether its item runs again.
+            headers = {**headers, "x-should-retry": "false"}
+        return httpx2.Response(result.status_code, headers=headers, content=content, request=request)
