@@ -38,6 +38,7 @@ __all__ = [
     "await_user",
     "call_user",
     "calling_thread_name",
+    "on_import_thread",
     "on_user_thread",
     "run_sync",
     "user_thread_executor",
@@ -48,6 +49,8 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+_importer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nighthawk-import")
+"""One thread for the imports of seconds a first step makes; one worker, so they run one after the other."""
 
 # Exceptions that must never escape user code into the loop: asyncio re-raises the first two out of
 # `run_forever` (killing the loop thread), and the last two would read as "this task was cancelled".
@@ -365,3 +368,15 @@ def user_thread_executor() -> UserThreadExecutor | None:
     if _caller.get() is None:
         return None
     return UserThreadExecutor(asyncio.get_running_loop())
+
+
+async def on_import_thread(fn: Callable[[], T]) -> T:
+    """Run `fn`, which imports libraries (pydantic-ai and a provider's SDK take seconds the first time), on
+    the import thread and await its result.
+
+    Awaited like this, the import holds neither the loop nor the caller: an interrupt cancels the waiting
+    step at once, while the import itself runs to its end on its thread (only the main thread receives an
+    interrupt), so no half-imported module is left in `sys.modules` and the next step finds it whole.
+    """
+    context = contextvars.copy_context()
+    return await asyncio.wrap_future(_importer.submit(context.run, fn))

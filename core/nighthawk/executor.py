@@ -157,6 +157,12 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
+        from ._loop import on_import_thread, on_user_thread  # here, not at the top: asyncio
+
+        if self._model is None:
+            # The first step builds the model, importing pydantic-ai and the provider's SDK (seconds): on the
+            # import thread, so an interrupt during it gives control back at once (see `on_import_thread`).
+            await on_import_thread(self._resolve_model)
         from pydantic_ai import Agent, capture_run_messages
         from pydantic_ai.exceptions import (
             AgentRunError,
@@ -169,7 +175,6 @@ class AgentStepExecutor:
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
 
-        from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
         from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
         from ._watch import StepWatch  # here: it subclasses a pydantic-ai class
