@@ -37,6 +37,7 @@ __all__ = [
     "UserThreadExecutor",
     "await_user",
     "call_user",
+    "awaited",
     "calling_thread_name",
     "on_import_thread",
     "on_user_thread",
@@ -370,13 +371,17 @@ def user_thread_executor() -> UserThreadExecutor | None:
     return UserThreadExecutor(asyncio.get_running_loop())
 
 
-async def on_import_thread(fn: Callable[[], T]) -> T:
-    """Run `fn`, which imports libraries (pydantic-ai and a provider's SDK take seconds the first time), on
-    the import thread and await its result.
+def on_import_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Start `fn`, which imports libraries (pydantic-ai and a provider's SDK take seconds the first time), on
+    the import thread; any number of steps may wait for it with `awaited`.
 
     Awaited like this, the import holds neither the loop nor the caller: an interrupt cancels the waiting
     step at once, while the import itself runs to its end on its thread (only the main thread receives an
     interrupt), so no half-imported module is left in `sys.modules` and the next step finds it whole.
     """
-    context = contextvars.copy_context()
-    return await asyncio.wrap_future(_importer.submit(context.run, fn))
+    return _importer.submit(contextvars.copy_context().run, fn)
+
+
+async def awaited(future: concurrent.futures.Future[T]) -> T:
+    """Await `future` of another thread; a waiter that is cancelled leaves it running for the others."""
+    return await asyncio.shield(asyncio.wrap_future(future))

@@ -56,6 +56,8 @@ class AgentStepExecutor:
         self._configuration = configuration or StepExecutorConfiguration()
         self._agents: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
         self._model: Any = None
+        self._building: Any = None
+        """The build of the model on the import thread (a `concurrent.futures.Future`), once a step started it."""
         self._client_retries: int | None = None
         """The retry count set on the SDK clients of the models this executor built, when every model in its
         chain has one (then the per-request `max_retries` setting is left out: it would make pydantic-ai copy
@@ -157,12 +159,16 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
-        from ._loop import on_import_thread, on_user_thread  # here, not at the top: asyncio
+        from ._loop import awaited, on_import_thread, on_user_thread  # here, not at the top: asyncio
 
         if self._model is None:
             # The first step builds the model, importing pydantic-ai and the provider's SDK (seconds): on the
             # import thread, so an interrupt during it gives control back at once (see `on_import_thread`).
-            await on_import_thread(self._resolve_model)
+            # The steps that start meanwhile (a map's) wait for the same build and go on in the order they came.
+            building = self._building
+            if building is None or building.cancelled() or (building.done() and building.exception() is not None):
+                building = self._building = on_import_thread(self._resolve_model)  # again after a failure
+            await awaited(building)
         from pydantic_ai import Agent, capture_run_messages
         from pydantic_ai.exceptions import (
             AgentRunError,
