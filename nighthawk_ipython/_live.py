@@ -31,11 +31,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nighthawk import events
 
-from ._display import CellView, StepView
+if TYPE_CHECKING:
+    from ._display import CellView, StepView
 
 __all__ = ["StepDisplayer", "display_mode_override"]
 
@@ -145,6 +146,10 @@ class StepDisplayer:
             self._refresh()
 
     def _start(self, event: events.StepStarted) -> None:
+        # Here, not at the top: the views and their HTML and text renderers wait for the first step, so
+        # `%load_ext` (which starts this listener) does not import them.
+        from ._display import StepView
+
         with self._lock:
             parent = self._views.get(event.parent_invocation_id) if event.parent_invocation_id else None
             if parent is not None:
@@ -168,6 +173,8 @@ class StepDisplayer:
 
     def _open_cell(self, mode: str) -> CellView:
         """Start collecting a cell's steps; show the live widget and hook the end of the cell."""
+        from ._display import CellView  # here for the reason given in `_start`
+
         cell = self._cell = CellView(mode=mode)
         shell = self._shell
         if shell is None:

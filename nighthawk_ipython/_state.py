@@ -53,7 +53,7 @@ class KernelState:
 
             from ._live import StepDisplayer
 
-            from nighthawk.batch.progress import use_renderer
+            from nighthawk._map_renderers import use_renderer  # not `nighthawk.batch`: no map machinery yet
 
             self.displayer = StepDisplayer(lambda: self.settings.display)
             add_process_listener(self.displayer)
@@ -112,7 +112,7 @@ class KernelState:
         if self.displayer is not None:
             from nighthawk.events import remove_process_listener  # imported with the displayer, a lookup only
 
-            from nighthawk.batch.progress import use_renderer
+            from nighthawk._map_renderers import use_renderer
 
             remove_process_listener(self.displayer)
             self.displayer = None

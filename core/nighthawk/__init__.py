@@ -33,12 +33,11 @@ from .errors import (
     ToolValidationError,
     last_error,
 )
-from .executor import AgentStepExecutor, StepExecutor
-from . import oversight  # `nh.oversight.Oversight(...)`, `nh.oversight.read_only()`
 from .secrets import ContextRedaction
 from .runtime import (
     ExecutionContext,
     ExecutionRef,
+    StepExecutor,
     UsageMeter,
     get_current_usage_meter,
     get_execution_context,
@@ -51,9 +50,7 @@ from .runtime import (
     scope,
     set_default_step_executor,
 )
-from ._tokens import estimate_tokens, measuring_counter
 from .step import StepContext, get_current_step_context
-from .tools import tool
 
 __all__ = [
     "AgentStepExecutor",
@@ -131,7 +128,18 @@ def unload_ipython_extension(ipython: _Any) -> None:
 
 
 _SUBMODULES = frozenset({"oversight", "resilience"})
-"""Public submodules listed in `__all__`, as nighthawk-python lists them (`resilience` loads on first use)."""
+"""Public submodules listed in `__all__`, as nighthawk-python lists them; both load on first use."""
+
+
+_STEP_NAMES: dict[str, str] = {
+    "AgentStepExecutor": ".executor",
+    "estimate_tokens": "._tokens",
+    "measuring_counter": "._tokens",
+    "tool": "._tool_registry",
+}
+"""Public names whose modules only a step (or a tool's registration) needs, imported on first use: the
+executor and its prompt and media stack, the token counters and the tool registry stay out of `import
+nighthawk` and of `%load_ext nighthawk` (tests/core/test_startup.py lists what stays out)."""
 
 
 _BATCH_NAMES = frozenset({"map", "MapResult", "MapUsage"})
@@ -146,6 +154,10 @@ _AGENT_SETTINGS = frozenset({"ClaudeCodeCliModelSettings", "ClaudeCodeSdkModelSe
 def __getattr__(name: str) -> _Any:
     import importlib
 
+    if name in _STEP_NAMES:
+        value = getattr(importlib.import_module(_STEP_NAMES[name], __name__), name)
+        globals()[name] = value
+        return value
     if name in _AGENT_SETTINGS:
         value = getattr(importlib.import_module(f"{__name__}.agents._settings"), name)
         globals()[name] = value
@@ -155,8 +167,9 @@ def __getattr__(name: str) -> _Any:
         globals()[name] = value  # found directly from now on
         return value
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
-    # `nh.resilience.vote(...)`: the transformers are imported on first use, not by `import nighthawk`.
-    # `nh.redaction.DEFAULT_MASK_NAME_PATTERNS`: the rules' public module, which only names them again.
-    if name in ("ray", "redaction", "resilience"):
+    # `nh.resilience.vote(...)`, `nh.oversight.read_only()`, `nh.ray.map_batches(...)`: imported on first use,
+    # not by `import nighthawk`. `nh.redaction.DEFAULT_MASK_NAME_PATTERNS`: the rules' public module, which
+    # only names them again.
+    if name in ("ray", "redaction", *_SUBMODULES):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,7 +37,9 @@ __all__ = [
     "UserThreadExecutor",
     "await_user",
     "call_user",
+    "awaited",
     "calling_thread_name",
+    "on_import_thread",
     "on_user_thread",
     "run_sync",
     "user_thread_executor",
@@ -48,6 +50,8 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+_importer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nighthawk-import")
+"""One thread for the imports of seconds a first step makes; one worker, so they run one after the other."""
 
 # Exceptions that must never escape user code into the loop: asyncio re-raises the first two out of
 # `run_forever` (killing the loop thread), and the last two would read as "this task was cancelled".
@@ -365,3 +369,19 @@ def user_thread_executor() -> UserThreadExecutor | None:
     if _caller.get() is None:
         return None
     return UserThreadExecutor(asyncio.get_running_loop())
+
+
+def on_import_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Start `fn`, which imports libraries (pydantic-ai and a provider's SDK take seconds the first time), on
+    the import thread; any number of steps may wait for it with `awaited`.
+
+    Awaited like this, the import holds neither the loop nor the caller: an interrupt cancels the waiting
+    step at once, while the import itself runs to its end on its thread (only the main thread receives an
+    interrupt), so no half-imported module is left in `sys.modules` and the next step finds it whole.
+    """
+    return _importer.submit(contextvars.copy_context().run, fn)
+
+
+async def awaited(future: concurrent.futures.Future[T]) -> T:
+    """Await `future` of another thread; a waiter that is cancelled leaves it running for the others."""
+    return await asyncio.shield(asyncio.wrap_future(future))

@@ -17,14 +17,16 @@ import typing
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._source import KeptSource, function_source
 from ._validation import resolve_annotation
 from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel, unresolved_read
 from .errors import NaturalParseError
 from .frame import Frame
-from .runner import BlockResult, run_block, run_block_async
+
+if TYPE_CHECKING:
+    from .runner import BlockResult
 
 __all__ = ["natural_function"]
 
@@ -513,12 +515,19 @@ class _FunctionRuntime:
         return replace(program, interpolated=spec.fields)
 
     def run(self, index: int, python_locals: dict[str, object], read_values: tuple[object, ...], rendered: str | None) -> BlockResult:
+        # Here, not at the top: decorating a function parses it only; the road of a step (the deadline
+        # watchdog with queue and signal, secret collection with base64, rendering with datetime, decimal and
+        # pathlib) is imported with its first block, so `import nighthawk` stays free of it.
+        from .runner import run_block
+
         spec = self.specs[index]
         return run_block(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
 
     async def run_async(
         self, index: int, python_locals: dict[str, object], read_values: tuple[object, ...], rendered: str | None
     ) -> BlockResult:
+        from .runner import run_block_async  # here for the reason given in `run`
+
         spec = self.specs[index]
         return await run_block_async(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
 

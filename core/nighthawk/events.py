@@ -20,7 +20,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
 
-from .secrets._scrubber import current_scrubber
 
 if TYPE_CHECKING:
     import pydantic
@@ -365,6 +364,9 @@ def emit(event: Event) -> None:
     listeners = _active_listeners()
     if not listeners:
         return
+    # Here, not at the top: secret collection (base64, ast) is a step's; an event with a listener needs it.
+    from .secrets._scrubber import current_scrubber
+
     event = current_scrubber().scrub_data(event)
     for listener in listeners:
         try:

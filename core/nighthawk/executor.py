@@ -7,29 +7,27 @@ imported on first use, so constructing an executor (or importing nighthawk) need
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from . import events
-from ._evaluate import clip
-from ._media import collect_attachments, media_refusal, media_shown, tool_result_media, user_content
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
-from .secrets._scrubber import scrub_exception
 from ._outcome_schema import OUTCOME_TOOL, outcome_object
-from .agents import agent_model, is_agent_model, near_agent_model
+from ._provider_models import build_model, check_credentials
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError, NighthawkError, OversightRejectedError
-from .prompt import prompt_cache_settings, render_prompts
 from .runtime import StepExecutor
 from .step import StepContext
-from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Outcome
+
+# The kernel extension builds an executor when it loads, long before a step: the modules only a step needs
+# (the prompt and media stack with hashlib and pathlib, the tools with the oversight hooks, secret
+# scrubbing with base64) are imported by the functions below that run one, not at the top.
 
 __all__ = ["OUTCOME_RETRIES", "TOOL_RETRIES", "AgentStepExecutor", "StepExecutor", "check_credentials"]
 
@@ -40,18 +38,6 @@ TOOL_RETRIES = 2
 """Retries for tool calls whose arguments do not match the tool's schema."""
 
 _FAILURE_PREFIX = '{"value": null, "error": {'  # how every failed tool envelope starts (tools._failure)
-
-# Environment variable each provider prefix reads its key from, for a message before any request is made.
-_KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google-gla": "GEMINI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-}
 
 
 class AgentStepExecutor:
@@ -70,6 +56,12 @@ class AgentStepExecutor:
         self._configuration = configuration or StepExecutorConfiguration()
         self._agents: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
         self._model: Any = None
+        self._building: Any = None
+        """The build of the model on the import thread (a `concurrent.futures.Future`), once a step started it."""
+        self._client_retries: int | None = None
+        """The retry count set on the SDK clients of the models this executor built, when every model in its
+        chain has one (then the per-request `max_retries` setting is left out: it would make pydantic-ai copy
+        the client for every request)."""
         self._user_agent = agent
 
     @classmethod
@@ -99,8 +91,9 @@ class AgentStepExecutor:
     def with_configuration(self, configuration: StepExecutorConfiguration) -> AgentStepExecutor:
         """A new executor with another configuration (the same model instance when the model is unchanged)."""
         executor = AgentStepExecutor(configuration, agent=self._user_agent)
-        if configuration.model == self._configuration.model:
+        if configuration.model == self._configuration.model and configuration.max_retries == self._configuration.max_retries:
             executor._model = self._model
+            executor._client_retries = self._client_retries
         return executor
 
     @property
@@ -121,11 +114,16 @@ class AgentStepExecutor:
 
     def _resolve_model(self) -> Any:
         if self._model is None:
-            model = _build_model(self._chosen_model())
+            retries = self._configuration.max_retries
+            chain = [build_model(self._chosen_model(), retries)]
+            chain += [build_model(fallback, retries) for fallback in self._configuration.fallback_models]
+            # Only when every model's client took the count can the request settings leave it out.
+            self._client_retries = retries if all(built for _, built in chain) else None
+            model = chain[0][0]
             if self._configuration.fallback_models:
                 from pydantic_ai.models.fallback import FallbackModel
 
-                model = FallbackModel(model, *map(_build_model, self._configuration.fallback_models))
+                model = FallbackModel(model, *(fallback for fallback, _ in chain[1:]))
             self._model = _gated(model)
         return self._model
 
@@ -134,7 +132,7 @@ class AgentStepExecutor:
         the model itself, still behind the budget gate and the secret scrubber; its configuration, and so its
         label, is this one's. A batch-API map routes its requests to the provider's batches this way."""
         executor = AgentStepExecutor(self._configuration, agent=self._user_agent)
-        executor._model = _gated(route(_build_model(self._chosen_model())))
+        executor._model = _gated(route(build_model(self._chosen_model(), None)[0]))  # retries as each request says
         return executor
 
     def _get_agent(self, step: StepContext) -> Any:
@@ -150,6 +148,9 @@ class AgentStepExecutor:
 
     def _render(self, step: StepContext) -> tuple[tuple[Any, ...], tuple[str, str]]:
         """The step's attachments (its media read bindings, read now) and its prompts, which name them."""
+        from ._media import collect_attachments  # hashlib, pathlib (see the note at the top)
+        from .prompt import render_prompts
+
         limits = step.rendering.limits
         attachments = collect_attachments(
             step.program.reads, step.step_locals, max_items=limits.media_max_items, max_bytes=limits.media_max_bytes
@@ -158,6 +159,16 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
+        from ._loop import awaited, on_import_thread, on_user_thread  # here, not at the top: asyncio
+
+        if self._model is None:
+            # The first step builds the model, importing pydantic-ai and the provider's SDK (seconds): on the
+            # import thread, so an interrupt during it gives control back at once (see `on_import_thread`).
+            # The steps that start meanwhile (a map's) wait for the same build and go on in the order they came.
+            building = self._building
+            if building is None or building.cancelled() or (building.done() and building.exception() is not None):
+                building = self._building = on_import_thread(self._resolve_model)  # again after a failure
+            await awaited(building)
         from pydantic_ai import Agent, capture_run_messages
         from pydantic_ai.exceptions import (
             AgentRunError,
@@ -170,9 +181,10 @@ class AgentStepExecutor:
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
 
-        from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+        from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
         from ._watch import StepWatch  # here: it subclasses a pydantic-ai class
+        from .prompt import prompt_cache_settings
 
         model = self._resolve_model()
         agent = self._get_agent(step)
@@ -280,6 +292,8 @@ class AgentStepExecutor:
         explicit = self._configuration.model_settings or {}
         agent_settings = getattr(self._user_agent, "model_settings", None) or {}
         settings.update({key: value for key, value in agent_settings.items() if key not in explicit})
+        if self._client_retries is not None and settings.get("max_retries") == self._client_retries:
+            del settings["max_retries"]  # the clients carry it (see `_client_retries`)
         return settings
 
 
@@ -306,28 +320,6 @@ def _gated(model: Any) -> Any:
     # Every request is first counted in its budget groups (or refused), then passes the step's secret
     # scrubber before the model (or a replay store) sees it.
     return BudgetGateModel(SecretScrubbingModel(model))
-
-
-def _build_model(model: Any) -> Any:
-    """A pydantic-ai model for a `provider:model` string (checking its key first) or a `Model` as it is."""
-    if not isinstance(model, str):
-        return model
-    if is_agent_model(model):
-        return agent_model(model)
-    check_credentials(model)
-    from pydantic_ai.exceptions import UserError
-    from pydantic_ai.models import infer_model
-
-    try:
-        return infer_model(model)
-    except (UserError, ImportError, ValueError) as exc:
-        near = near_agent_model(model)
-        if near is not None:
-            raise NighthawkError(f"cannot use `model` {model!r}: there is no such provider; did you mean {near!r}?") from exc
-        raise NighthawkError(
-            f"cannot use `model` {model!r}: {exc}. Choose another with "
-            "`StepExecutorConfiguration(model='provider:model')` or, in a notebook, `%nighthawk model ...`"
-        ) from exc
 
 
 def _budget_error(exc: Any, usage: Any, limits: StepLimits) -> BudgetExceededError:
@@ -376,25 +368,6 @@ def _last_retry_reason(messages: list[Any]) -> str | None:
     return None
 
 
-def check_credentials(model: str) -> None:
-    """Fail before any network call when a `provider:model` string's API key is missing from the environment.
-
-    Raises:
-        NighthawkError: The key's environment variable is unset.
-    """
-    provider = model.split(":", 1)[0]
-    variable = _KEY_VARIABLES.get(provider)
-    if variable is None or os.environ.get(variable):
-        return
-    if provider.startswith("openai") and os.environ.get("OPENAI_BASE_URL"):
-        return  # an OpenAI-compatible server (local or proxy) may need no key
-    raise NighthawkError(
-        f"`model` {model!r} needs an API key in the environment variable `{variable}`, which is not set. "
-        f"Set it (for example `export {variable}=...`), or choose another model with "
-        "`StepExecutorConfiguration(model='provider:model')` (in a notebook: `%nighthawk model provider:model`)."
-    )
-
-
 def _output_spec(schema: Mapping[str, object]) -> Any:
     from pydantic_ai import StructuredDict, ToolOutput
 
@@ -409,7 +382,11 @@ def _output_spec(schema: Mapping[str, object]) -> Any:
 def _build_agent(output_spec: list[Any]) -> Any:
     from pydantic_ai import Agent, ModelRetry, RunContext, Tool
 
+    from ._evaluate import clip
+    from ._media import tool_result_media  # hashlib (see the note at the top)
+    from .secrets._scrubber import scrub_exception
     from .outcome import resolve_outcome  # here: it imports pydantic
+    from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
 
     # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
@@ -556,6 +533,7 @@ def _user_tool(definition: Any) -> Any:
     from pydantic_ai import Tool
 
     from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
+    from .tools import invoke_tool  # the oversight hooks (see the note at the top)
 
     function = definition.function
 

@@ -16,17 +16,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from . import events
-from ._tool_registry import ToolScope, push_tool_scope
 from .budget import BudgetScope, StepUsage, UsageBudget, UsageTotals, active_budgets, budget_lock, replacing_budgets
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
-from .oversight._kinds import Oversight
-from .oversight._oversee import overseeing
 from .step import ExecutionContext, StepContext, current_step
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Outcome
+    from .oversight._kinds import Oversight
 
 __all__ = [
     "ExecutionContext",
@@ -334,6 +332,9 @@ def _enter(state: _Scope, *, is_run: bool) -> Iterator[_Scope]:
         events.emit(starter(run_id=context.run_id, scope_id=context.scope_id))
     token = _current.set(state)
     error: BaseException | None = None
+    # Here, not at the top: the tool registry (inspect) waits for the first run or scope.
+    from ._tool_registry import ToolScope, push_tool_scope
+
     try:
         with push_tool_scope(ToolScope()):
             yield state
@@ -457,6 +458,9 @@ def scope(
         user_suffixes,
         references,
     )
+    if oversight is not _INHERIT:
+        # Here, not at the top: oversight (its hooks, guards and policies, with ast) loads with its first use.
+        from .oversight._oversee import overseeing
     with (
         overseeing(oversight) if oversight is not _INHERIT else nullcontext(),
         metering(usage_meter) if usage_meter is not None else nullcontext(),

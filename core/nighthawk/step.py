@@ -18,12 +18,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._boundary import ToolBoundaryError
-from ._outcome_schema import outcome_schema
-from ._render import render_value
-from ._tokens import BUDGET_COUNTER, TokenCounter
-from ._tool_registry import ToolDefinition, ToolScope
-from ._validation import ValidationSetupError, infer_binding_type, type_label, validate_value
 from .block import OUTCOME_KINDS, Program
 from .budget import StepUsage
 from .configuration import StepContextLimits, StepExecutorConfiguration
@@ -34,6 +28,12 @@ from .secrets import ContextRedaction
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Resolution
+    from ._tokens import TokenCounter
+    from ._tool_registry import ToolDefinition, ToolScope
+
+# The modules only a running step needs (rendering with datetime, decimal, pathlib and urllib; the token
+# estimate with logging; the tool registry with inspect; validation) are imported by the functions below
+# that use them: `import nighthawk` needs this module for `StepContext`, not for running a step.
 
 __all__ = ["ExecutionContext", "RenderingPolicy", "StepContext", "get_current_step_context"]
 
@@ -55,6 +55,12 @@ _BUILTIN_RAISE_TYPES: tuple[str, ...] = (
     "ValueError",
     "ZeroDivisionError",
 )
+
+
+def _new_tool_scope() -> ToolScope:
+    from ._tool_registry import ToolScope  # inspect (see the note at the top)
+
+    return ToolScope()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +91,8 @@ class RenderingPolicy:
 
     @property
     def counter(self) -> TokenCounter:
+        from ._tokens import BUDGET_COUNTER  # logging (see the note at the top)
+
         # Always the estimate, never the configured tokenizer: a prompt must not depend on whether a
         # vocabulary can be loaded on this machine (see `_tokens`).
         return BUDGET_COUNTER
@@ -93,6 +101,8 @@ class RenderingPolicy:
         """Bounded, masked JSON-ish text of `value`."""
         if name is not None and self.redaction.hides(name, value):
             return '"' + self.redaction.placeholder + '"'
+        from ._render import render_value  # datetime, decimal, pathlib, urllib (see the note at the top)
+
         return render_value(
             value, max_tokens=max_tokens, style=self.style, counter=self.counter, redaction=self.redaction
         )
@@ -130,7 +140,7 @@ class StepContext:
     """User tools of the enclosing scopes, handed over when the step was built."""
     outcome_schema: Mapping[str, object] = field(default_factory=dict)
     """JSON schema of the outcome object this step may end with (its allowed kinds and raise types)."""
-    tool_scope: ToolScope = field(default_factory=ToolScope)
+    tool_scope: ToolScope = field(default_factory=_new_tool_scope)
     """Tools registered while this step runs (the innermost scope)."""
     resolution: Resolution | None = None
     """Set when the outcome has been checked and evaluated."""
@@ -163,6 +173,9 @@ class StepContext:
             ToolBoundaryError: `invalid_input` when the value does not fit; `internal` when the type cannot be
                 checked at all (not something the model can fix by sending another value).
         """
+        from ._boundary import ToolBoundaryError  # with validation (see the note at the top)
+        from ._validation import ValidationSetupError, type_label, validate_value
+
         expected = self.binding_types.get(name, object)
         try:
             return validate_value(expected, value)
@@ -263,6 +276,9 @@ def build_step(
     them with those the step itself registers. `implicit_references` (from the enclosing scopes) are laid
     over the globals.
     """
+    from ._outcome_schema import outcome_schema  # json schemas (see the note at the top)
+    from ._validation import infer_binding_type
+
     parent = current_step()
     step_locals: dict[str, object] = dict(parent.step_locals) if parent is not None else {}
     own_names = frame.python_locals.keys() | frame.read_values.keys()

@@ -5,7 +5,8 @@
 do, but it would be a dependency for one line; the figures here are the map's own.
 
 A front end can show a map its own way (the kernel extension shows one live display per map in a notebook):
-it registers a factory with `use_renderer`. The core knows nothing of it beyond the `ProgressRenderer`
+it registers a factory with `use_renderer` (kept in `nighthawk._map_renderers`, so registering one imports no
+map machinery). The core knows nothing of it beyond the `ProgressRenderer`
 protocol; a factory that returns `None` leaves the map to the stderr line.
 """
 
@@ -14,9 +15,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Protocol, TextIO
+from typing import TextIO
 
+from .._map_renderers import ProgressRenderer, RendererFactory, registered_renderer, use_renderer
 from ..budget import UsageTotals
 
 __all__ = ["LineProgress", "MapTally", "ProgressRenderer", "RendererFactory", "open_progress", "use_renderer", "wanted"]
@@ -24,52 +25,12 @@ __all__ = ["LineProgress", "MapTally", "ProgressRenderer", "RendererFactory", "o
 _INTERVAL_S = 0.1
 
 
-class ProgressRenderer(Protocol):
-    """What a map tells whoever shows its progress, always from the map's own thread."""
-
-    def kept_item(self) -> None:
-        """An item was answered from a store."""
-
-    def finished_item(self) -> None:
-        """An item ran and returned."""
-
-    def failed_item(self, index: int, error: BaseException) -> None:
-        """An item failed for good."""
-
-    def shared_item(self, *, failed: bool) -> None:
-        """An item was answered by an equal item of the map (`failed`: with that item's failure)."""
-
-    def stopped(self, reason: str) -> None:
-        """The map stops before its end: `reason` names the item and the cause (`stopped at item 3: ...`)."""
-
-    def close(self) -> None:
-        """The map ended, finished or stopped: show the summary."""
-
-
-RendererFactory = Callable[[int | None, UsageTotals, bool | None], ProgressRenderer | None]
-"""`factory(total, usage, progress)`: a renderer for a new map (`total` is `None` for a generator; `progress` as
-the map was given it), or `None`. A renderer is asked for even with `progress=False`: a front end may have
-to know that a map runs (the kernel extension then hides each item's steps) while it shows nothing."""
-
-_factory: RendererFactory | None = None
-
-
-def use_renderer(factory: RendererFactory | None) -> RendererFactory | None:
-    """Show the progress of the maps of this process with `factory` (`None`: the stderr line again).
-
-    Returns:
-        The factory in use before, so a caller can put it back.
-    """
-    global _factory
-    previous, _factory = _factory, factory
-    return previous
-
-
 def open_progress(progress: bool | None, total: int | None, usage: UsageTotals) -> ProgressRenderer | None:
     """The renderer of a new map: the registered one if it takes the map, else the stderr line if wanted
     (`progress`: `True`, `False` or `None` for a terminal or a kernel)."""
-    if _factory is not None:
-        shown = _factory(total, usage, progress)
+    factory = registered_renderer()
+    if factory is not None:
+        shown = factory(total, usage, progress)
         if shown is not None:
             return shown
     return LineProgress(total, usage) if wanted(progress, sys.stderr) else None
