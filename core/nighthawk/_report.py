@@ -197,6 +197,8 @@ def http_error_message(model: Any, model_name: str, status: int, body: object) -
         404: "Check the model name and the base URL.",
         429: "The provider is rate limiting or out of quota; wait, or check the account.",
     }.get(status, "Check the request settings, or try again later." if status < 500 else "Try again later.")
+    if not explanation.endswith((".", "!", "?")):
+        explanation += "."  # llama.cpp's sentences end without one
     return f"the model provider {_where(model)} answered HTTP {status} for model {model_name!r}: {explanation} {hint}"
 
 

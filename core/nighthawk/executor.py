@@ -251,7 +251,8 @@ class AgentStepExecutor:
             except UnexpectedModelBehavior as exc:
                 if _cut_at_cap(exc, messages):
                     cap = self._configuration.request_settings().get("max_tokens")
-                    raise ExecutionError(output_cap_message(cap)) from exc
+                    # A model shown no tools (a local template without a tool section) writes prose until cut.
+                    raise ExecutionError(watch.explain_unfinished(output_cap_message(cap))) from exc
                 problem = step.outcome_problem or _last_retry_reason(messages)
                 reason = f"; last problem: {problem}" if problem else ""
                 raise ExecutionError(

@@ -81,6 +81,9 @@ class Reply:
     """Function calls in the order the model makes them."""
     text: str | None = None
     """Assistant text, if any."""
+    cut: bool = False
+    """Chat Completions only: the answer stopped at the output cap (`finish_reason` "length"), as a local model
+    that never ends its turn does."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
@@ -367,9 +370,15 @@ class ScriptedOpenAIServer:
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(reply)}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
+
+
+def _finish_reason(reply: Reply) -> str:
+    if reply.cut:
+        return "length"
+    return "tool_calls" if reply.calls else "stop"
 
 
 def _handler_class(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
