@@ -70,6 +70,19 @@ class Script:
 
 
 
+def model_code(channel: str, expression: str, *, target: str = "result") -> list[ToolCallPart]:
+    """The first answer of a model that runs `expression` through `channel`: `nh_eval`, `nh_assign` (to
+    `target`) or a `return` outcome."""
+    match channel:
+        case "nh_eval":
+            return [call("nh_eval", expression=expression)]
+        case "nh_assign":
+            return [call("nh_assign", target_path=target, expression=expression)]
+        case "return":
+            return [finish("return", return_expression=expression)]
+    raise AssertionError(channel)
+
+
 def scripted_executor(*rounds: list[ToolCallPart] | str, **configuration: Any) -> tuple[nh.AgentStepExecutor, Script]:
     """An executor on a FunctionModel that answers with `rounds`, and the script (to inspect requests)."""
     script = Script(list(rounds))

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 import nighthawk as nh
-from scripting import call, finish, scripted_executor
+from scripting import call, finish, model_code, scripted_executor
 
 CHANNELS = ("nh_eval", "nh_assign", "return")
 
@@ -83,6 +83,7 @@ FILE_ATTACKS = {
 }
 
 
+# Defined here, not shared: the model's expressions see this module's imports as the block's globals.
 @nh.natural_function
 def look(p: str) -> object:
     result = None
@@ -90,17 +91,6 @@ def look(p: str) -> object:
     Look at the file <p>; set <:result> or return what you found.
     """
     return result
-
-
-def model_code(channel: str, expression: str) -> list[Any]:
-    match channel:
-        case "nh_eval":
-            return [call("nh_eval", expression=expression)]
-        case "nh_assign":
-            return [call("nh_assign", target_path="result", expression=expression)]
-        case "return":
-            return [finish("return", return_expression=expression)]
-    raise AssertionError(channel)
 
 
 def run_model_code(channel: str, expression: str, p: Path | str, oversight: nh.oversight.Oversight) -> str:

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import nighthawk as nh
 from nighthawk import events, telemetry
-from scripting import call, finish, scripted_executor
+from scripting import call, finish, model_code, scripted_executor
 
 CHANNELS = ("nh_eval", "nh_assign", "return")
 
@@ -91,18 +91,6 @@ def look(p: str) -> object:
     Look at the file <p>; set <:result> or return what you found.
     """
     return result
-
-
-def model_code(channel: str, expression: str) -> list[Any]:
-    """The first answer of a model that runs `expression` through `channel`."""
-    match channel:
-        case "nh_eval":
-            return [call("nh_eval", expression=expression)]
-        case "nh_assign":
-            return [call("nh_assign", target_path="result", expression=expression)]
-        case "return":
-            return [finish("return", return_expression=expression)]
-    raise AssertionError(channel)
 
 
 def run_model_code(
