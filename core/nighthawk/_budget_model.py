@@ -1,4 +1,5 @@
-"""The model-bound budget gate: a pydantic-ai wrapper that counts every request in its groups before sending it.
+"""The model-bound budget gate: a pydantic-ai wrapper that counts every request in its groups before sending it
+(and shows each request and response to the step's `StepWatch`).
 
 pydantic-ai checks a step's own limits before each of its requests, but it cannot see the other steps of a
 group running at the same time; this gate asks the groups themselves (`budget.reserve_request`, then the
@@ -18,6 +19,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from ._send_gate import requesting
+from ._watch import current_watch
 from .budget import reserve_request, reserve_shared_request
 
 __all__ = ["BudgetGateModel"]
@@ -32,10 +34,16 @@ class BudgetGateModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        watch = current_watch()
+        if watch is not None:
+            watch.before_request(messages)
         with requesting():
             reserve_request()
             await reserve_shared_request()
-            return await self.wrapped.request(messages, model_settings, model_request_parameters)
+            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        if watch is not None:
+            watch.after_response(response)
+        return response
 
     @asynccontextmanager
     async def request_stream(
@@ -45,6 +53,9 @@ class BudgetGateModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
+        watch = current_watch()
+        if watch is not None:
+            watch.before_request(messages)
         with requesting():
             reserve_request()
             await reserve_shared_request()
@@ -52,3 +63,5 @@ class BudgetGateModel(WrapperModel):
                 messages, model_settings, model_request_parameters, run_context
             ) as stream:
                 yield stream
+        if watch is not None:
+            watch.after_response(stream.get())

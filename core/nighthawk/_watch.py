@@ -1,7 +1,9 @@
-"""What the executor notes about the model's responses in one step, as a pydantic-ai capability.
+"""What the executor notes about the model's responses in one step.
 
-`StepWatch` is added to every step's agent run. It only reads: it never changes a request, a setting or a
-response, so what a step sends is the same with it as without (replay stores stay valid). It notes
+A `StepWatch` is made for every step and set as the current watch while the step's model runs; the budget
+gate (`_budget_model`), which every request of the step passes, calls it before sending a request and after
+the response. It only reads: it never changes a request, a setting or a response, so what a step sends is
+the same with it as without (replay stores stay valid). It notes
 
 - when each request was sent, so a timeout can say how long the model had been generating;
 - the responses without a tool call and the model's last text, which a step that fails because the model
@@ -9,23 +11,24 @@ response, so what a step sends is the same with it as without (replay stores sta
 - whether the model repeats itself (`_repeats`), checked before each further request: the step ends with
   an `ExecutionError` instead of spending its request budget.
 
-It subclasses a pydantic-ai class, so the executor imports it on a step's first run, like `_budget_model`.
+It is read from the model wrapper rather than hooked into pydantic-ai's agent run as a capability: a
+capability makes every run set up its event-stream wrapping, a cost paid on every step for four notes.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
-
-from pydantic_ai.capabilities import AbstractCapability
 
 from . import events
 from ._evaluate import clip
 from ._repeats import repeat_problem
 from .errors import ExecutionError, not_committed
-from .step import StepContext
 
-__all__ = ["LOCAL_MODELS_DOC", "TEXT_CHARS", "StepWatch"]
+__all__ = ["LOCAL_MODELS_DOC", "TEXT_CHARS", "StepWatch", "current_watch", "watching"]
 
 TEXT_CHARS = 500
 """Characters of the model's text an error or an event quotes (the start; the rest is counted)."""
@@ -34,10 +37,11 @@ LOCAL_MODELS_DOC = "docs/local-models.md"
 """Where the docs say which local servers and chat templates let a model call tools."""
 
 
-class StepWatch(AbstractCapability[StepContext]):
-    """Notes on one step's model responses; one instance per agent run."""
+class StepWatch:
+    """Notes on one step's model responses; one instance per step."""
 
-    def __init__(self, *, max_repeated_calls: int | None, max_idle_rounds: int | None) -> None:
+    def __init__(self, invocation_id: str, *, max_repeated_calls: int | None, max_idle_rounds: int | None) -> None:
+        self.invocation_id = invocation_id
         self.max_repeated_calls = max_repeated_calls
         self.max_idle_rounds = max_idle_rounds
         self.responses = 0
@@ -49,9 +53,10 @@ class StepWatch(AbstractCapability[StepContext]):
         self.sent_at: float | None = None
         """`time.monotonic()` when the latest request was sent."""
 
-    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+    def before_request(self, messages: Sequence[Any]) -> None:
+        """Refuse a further request when the conversation so far shows the model repeating itself."""
         problem = repeat_problem(
-            ctx.messages, max_repeated_calls=self.max_repeated_calls, max_idle_rounds=self.max_idle_rounds
+            messages, max_repeated_calls=self.max_repeated_calls, max_idle_rounds=self.max_idle_rounds
         )
         if problem is not None:
             raise ExecutionError(
@@ -60,9 +65,8 @@ class StepWatch(AbstractCapability[StepContext]):
                 "`StepExecutorConfiguration` set how much repetition a step allows)"
             )
         self.sent_at = time.monotonic()
-        return request_context
 
-    async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:
+    def after_response(self, response: Any) -> None:
         self.responses += 1
         parts = getattr(response, "parts", ())
         text = "".join(part.content for part in parts if getattr(part, "part_kind", "") == "text").strip()
@@ -70,12 +74,10 @@ class StepWatch(AbstractCapability[StepContext]):
             self.last_text = clip(text, TEXT_CHARS)
         if not any(getattr(part, "part_kind", "") == "tool-call" for part in parts):
             self.without_tool_call += 1
-            step: StepContext = ctx.deps
             if events.listening():
                 events.emit(
-                    events.ModelText(invocation_id=step.invocation_id, text=clip(text, TEXT_CHARS), count=self.without_tool_call)
+                    events.ModelText(invocation_id=self.invocation_id, text=clip(text, TEXT_CHARS), count=self.without_tool_call)
                 )
-        return response
 
     def waited_s(self) -> float | None:
         """Seconds since the latest request was sent, or `None` before any."""
@@ -93,3 +95,21 @@ class StepWatch(AbstractCapability[StepContext]):
                 f"template may not support tool calls (see {LOCAL_MODELS_DOC})."
             )
         return f"{message.rstrip('. ')}. {note}"
+
+
+_current: contextvars.ContextVar[StepWatch | None] = contextvars.ContextVar("nighthawk_step_watch", default=None)
+
+
+def current_watch() -> StepWatch | None:
+    """The watch of the step whose model is running in this context, if any."""
+    return _current.get()
+
+
+@contextmanager
+def watching(watch: StepWatch) -> Iterator[StepWatch]:
+    """Make `watch` the current one for the requests sent inside the block (a nested step sets its own)."""
+    token = _current.set(watch)
+    try:
+        yield watch
+    finally:
+        _current.reset(token)

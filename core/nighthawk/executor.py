@@ -183,7 +183,7 @@ class AgentStepExecutor:
 
         from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
-        from ._watch import StepWatch  # here: it subclasses a pydantic-ai class
+        from ._watch import StepWatch, watching
         from .prompt import prompt_cache_settings
 
         model = self._resolve_model()
@@ -204,6 +204,7 @@ class AgentStepExecutor:
         toolsets += self._agent_toolsets()
         limits = step_limits(self._configuration.step_budget)
         watch = StepWatch(
+            step.invocation_id,
             max_repeated_calls=self._configuration.max_repeated_calls,
             max_idle_rounds=self._configuration.max_idle_rounds,
         )
@@ -214,6 +215,7 @@ class AgentStepExecutor:
             capture_run_messages() as messages,
             Agent.parallel_tool_call_execution_mode("sequential"),
             _user_thread_callables(),
+            watching(watch),
         ):
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
@@ -231,7 +233,6 @@ class AgentStepExecutor:
                         toolsets=toolsets or None,
                         usage_limits=limits.usage_limits(),
                         usage=usage,
-                        capabilities=[watch],
                     )
             except TimeoutError as exc:
                 raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
