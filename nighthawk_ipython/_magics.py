@@ -433,10 +433,9 @@ def _print_usage(*, reset: bool) -> None:
     if not totals:
         print("no model requests in this kernel yet")
         return
-    rows = [["model", "requests", "input tokens", "output tokens", "cost"]]
+    rows = [["model", "requests", "input tokens", "cached", "output tokens", "cost"]]
     rows += [
-        [model, str(t.requests), str(t.input_tokens), str(t.output_tokens),
-         cost_text(t)]
+        [model, str(t.requests), str(t.input_tokens), str(t.cache_read_tokens), str(t.output_tokens), cost_text(t)]
         for model, t in sorted(totals.items())
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]

@@ -59,11 +59,16 @@ def _plural(count: int, word: str) -> str:
 
 
 def usage_text(totals: UsageTotals) -> str:
-    """`2 requests · 340 in / 25 out tokens · $0.0012`."""
+    """`2 requests · 340 in (300 cached) / 25 out tokens · $0.0012`."""
     return (
-        f"{_plural(totals.requests, 'request')} · {totals.input_tokens} in / {totals.output_tokens} out tokens · "
-        f"{cost_text(totals)}"
+        f"{_plural(totals.requests, 'request')} · {totals.input_tokens}{cached_text(totals)} in / "
+        f"{totals.output_tokens} out tokens · {cost_text(totals)}"
     )
+
+
+def cached_text(totals: UsageTotals) -> str:
+    """` (300 cached)` when some input tokens came from the provider's prompt cache, else nothing."""
+    return f" ({totals.cache_read_tokens} cached)" if totals.cache_read_tokens else ""
 
 
 def cost_text(totals: UsageTotals) -> str:

@@ -128,6 +128,8 @@ class _Spending(Protocol):
     def output_tokens(self) -> int: ...
     @property
     def cost_usd(self) -> float | None: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
 
 
 @dataclass(kw_only=True)
@@ -142,11 +144,14 @@ class UsageTotals:
     """The cost of the requests with a known price: all of `cost_usd` when it is known, else a lower bound."""
     unpriced_requests: int = 0
     """Requests whose cost is unknown (a model without a price)."""
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those the provider read from its prompt cache (priced at its cached rate)."""
 
     def add(self, usage: _Spending) -> None:
         self.requests += usage.requests
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
         if usage.cost_usd is None:
             self.unpriced_requests += usage.requests
         else:

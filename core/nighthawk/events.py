@@ -276,6 +276,8 @@ class UsageReported:
     """Label of the model that answered."""
     cost_usd: float | None = None
     """US dollars as priced by genai-prices; `None` when the model is unpriced."""
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those the provider read from its prompt cache."""
     event_kind: Literal["usage"] = "usage"
 
 

@@ -274,6 +274,7 @@ def _usage_event(step: StepContext) -> tuple[events.UsageReported, ...]:
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=usage.cost_usd,
+            cache_read_tokens=usage.cache_read_tokens,
         ),
     )
 

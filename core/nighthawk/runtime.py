@@ -142,6 +142,7 @@ class UsageMeter:
             input_tokens=usage.input_tokens or 0,
             output_tokens=usage.output_tokens or 0,
             cost_usd=cost if cost is not None else 0.0,
+            cache_read_tokens=getattr(usage, "cache_read_tokens", 0) or 0,
         )
         measured = [group for group in active_budgets() if group.counts_records and group is not self._group]
         with budget_lock():
@@ -180,7 +181,12 @@ class UsageMeter:
         from pydantic_ai.usage import RunUsage  # pydantic-ai, kept out of `import nighthawk`
 
         totals = self.totals()
-        return RunUsage(requests=totals.requests, input_tokens=totals.input_tokens, output_tokens=totals.output_tokens)
+        return RunUsage(
+            requests=totals.requests,
+            input_tokens=totals.input_tokens,
+            output_tokens=totals.output_tokens,
+            cache_read_tokens=totals.cache_read_tokens,
+        )
 
     def __repr__(self) -> str:
         totals = self.totals()

@@ -82,6 +82,7 @@ _USAGE_REQUESTS: Final = "nighthawk.step.usage.requests"
 _USAGE_INPUT_TOKENS: Final = "nighthawk.step.usage.input_tokens"
 _USAGE_OUTPUT_TOKENS: Final = "nighthawk.step.usage.output_tokens"
 _USAGE_COST: Final = "nighthawk.step.usage.cost_usd"
+_USAGE_CACHE_READ_TOKENS: Final = "nighthawk.step.usage.cache_read_tokens"
 
 # Each oversight decision (beyond the spec's table): an event on the step span.
 _OVERSIGHT_DECISION: Final = "nighthawk.oversight.decision"
@@ -109,6 +110,7 @@ USAGE_ATTRIBUTES: Final[tuple[str, ...]] = (
     _USAGE_INPUT_TOKENS,
     _USAGE_OUTPUT_TOKENS,
     _USAGE_COST,
+    _USAGE_CACHE_READ_TOKENS,
 )
 """Attributes of a step span that carry what the step spent (added beside the spec's identity attributes)."""
 
@@ -321,6 +323,7 @@ class OpenTelemetryListener:
             _USAGE_REQUESTS: event.requests,
             _USAGE_INPUT_TOKENS: event.input_tokens,
             _USAGE_OUTPUT_TOKENS: event.output_tokens,
+            _USAGE_CACHE_READ_TOKENS: event.cache_read_tokens,
         }
         if event.cost_usd is not None:
             attributes[_USAGE_COST] = event.cost_usd

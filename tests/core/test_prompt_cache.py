@@ -88,3 +88,48 @@ def test_cached_input_tokens_the_provider_reports_show_in_the_step_usage(monkeyp
         label("SKU-0001")
     (usage,) = reported
     assert (usage.input_tokens, usage.cache_read_tokens) == (2_000, 1_800)
+
+
+def cached_model() -> FunctionModel:
+    from pydantic_ai.usage import RequestUsage
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        finish = ToolCallPart("nh_outcome", {"outcome": {"kind": "return", "return_expression": "code"}})
+        return ModelResponse(parts=[finish], usage=RequestUsage(input_tokens=2_000, cache_read_tokens=1_800, output_tokens=20))
+
+    return FunctionModel(model, model_name="cached")
+
+
+def test_a_budget_group_sums_the_cached_input_tokens_of_its_steps() -> None:
+    with nh.run(nh.AgentStepExecutor(nh.StepExecutorConfiguration(model=cached_model()))), nh.budget() as group:
+        label("SKU-0001")
+        label("SKU-0002")
+    assert (group.spent.input_tokens, group.spent.cache_read_tokens) == (4_000, 3_600)
+
+
+def test_the_usage_event_carries_the_cached_input_tokens() -> None:
+    from nighthawk import events
+
+    seen: list[events.Event] = []
+    with nh.run(nh.AgentStepExecutor(nh.StepExecutorConfiguration(model=cached_model()))), events.listen(seen.append):
+        label("SKU-0001")
+    (usage,) = [event for event in seen if isinstance(event, events.UsageReported)]
+    assert usage.cache_read_tokens == 1_800
+
+
+def test_the_session_ledger_and_a_run_meter_count_the_cached_input_tokens() -> None:
+    nh.session_usage().reset()
+    meter = nh.UsageMeter()
+    with nh.run(nh.AgentStepExecutor(nh.StepExecutorConfiguration(model=cached_model())), usage_meter=meter):
+        label("SKU-0001")
+    (totals,) = nh.session_usage().by_model().values()
+    assert totals.cache_read_tokens == 1_800
+    assert meter.totals().cache_read_tokens == 1_800
+    assert meter.snapshot().cache_read_tokens == 1_800
+
+
+def test_a_map_progress_line_says_how_many_input_tokens_were_cached(capsys) -> None:
+    with nh.run(nh.AgentStepExecutor(nh.StepExecutorConfiguration(model=cached_model()))):
+        nh.map(label, ["SKU-0001", "SKU-0002"], progress=True)
+    line = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+    assert "4,040 tokens (3,600 cached)" in line

@@ -534,7 +534,8 @@ def test_step_span_carries_the_usage_the_step_reported(
 ) -> None:
     sequence = [
         events.UsageReported(
-            invocation_id=INVOCATION_ID, model="openai:gpt-4o", requests=2, input_tokens=10, output_tokens=5, cost_usd=0.25
+            invocation_id=INVOCATION_ID, model="openai:gpt-4o", requests=2, input_tokens=10, output_tokens=5, cost_usd=0.25,
+            cache_read_tokens=4,
         )
         if isinstance(event, events.UsageReported)
         else event
@@ -548,5 +549,6 @@ def test_step_span_carries_the_usage_the_step_reported(
         "nighthawk.step.usage.requests": 2,
         "nighthawk.step.usage.input_tokens": 10,
         "nighthawk.step.usage.output_tokens": 5,
+        "nighthawk.step.usage.cache_read_tokens": 4,
         "nighthawk.step.usage.cost_usd": 0.25,
     }

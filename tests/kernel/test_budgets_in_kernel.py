@@ -35,6 +35,13 @@ def passing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[outcome("pass")])
 
 
+def cached_tidy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """One request per step, 800 of its 1,000 input tokens read from the provider's prompt cache."""
+    return ModelResponse(
+        parts=[outcome("pass")], usage=RequestUsage(input_tokens=1000, cache_read_tokens=800, output_tokens=50)
+    )
+
+
 @pytest.fixture(autouse=True)
 def fresh_ledger() -> None:
     nighthawk.session_usage().reset()
@@ -180,6 +187,26 @@ def test_usage_magic_prints_totals_by_model_including_failed_steps(shell: Any, u
     (row,) = [line for line in captured.stdout.splitlines() if "looking" in line]
     assert row.split()[1] == "2"
     assert row.split()[-1] == "unpriced"
+
+
+def test_step_display_and_cell_summary_show_the_cached_input_tokens(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(cached_tidy, model_name="cached"))
+    define_tidy(shell)
+    with capture_output() as captured:
+        shell.run_cell("[tidy(word) for word in ['a  b', 'c  d']]")
+    (summary,) = [output for output in captured.outputs if "steps" in output.data.get("text/plain", "")]
+    assert "2 requests · 2000 (1600 cached) in / 100 out tokens" in summary.data["text/plain"]
+
+
+def test_usage_magic_has_a_cached_column(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(cached_tidy, model_name="cached"))
+    with capture_output():
+        shell.run_cell("%%natural\nDo nothing.")
+    with capture_output() as captured:
+        shell.run_line_magic("nighthawk", "usage")
+    header, row = [line.split() for line in captured.stdout.splitlines() if line.startswith(("model", "function"))]
+    assert header[:6] == ["model", "requests", "input", "tokens", "cached", "output"]
+    assert row[1:4] == ["1", "1000", "800"]
 
 
 def test_usage_reset_prints_then_starts_from_zero(shell: Any, use_model: Any) -> None:

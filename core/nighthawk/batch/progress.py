@@ -145,7 +145,8 @@ class MapTally:
         parts += [
             f"{self.failed} failed",
             f"{self.rate:.1f} items/s",
-            f"{self.usage.total_tokens:,} tokens",
+            f"{self.usage.total_tokens:,} tokens"
+            + (f" ({self.usage.cache_read_tokens:,} cached)" if self.usage.cache_read_tokens else ""),
             self.cost_text(),
             self.time_text(final=final),
         ]
