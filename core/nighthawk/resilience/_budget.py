@@ -4,13 +4,14 @@ groups already count."""
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
 from .. import errors
 from ..budget import BudgetScope, UsageBudget, UsageTotals, budget_lock, opened
 from ..runtime import get_current_usage_meter
-from ._calls import is_async, logger
+from ._calls import is_async, note
 
 __all__ = ["BudgetExceededError", "budget"]
 
@@ -78,7 +79,10 @@ def budget(
         raise ValueError("a `cost` or `cost_per_call` limit needs a `cost_function` to price usage")
 
     def exceeded(kind: LimitKind, limit: float, reached: float, call: Any, run: Any) -> BudgetExceededError:
-        logger.warning("Budget exceeded: %s limit %g reached (%g)", kind, limit, reached)
+        note(
+            "budget_exceeded", logging.WARNING, "Budget exceeded: %s limit %g reached (%g)", kind, limit, reached,
+            limit_kind=kind, limit=limit, reached=reached,
+        )
         return BudgetExceededError(limit_kind=kind, limit_value=limit, call_usage=call, accumulated_usage=run, reached=reached)
 
     def check_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

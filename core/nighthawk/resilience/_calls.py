@@ -13,6 +13,22 @@ from ..errors import StepAbortedError
 logger = logging.getLogger("nighthawk.resilience")
 """Where the transformers say what they did (a retry, an open circuit, a spent budget)."""
 
+Attribute = str | int | float | bool
+
+
+def note(event: str, level: int, message: str, *args: object, **attributes: Attribute) -> None:
+    """Say what a transformer did: in the `nighthawk.resilience` log, and as the event
+    `nighthawk.resilience.<event>` (attributes under the same prefix) on the current OpenTelemetry span when
+    one is recording, so a trace shows the retries and fallbacks inside the call they slowed down."""
+    logger.log(level, message, *args)
+    # opentelemetry-api: loaded when a transformer first acts, not by `import nighthawk.resilience`.
+    from opentelemetry import trace
+
+    span = trace.get_current_span()
+    if span.is_recording():
+        prefix = f"nighthawk.resilience.{event}"
+        span.add_event(prefix, {f"nighthawk.resilience.{name}": value for name, value in attributes.items()})
+
 ExceptionTypes = type[BaseException] | tuple[type[BaseException], ...]
 
 

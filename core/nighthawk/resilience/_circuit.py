@@ -5,13 +5,14 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import NighthawkError
-from ._calls import ExceptionTypes, as_tuple, handled, is_async, logger
+from ._calls import ExceptionTypes, as_tuple, handled, is_async, note
 
 __all__ = ["CircuitOpenError", "CircuitState", "circuit_breaker"]
 
@@ -91,8 +92,10 @@ class _Breaker:
             self._failures += 1
             if probing or self._failures >= self.fail_threshold:
                 self._opened_at = time.monotonic()
-                logger.warning(
-                    "circuit_breaker: %s opened after %d failure(s), last %r", self.name, self._failures, error
+                note(
+                    "circuit_opened", logging.WARNING, "circuit_breaker: %s opened after %d failure(s), last %r",
+                    self.name, self._failures, error, name=self.name, failures=self._failures,
+                    error_type=type(error).__name__,
                 )
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from ._calls import ExceptionTypes, as_tuple, handled, is_async
+from ._calls import ExceptionTypes, as_tuple, handled, is_async, note
 
 __all__ = ["fallback"]
 
@@ -33,9 +34,16 @@ def fallback(*functions: Callable[..., Any], default: Any = _NO_DEFAULT, on: Exc
     kinds = as_tuple(on)
     first = functions[0]
 
-    def failed(error: Exception, last: bool) -> None:
+    def failed(error: Exception, index: int) -> None:
+        last = index == len(functions) - 1
         if not handled(error, kinds) or (last and default is _NO_DEFAULT):
             raise error
+        name = str(getattr(functions[index], "__name__", functions[index]))
+        then = "the default" if last else str(getattr(functions[index + 1], "__name__", functions[index + 1]))
+        note(
+            "fallback", logging.INFO, "fallback: %s failed (%r), using %s", name, error, then,
+            failed=name, error_type=type(error).__name__, next=then,
+        )
 
     if any(is_async(function) for function in functions):
 
@@ -46,7 +54,7 @@ def fallback(*functions: Callable[..., Any], default: Any = _NO_DEFAULT, on: Exc
                     result = function(*args, **kwargs)
                     return await result if inspect.isawaitable(result) else result
                 except Exception as error:
-                    failed(error, index == len(functions) - 1)
+                    failed(error, index)
             return default
 
         return with_fallback_async
@@ -57,7 +65,7 @@ def fallback(*functions: Callable[..., Any], default: Any = _NO_DEFAULT, on: Exc
             try:
                 return function(*args, **kwargs)
             except Exception as error:
-                failed(error, index == len(functions) - 1)
+                failed(error, index)
         return default
 
     return with_fallback

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -12,7 +13,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from ..errors import BudgetExceededError, ExecutionError
-from ._calls import ExceptionTypes, as_tuple, handled, is_async, logger
+from ._calls import ExceptionTypes, as_tuple, handled, is_async, note
 
 __all__ = ["AttemptManager", "RetryCallState", "Retrying", "retrying"]
 
@@ -107,11 +108,17 @@ class Retrying:
         state.exception = error
         if state.attempt_number >= self.attempts or not self.should_retry(error):
             if state.attempt_number >= self.attempts and self.should_retry(error):
-                logger.warning("retrying: %d attempts failed, giving up: %r", state.attempt_number, error)
+                note(
+                    "gave_up", logging.WARNING, "retrying: %d attempts failed, giving up: %r", state.attempt_number,
+                    error, attempts=state.attempt_number, error_type=type(error).__name__,
+                )
             return None
         delay = max(0.0, float(self.wait(state)))
         state.upcoming_sleep = delay
-        logger.info("retrying: attempt %d failed (%r), next in %.2f s", state.attempt_number, error, delay)
+        note(
+            "retry", logging.INFO, "retrying: attempt %d failed (%r), next in %.2f s", state.attempt_number, error,
+            delay, attempt=state.attempt_number, error_type=type(error).__name__, wait_s=delay,
+        )
         if self.on_retry is not None:
             self.on_retry(state)
         state.idle_for += delay

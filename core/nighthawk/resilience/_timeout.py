@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ._calls import is_async, logger
+from ._calls import is_async, note
 
 __all__ = ["timeout"]
 
@@ -43,7 +44,7 @@ class timeout:  # noqa: N801 - used like a function: `timeout(seconds=30)(classi
                     async with asyncio.timeout(seconds):
                         return await function(*args, **kwargs)
                 except TimeoutError:
-                    logger.warning("timeout: %s took longer than %g s", getattr(function, "__name__", function), seconds)
+                    _timed_out(function, seconds)
                     raise
 
             return timed_async  # type: ignore[return-value]
@@ -63,7 +64,7 @@ class timeout:  # noqa: N801 - used like a function: `timeout(seconds=30)(classi
             worker.start()
             worker.join(seconds)
             if not outcome:
-                logger.warning("timeout: %s took longer than %g s", getattr(function, "__name__", function), seconds)
+                _timed_out(function, seconds)
                 raise TimeoutError(f"{getattr(function, '__qualname__', function)} took longer than {seconds:g} s")
             succeeded, value = outcome[0]
             if not succeeded:
@@ -82,3 +83,8 @@ class timeout:  # noqa: N801 - used like a function: `timeout(seconds=30)(classi
     ) -> bool | None:
         scope, self._scope = self._scope, None
         return await scope.__aexit__(kind, error, traceback)
+
+
+def _timed_out(function: Callable[..., Any], seconds: float) -> None:
+    name = str(getattr(function, "__name__", function))
+    note("timeout", logging.WARNING, "timeout: %s took longer than %g s", name, seconds, function=name, seconds=seconds)
