@@ -111,3 +111,18 @@ def test_without_a_recording_span_the_transformers_only_log(caplog: pytest.LogCa
     with caplog.at_level("INFO", logger="nighthawk.resilience"):
         assert retrying(attempts=2, wait=0.0)(flaky(1))("text") == "bug"
     assert [record.getMessage().split(":")[0] for record in caplog.records] == ["retrying"]
+
+
+def test_a_refused_call_over_budget_is_an_event_with_the_limit_reached(traced) -> None:
+    from pydantic_ai.usage import RunUsage
+
+    from nighthawk.resilience import BudgetExceededError, budget
+
+    tracer, exporter = traced
+    with tracer.start_as_current_span("call"), nh.run(object()):  # type: ignore[arg-type]
+        nh.get_current_usage_meter().record(RunUsage(input_tokens=30, output_tokens=20))  # type: ignore[union-attr]
+        with pytest.raises(BudgetExceededError):
+            budget(tokens=50)(flaky(0))("x")
+    ((name, attributes),) = events_of(exporter)
+    assert name == "nighthawk.resilience.budget_exceeded"
+    assert (attributes["nighthawk.resilience.limit_kind"], attributes["nighthawk.resilience.reached"]) == ("tokens", 50)
