@@ -80,6 +80,9 @@ FILE_ATTACKS = {
         "(_ for _ in ()).throw(type('E', (Exception,), {'__str__': lambda self: str(os.remove(p))})())"
     ),
     "__del__ of a made object": "type('X', (), {'__del__': lambda self: os.remove(p), '__repr__': lambda self: 'x'})()",
+    "os.mkfifo": "os.mkfifo(p + '.fifo')",
+    "os.mknod": "os.mknod(p + '.node')",
+    "posix.mkfifo": "__import__('posix').mkfifo(p + '.fifo')",
 }
 
 

@@ -25,7 +25,13 @@ policy, and is added to the region's refusals for the caller to record once the 
 nothing is emitted from inside the hook.
 
 Python 3.11 raises no event when a thread starts: there the functions that start threads are wrapped, at
-installation, to raise the event later versions raise (`_thread.start_new_thread`).
+installation, to raise the event later versions raise (`_thread.start_new_thread`). Some operations raise
+none in any version; their functions are wrapped the same way: making a FIFO or a device node
+(`os.mkfifo`, `os.mknod`), raising a signal in-process (`signal.raise_signal`), and handing a function to
+something that calls it later, outside the step, with no function of the model's in between to carry the
+guard (`atexit.register`, `weakref.finalize`, `signal.signal`). The last three are announced only when
+model-written code calls them itself: a library it uses may register its own clean-up
+(`tempfile.TemporaryDirectory` does) without that being the model's choice of what runs later.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
             return
         if sys.version_info < (3, 12):
             _announce_thread_starts()
+        _announce_silent_operations()
         _enforced, _by_thread = enforced, by_thread
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
@@ -87,6 +94,59 @@ def _announce_thread_starts() -> None:
 
     _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
     threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+
+
+def _announce_silent_operations() -> None:
+    """Wrap the functions whose operations Python does not announce so that they raise an event (see above)."""
+    import atexit
+    import posix
+    import signal
+    import weakref
+
+    def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            sys.audit(event, *target(*args, **kwargs))
+            return function(*args, **kwargs)
+
+        return call
+
+    def node(path: object, *_: object, dir_fd: object = None, **__: object) -> tuple[object, ...]:
+        return path, dir_fd
+
+    for name in ("mkfifo", "mknod"):
+        if hasattr(posix, name):
+            wrapped = announced(getattr(posix, name), f"os.{name}", node)
+            setattr(posix, name, wrapped)
+            setattr(os, name, wrapped)
+    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda number: (number,))
+
+    def left(function: Callable[..., Any], what: str) -> Any:
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if GUARDS_NAME in sys._getframe(1).f_globals:  # called by model-written code itself
+                sys.audit(_DEFERRED, what)
+            return function(*args, **kwargs)
+
+        return call
+
+    atexit.register = left(atexit.register, "atexit.register (a function run at exit)")
+    signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
+
+    class finalize(weakref.finalize):  # noqa: N801 - stands in for `weakref.finalize`
+        __slots__ = ()
+
+        def __init__(self, obj: object, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
+            if GUARDS_NAME in sys._getframe(1).f_globals:
+                sys.audit(_DEFERRED, "weakref.finalize (a function run when an object is collected)")
+            super().__init__(obj, func, *args, **kwargs)
+
+    finalize.__qualname__ = finalize.__name__ = "finalize"
+    weakref.finalize = finalize  # type: ignore[misc]
+
+
+_DEFERRED = "nighthawk.deferred_call"
+"""The event the wrappers above raise when model-written code leaves a function to run later."""
 
 
 # --- the hook -------------------------------------------------------------------------------------------
@@ -160,6 +220,8 @@ _CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
     "os.mkdir": ((0, 2),),
     "os.utime": ((0, 3),),
     "os.setxattr": ((0, None),),
+    "os.mkfifo": ((0, 1),),
+    "os.mknod": ((0, 1),),
     "os.removexattr": ((0, None),),
     "shutil.rmtree": ((0, 1),),
     "shutil.move": ((0, None), (1, None)),
@@ -319,6 +381,11 @@ def _check_signal(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
     return _refusal(guards[0], f"{event}{tuple(args)!r}", "model-written code may not send signals under this policy")
 
 
+def _check_deferred(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    return _refusal(guards[0], str(args[0]), "model-written code may not leave a function to run later under "
+                    "this policy (it would run outside it); do the work now, in the step")
+
+
 def _brief(value: object) -> str:
     text = repr(os.fsdecode(value) if isinstance(value, bytes) else value)
     return text if len(text) <= 120 else text[:120] + "..."
@@ -412,6 +479,7 @@ _CHECKS: dict[str, _Check] = {
     **dict.fromkeys(_CHANGED_PATHS, _check_change),
     **dict.fromkeys(_PROCESS_EVENTS, _check_process),
     **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),
-    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill"), _check_signal),
+    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill", "signal.raise_signal"), _check_signal),
+    _DEFERRED: _check_deferred,
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
 }

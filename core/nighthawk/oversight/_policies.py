@@ -24,35 +24,31 @@ from ._kinds import Accept, Oversight, Reject, RuntimeGuard, ToolCall, ToolCallD
 
 __all__ = ["DENIED_CALLS", "allow_tools", "no_network", "read_only"]
 
-DENIED_CALLS: frozenset[str] = frozenset(
+_FILE_CALLS = frozenset(
     {
         # files and directories
         "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.rename", "os.renames", "os.replace",
         "os.truncate", "os.mkdir", "os.makedirs", "os.chmod", "os.chown", "os.link", "os.symlink",
+        "os.mkfifo", "os.mknod",
         "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree",
-        # other programs and processes
-        "subprocess", "os.system", "os.popen", "os.kill", "os.fork", "os.execv", "os.execvp", "pty.spawn",
-        # code that would escape the analysis, and changes to existing objects
-        "eval", "exec", "compile", "__import__", "importlib.import_module", "setattr", "delattr",
         # methods of any object with these names (paths, data frames)
-        ".unlink", ".rmdir", ".touch", ".write_text", ".write_bytes",
-        ".to_csv", ".to_parquet", ".to_excel", ".to_sql", ".to_pickle", ".to_feather",
-    }
-)
-"""What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
-function is refused (`subprocess`), or `.name` for a method of that name on any object."""
-
-_FILE_CALLS = frozenset(
-    {
-        "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.rename", "os.renames", "os.replace",
-        "os.truncate", "os.mkdir", "os.makedirs", "os.chmod", "os.chown", "os.link", "os.symlink",
-        "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree",
         ".unlink", ".rmdir", ".touch", ".write_text", ".write_bytes",
         ".to_csv", ".to_parquet", ".to_excel", ".to_sql", ".to_pickle", ".to_feather",
     }
 )
 """The deny entries that change files: with `writable` directories, which paths they touch decides, so the
 runtime guard judges them instead of the reading."""
+
+DENIED_CALLS: frozenset[str] = _FILE_CALLS | {
+    # other programs and processes
+    "subprocess", "os.system", "os.popen", "os.kill", "os.fork", "os.execv", "os.execvp", "pty.spawn",
+    # functions left to run later, outside the step
+    "atexit.register", "weakref.finalize", "signal.signal",
+    # code that would escape the analysis, and changes to existing objects
+    "eval", "exec", "compile", "__import__", "importlib.import_module", "setattr", "delattr",
+}
+"""What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
+function is refused (`subprocess`), or `.name` for a method of that name on any object."""
 _WRITE_FLAG_NAMES = frozenset({"O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
