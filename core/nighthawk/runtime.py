@@ -134,14 +134,17 @@ class UsageMeter:
 
     def record(self, usage: _Counted) -> None:
         """Add usage by hand (pydantic-ai's `RunUsage`, a `StepUsage`, anything with token counts); a call
-        measured by `nighthawk.resilience.budget` in this context counts it too."""
+        measured by `nighthawk.resilience.budget` in this context counts it too. Its cost is `cost_usd`
+        (a `StepUsage`) or `cost` (a `RunUsage`); without one it counts as unpriced, never as $0."""
         cost = getattr(usage, "cost_usd", None)
+        if cost is None:
+            cost = getattr(usage, "cost", None)
         spent = StepUsage(
             model="",
             requests=getattr(usage, "requests", 0) or 0,
             input_tokens=usage.input_tokens or 0,
             output_tokens=usage.output_tokens or 0,
-            cost_usd=cost if cost is not None else 0.0,
+            cost_usd=None if cost is None else float(cost),
             cache_read_tokens=getattr(usage, "cache_read_tokens", 0) or 0,
         )
         measured = [group for group in active_budgets() if group.counts_records and group is not self._group]
@@ -172,13 +175,16 @@ class UsageMeter:
         return self.totals().requests
 
     @property
-    def cost_usd(self) -> float:
-        """Dollars so far, of priced models only."""
+    def cost_usd(self) -> float | None:
+        """Dollars so far, or `None` when some request had no price or none was counted (`totals()`
+        has `priced_cost_usd`, the cost of the priced ones)."""
         return self.totals().cost_usd
 
     def snapshot(self) -> object:
         """An independent pydantic-ai `RunUsage` with the totals now (later steps do not change it)."""
         from pydantic_ai.usage import RunUsage  # pydantic-ai, kept out of `import nighthawk`
+
+        from decimal import Decimal
 
         totals = self.totals()
         return RunUsage(
@@ -186,6 +192,7 @@ class UsageMeter:
             input_tokens=totals.input_tokens,
             output_tokens=totals.output_tokens,
             cache_read_tokens=totals.cache_read_tokens,
+            cost=None if totals.cost_usd is None else Decimal(str(totals.cost_usd)),
         )
 
     def __repr__(self) -> str:

@@ -83,6 +83,23 @@ def test_recorded_usage_adds_up_and_a_snapshot_does_not_move() -> None:
     assert (meter.input_tokens, meter.output_tokens, meter.total_tokens) == (30, 20, 50)
 
 
+def test_recorded_pydantic_ai_usage_brings_its_cost() -> None:
+    from decimal import Decimal
+
+    meter = nh.UsageMeter()
+    meter.record(RunUsage(requests=1, input_tokens=10, output_tokens=5, cost=Decimal("0.5")))
+    assert meter.cost_usd == 0.5
+    assert meter.snapshot().cost == Decimal("0.5")
+
+
+def test_usage_recorded_without_a_cost_leaves_the_cost_unknown_not_zero() -> None:
+    meter = nh.UsageMeter()
+    meter.record(RunUsage(requests=1, input_tokens=10, output_tokens=5))
+    assert meter.cost_usd is None
+    assert meter.totals().unpriced_requests == 1
+    assert meter.snapshot().cost is None
+
+
 def test_a_step_is_counted_in_the_meter_as_in_a_budget_group() -> None:
     executor, _ = scripted_executor([finish()], [finish()])
     with nh.run(executor), nh.budget() as group:
