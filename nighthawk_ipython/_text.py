@@ -7,7 +7,7 @@ Deterministic on purpose: no durations, ids or addresses, so nbval can compare i
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, assert_never
+from typing import assert_never
 
 from nighthawk import events
 from nighthawk.budget import UsageTotals
@@ -255,12 +255,15 @@ def _listed(views: list[StepRecord], indent: str) -> list[str]:
 
 
 def programs(views: list[StepRecord]) -> list[tuple[str, int, str]]:
-    """Each distinct block the steps ran: step id, how many steps ran it, its program (in first-seen order)."""
-    seen: dict[str, list[Any]] = {}
+    """Each distinct block the steps ran: step id, how many steps ran it, its program (in first-seen order).
+
+    A block is told apart by its program as well as its id: functions defined in two notebook cells are all
+    in `__main__`, so two of their blocks on the same line of their cells share an id."""
+    seen: dict[tuple[str, str], int] = {}
     for view in views:
-        entry = seen.setdefault(view.step_id, [0, view.program])
-        entry[0] += 1
-    return [(step_id, count, program) for step_id, (count, program) in seen.items()]
+        key = (view.step_id, view.program)
+        seen[key] = seen.get(key, 0) + 1
+    return [(step_id, count, program) for (step_id, program), count in seen.items()]
 
 
 def cell_lines(views: list[StepRecord]) -> list[str]:

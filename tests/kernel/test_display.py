@@ -215,6 +215,18 @@ def test_cell_summary_names_the_block_the_steps_ran(shell: Any) -> None:
     assert re.search(r"^  __main__:\d+ \(2 steps\): Label <text> as bug or idea in <:label>\.$", output.data["text/plain"], re.M)
 
 
+def test_cell_summary_tells_apart_blocks_of_two_cells_that_share_a_line(shell: Any) -> None:
+    nighthawk_ipython.configure(model=FunctionModel(_labeller), shell=shell)
+    shell.run_cell(CLASSIFY)
+    shell.run_cell(CLASSIFY.replace("classify", "tag").replace("as bug or idea", "with bug or idea"))
+    with capture_output() as captured:
+        shell.run_cell("labels = [classify('crash'), tag('idea')]")
+    (output,) = captured.outputs
+    text = output.data["text/plain"]
+    assert re.search(r"^  __main__:\d+ \(1 step\): Label <text> as bug or idea in <:label>\.$", text, re.M)
+    assert re.search(r"^  __main__:\d+ \(1 step\): Label <text> with bug or idea in <:label>\.$", text, re.M)
+
+
 def test_raised_step_stops_the_loop_and_is_counted(shell: Any) -> None:
     (output,), result = run_loop(shell, ["crash", "idea", "boom", "never reached"])
     assert isinstance(result.error_in_exec, ValueError)
