@@ -150,6 +150,8 @@ def compact_text(view: StepRecord) -> str:
 _COMPACT_CHANGES = 2
 _COMPACT_VALUE = 40
 _COMPACT_OUTCOME = 100
+_CALL_VALUE = 300
+"""Characters of a tool call's arguments and of its result a step's text shows (a terminal line or two)."""
 
 
 def _short(value: str | None, limit: int = _COMPACT_VALUE) -> str:
@@ -159,12 +161,12 @@ def _short(value: str | None, limit: int = _COMPACT_VALUE) -> str:
 
 
 def _call_text(index: int, call: ToolCallRecord) -> str:
-    head = f"{index}. {call.tool_name} {call.arguments}".rstrip()
+    head = f"{index}. {call.tool_name} {_short(call.arguments, _CALL_VALUE)}".rstrip()
     if call.error_kind is not None:
-        return f"{head} -> error {call.error_kind}: {call.error_message}"
+        return f"{head} -> error {call.error_kind}: {_short(call.error_message, _CALL_VALUE)}"
     if call.duration_s is None:
         return f"{head} -> ({call.cut or 'running'})"
-    return f"{head} -> {call.result}"
+    return f"{head} -> {_short(call.result, _CALL_VALUE)}"
 
 
 def _change_text(change: events.LocalsChange) -> str:

@@ -227,6 +227,17 @@ def test_cell_summary_tells_apart_blocks_of_two_cells_that_share_a_line(shell: A
     assert re.search(r"^  __main__:\d+ \(1 step\): Label <text> with bug or idea in <:label>\.$", text, re.M)
 
 
+def test_a_big_tool_result_stays_a_short_line_in_the_text(shell: Any) -> None:
+    big = "'x' * 20000 + '\\n' * 50"
+    nighthawk_ipython.configure(model=scripted([assign("big", big)], [outcome("pass")]), shell=shell)
+    with capture_output() as captured:
+        shell.run_cell("%%natural\nFill <:big>.")
+    (output,) = captured.outputs
+    (line,) = [line for line in output.data["text/plain"].splitlines() if "nh_assign" in line]
+    assert len(line) < 400
+    assert line.rstrip().endswith("…")
+
+
 def test_raised_step_stops_the_loop_and_is_counted(shell: Any) -> None:
     (output,), result = run_loop(shell, ["crash", "idea", "boom", "never reached"])
     assert isinstance(result.error_in_exec, ValueError)
