@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from .agents import agent_model, is_agent_model, near_agent_model
-from .errors import NighthawkError
+from .errors import ModelConfigurationError
 
 __all__ = ["build_model", "check_credentials"]
 
@@ -49,7 +49,7 @@ def build_model(model: Any, max_retries: int | None) -> tuple[Any, bool]:
 
 
 def _infer_model(model: str) -> Any:
-    """pydantic-ai's model for a `provider:model` string, or a `NighthawkError` that says what to change."""
+    """pydantic-ai's model for a `provider:model` string, or a `ModelConfigurationError` that says what to change."""
     check_credentials(model)
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.models import infer_model
@@ -59,8 +59,8 @@ def _infer_model(model: str) -> Any:
     except (UserError, ImportError, ValueError) as exc:
         near = near_agent_model(model)
         if near is not None:
-            raise NighthawkError(f"cannot use `model` {model!r}: there is no such provider; did you mean {near!r}?") from exc
-        raise NighthawkError(
+            raise ModelConfigurationError(f"cannot use `model` {model!r}: there is no such provider; did you mean {near!r}?") from exc
+        raise ModelConfigurationError(
             f"cannot use `model` {model!r}: {exc}. Choose another with "
             "`StepExecutorConfiguration(model='provider:model')` or, in a notebook, `%nighthawk model ...`"
         ) from exc
@@ -70,7 +70,7 @@ def check_credentials(model: str) -> None:
     """Fail before any network call when a `provider:model` string's API key is missing from the environment.
 
     Raises:
-        NighthawkError: The key's environment variable is unset.
+        ModelConfigurationError: The key's environment variable is unset.
     """
     provider = model.split(":", 1)[0]
     variable = _KEY_VARIABLES.get(provider)
@@ -78,7 +78,7 @@ def check_credentials(model: str) -> None:
         return
     if provider.startswith("openai") and os.environ.get("OPENAI_BASE_URL"):
         return  # an OpenAI-compatible server (local or proxy) may need no key
-    raise NighthawkError(
+    raise ModelConfigurationError(
         f"`model` {model!r} needs an API key in the environment variable `{variable}`, which is not set. "
         f"Set it (for example `export {variable}=...`), or choose another model with "
         "`StepExecutorConfiguration(model='provider:model')` (in a notebook: `%nighthawk model provider:model`)."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from .errors import NaturalParseError
@@ -196,9 +197,25 @@ def _split_frontmatter(text: str, *, filename: str | None, line: int | None) -> 
     return "\n".join(lines[closing + 1 :]), frozenset(deny)
 
 
-def unresolved_read(error: NameError) -> NameError:
-    """Python's NameError for a read binding, with a hint for text such as `<li>` that was not meant as one."""
-    name = error.name
-    hinted = type(error)(f"{error}; if `<{name}>` in the Natural block is text, not a variable, escape it as `\\<{name}>`")
+def unresolved_read(
+    error: NameError,
+    reads: Sequence[str] = (),
+    bound: Collection[str] = (),
+    variables: Collection[str] = (),
+) -> NameError:
+    """Python's NameError for a read binding, with a hint saying why the name has no value.
+
+    `reads` are the block's read bindings in order, `bound` the names the function has assigned so far and
+    `variables` every variable of the function and of the enclosing function. A variable that exists but
+    is not assigned yet gets that said; any other name may be text such as `<li>`, not meant as a binding.
+    """
+    # Python names the variable for a global or free variable, but not for an unassigned local
+    # (`UnboundLocalError.name` is None): that is the first read local the function has not bound yet.
+    name = error.name or next(read for read in reads if read in variables and read not in bound)
+    if name in variables:
+        hint = f"`<{name}>` in the Natural block names a variable not assigned yet when the block runs; assign it first"
+    else:
+        hint = f"if `<{name}>` in the Natural block is text, not a variable, escape it as `\\<{name}>`"
+    hinted = type(error)(f"{error}; {hint}")
     hinted.name = name
     return hinted

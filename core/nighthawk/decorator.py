@@ -384,7 +384,7 @@ def _block_statements(
     # nothing gets a hint, since `<li>`-style text in a program reads as a binding.
     lines = [
         f"try: {_READS} = ({''.join(f'{n}, ' for n in reads)})",
-        f"except NameError as {_PRIVATE_PREFIX}error: raise {_RUNTIME}.unresolved({_PRIVATE_PREFIX}error) from None",
+        f"except NameError as {_PRIVATE_PREFIX}error: raise {_RUNTIME}.unresolved({_PRIVATE_PREFIX}error, {index}, locals()) from None",
         f"{_RESULT} = {'await ' if is_async else ''}{call}",
         f"if {_RESULT}.exception is not None: raise {_RESULT}.exception",
     ]
@@ -483,8 +483,13 @@ class _FunctionRuntime:
         )
 
     escape = staticmethod(escape_bindings)
-    unresolved = staticmethod(unresolved_read)
     nested = staticmethod(natural_function)
+
+    def unresolved(self, error: NameError, index: int, python_locals: Mapping[str, object]) -> NameError:
+        """`error`, raised reading block `index`'s bindings, with a hint naming the binding and why it failed."""
+        code = self.function.__code__
+        variables = {*code.co_varnames, *code.co_cellvars, *code.co_freevars, *_variables(self.enclosing)}
+        return unresolved_read(error, self.specs[index].reads, python_locals, variables)
 
     def outer(self, name: str) -> object:
         """The current value of an enclosing-function variable named by a read binding.

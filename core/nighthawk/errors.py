@@ -4,6 +4,7 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
 
     NighthawkError                  a runtime precondition failed (no executor, no active step, ...)
     ├── NaturalParseError           a Natural block, its bindings or its frontmatter could not be read
+    ├── ModelConfigurationError     the model cannot be used as set up (a missing API key, an unknown provider)
     ├── ExecutionError              a Natural block ran but did not end in a valid outcome
     │   ├── BudgetExceededError     a step or cell budget (requests, tokens, cost, wall time) ran out
     │   ├── OversightRejectedError  an oversight hook stopped the step (a rejected commit, an ask that failed)
@@ -34,6 +35,7 @@ __all__ = [
     "ExecutionError",
     "MapItemError",
     "MapStoppedError",
+    "ModelConfigurationError",
     "NaturalParseError",
     "NighthawkError",
     "OperationRefusedError",
@@ -68,6 +70,12 @@ class NaturalParseError(NighthawkError):
         self.line = line
         where = f"{filename}:{line}: " if filename and line else (f"{filename}: " if filename else "")
         super().__init__(f"{where}{message}")
+
+
+class ModelConfigurationError(NighthawkError):
+    """The model in force cannot be used as set up: its API key is missing from the environment, or its
+    `provider:model` string names a provider (or SDK) that is not there. Raised before any request is sent;
+    the fault is in the setup, not in the runtime, the program or the model."""
 
 
 class ExecutionError(NighthawkError):

@@ -289,7 +289,8 @@ class StepFailed:
     error_type: str
     """The exception's class name."""
     error_kind: str
-    """`parse`, `execution`, `tool`, `interrupted`, `python` (an exception from user code) or `internal`."""
+    """`parse`, `execution`, `tool`, `configuration` (the model cannot be used as set up: a missing API key, an
+    unknown provider), `interrupted`, `python` (an exception from user code) or `internal` (the runtime failed)."""
     error_message: str
     interrupted: bool
     event_kind: Literal["step_failed"] = "step_failed"

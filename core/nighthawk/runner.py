@@ -23,6 +23,7 @@ from .budget import Deadline, step_deadline
 from .configuration import StepExecutorConfiguration
 from .errors import (
     ExecutionError,
+    ModelConfigurationError,
     NaturalParseError,
     NighthawkError,
     StepAbortedError,
@@ -293,6 +294,8 @@ def _error_kind(exc: BaseException) -> str:
             return "execution"
         case ToolEvaluationError() | ToolValidationError():
             return "tool"
+        case ModelConfigurationError():
+            return "configuration"  # a missing key or an unknown provider: the setup's fault, not the runtime's
         case NighthawkError():
             return "internal"
         case _:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import nighthawk as nh
+from nighthawk import events
 
 
 @nh.natural_function
@@ -108,3 +109,27 @@ def test_missing_key_is_not_reported_when_a_key_is_set(monkeypatch: pytest.Monke
         with pytest.raises(Exception) as caught:  # refused later: ALLOW_MODEL_REQUESTS or the network guard
             summarise("a long text")
     assert "OPENAI_API_KEY" not in str(caught.value)
+
+
+def step_failures(model: str) -> list[tuple[str, str]]:
+    """`(error_type, error_kind)` of each failed step when `summarise` runs with `model`, which cannot be used."""
+    failures: list[tuple[str, str]] = []
+
+    def record(event: object) -> None:
+        if isinstance(event, events.StepFailed):
+            failures.append((event.error_type, event.error_kind))
+
+    configuration = nh.StepExecutorConfiguration(model=model)
+    with events.listen(record), nh.run(nh.AgentStepExecutor(configuration)):
+        with pytest.raises(nh.ModelConfigurationError):
+            summarise("a long text")
+    return failures
+
+
+def test_missing_key_is_a_configuration_failure_not_an_internal_one(no_key: None) -> None:
+    assert step_failures("openai-chat:gpt-4.1") == [("ModelConfigurationError", "configuration")]
+
+
+def test_unknown_provider_is_a_configuration_failure_not_an_internal_one(connections: list[object]) -> None:
+    assert step_failures("opnai:gpt-4.1") == [("ModelConfigurationError", "configuration")]
+    assert connections == []

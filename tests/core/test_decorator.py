@@ -211,6 +211,24 @@ def test_read_binding_of_unassigned_local_raises_unbound_local_error() -> None:
         early()
 
 
+def test_unassigned_local_read_binding_error_names_the_variable_and_says_it_is_assigned_too_late() -> None:
+    executor, script = scripted_executor()
+
+    @nh.natural_function
+    def uses_unbound(first: str) -> None:
+        """natural
+        Print <first> and <later>.
+        """
+        later = 1  # noqa: F841
+
+    with nh.run(executor), pytest.raises(UnboundLocalError) as caught:
+        uses_unbound("ready")
+    assert caught.value.name == "later"
+    assert "`<later>` in the Natural block names a variable not assigned yet" in str(caught.value)
+    assert "escape" not in str(caught.value)
+    assert script.requests == 0
+
+
 def test_read_binding_resolves_globals_and_builtins() -> None:
     executor, script = scripted_executor([finish()])
 

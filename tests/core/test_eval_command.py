@@ -24,6 +24,7 @@ import nighthawk as nh
 from nighthawk import _cli, _tokens
 from nighthawk.eval import PROGRAMS, compare, load_result, report, run_suite
 from nighthawk.eval.cli import main
+from nighthawk.eval.results import CheckResult, ProgramResult
 from nighthawk.testing import CallbackExecutor, agent_executor
 
 from support import openai_server
@@ -110,6 +111,38 @@ def test_a_missing_key_is_reported_before_any_check_runs(monkeypatch: pytest.Mon
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert main(["--model", "openai-chat:gpt-4.1"]) == 2
     assert "needs an API key in the environment variable `OPENAI_API_KEY`" in capsys.readouterr().err
+
+
+def test_a_model_without_a_provider_is_one_line_and_exit_status_2(capsys) -> None:
+    assert main(["--model", "test"]) == 2
+    shown = capsys.readouterr()
+    assert shown.err.splitlines() == [
+        "nighthawk eval: `--model` must be a `provider:model` string such as "
+        "'openai-responses:gpt-5.4-nano', got 'test'"
+    ]
+    assert shown.out == ""
+
+
+def test_an_unknown_provider_is_reported_before_any_check_runs(capsys) -> None:
+    assert main(["--model", "foo:bar", "--only", "words_average"]) == 2
+    shown = capsys.readouterr()
+    (line,) = shown.err.splitlines()
+    assert line.startswith("nighthawk eval: cannot use `model` 'foo:bar': Unknown model: foo:bar.")
+    assert shown.out == ""  # no report: no check ran
+
+
+def test_the_cost_of_a_run_that_sent_no_request_is_unknown_not_zero() -> None:
+    with nh.run(CallbackExecutor(lambda program, values: None)):  # answers with no model request
+        result = run_suite(["words_average"])
+    assert result.requests == 0
+    assert result.cost_usd is None and result.programs[0].cost_usd is None
+    assert "$0.0000" not in repr(report(result))
+
+
+def test_a_check_that_sent_no_request_leaves_the_priced_cost_of_the_others_known() -> None:
+    priced = CheckResult(program="p", check="a", run=0, status="passed", requests=2, cost_usd=0.01)
+    silent = CheckResult(program="p", check="b", run=0, status="failed")  # failed before any request
+    assert ProgramResult(name="p", checks=(priced, silent)).cost_usd == 0.01
 
 
 def test_list_shows_every_program_with_its_checks(capsys) -> None:

@@ -84,6 +84,34 @@ def test_helper_called_before_the_variable_is_assigned_raises_name_error() -> No
         too_early()
 
 
+def test_enclosing_variable_not_assigned_yet_is_not_mistaken_for_text_to_escape() -> None:
+    executor, _ = scripted_executor()
+
+    def too_early(helper: str) -> None:
+        @nh.natural_function
+        def words() -> None:
+            """natural
+            Count the words of <document>.
+            """
+
+        @nh.natural_function
+        def words_with_cell() -> None:
+            """natural
+            Count the words of <document>.
+            """
+            print(document)  # the body names it too: a closure cell, where `words` reads the frame late
+
+        {"late": words, "cell": words_with_cell}[helper]()
+        document = "late"
+
+    for helper in ("late", "cell"):
+        with nh.run(executor), pytest.raises(NameError) as caught:
+            too_early(helper)
+        assert caught.value.name == "document"
+        assert "`<document>` in the Natural block names a variable not assigned yet" in str(caught.value)
+        assert "escape" not in str(caught.value)
+
+
 def test_return_outcome_in_an_annotated_generator_ends_the_generator() -> None:
     executor, _ = scripted_executor([finish()], [finish("return", return_expression="None")])
 

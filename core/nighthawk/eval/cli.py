@@ -11,6 +11,7 @@ from ..configuration import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from ..budget import UsageBudget
+    from ..executor import AgentStepExecutor
     from .results import SuiteResult
 
 __all__ = ["main"]
@@ -79,14 +80,31 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "nighthawk eval") -> 
     return 0
 
 
+def _executor(model: str) -> AgentStepExecutor:
+    """The executor for `--model`, its model built once here, before any check runs: a string without a
+    provider, a missing key, an unknown provider or model fails now, not in every check.
+
+    Raises:
+        ModelConfigurationError: The model cannot be used as given.
+    """
+    from .. import AgentStepExecutor, StepExecutorConfiguration
+    from .._provider_models import build_model
+    from ..configuration import check_model
+    from ..errors import ModelConfigurationError
+
+    try:
+        check_model(model, "--model")
+    except ValueError as exc:
+        raise ModelConfigurationError(str(exc)) from None
+    build_model(model, None)  # thrown away: the executor builds its own, with its retry setting
+    return AgentStepExecutor.from_configuration(configuration=StepExecutorConfiguration(model=model))
+
+
 def _run(
     model: str, only: Sequence[str] | None, *, runs: int, concurrency: int, limit: UsageBudget | None
 ) -> SuiteResult:
-    from .. import AgentStepExecutor, StepExecutorConfiguration, run
-    from ..executor import check_credentials
+    from .. import run
     from .runner import run_suite
 
-    check_credentials(model)  # a missing key fails here, once, not in every check
-    executor = AgentStepExecutor.from_configuration(configuration=StepExecutorConfiguration(model=model))
-    with run(executor):
+    with run(_executor(model)):
         return run_suite(only, runs=runs, concurrency=concurrency, limit=limit, model=model, progress=None)

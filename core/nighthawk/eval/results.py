@@ -44,8 +44,8 @@ class CheckResult:
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float | None = 0.0
-    """`None` when some request had no known price (a local or scripted model)."""
+    cost_usd: float | None = None
+    """`None` when unknown: some request had no known price (a local or scripted model), or none was sent."""
     wall_time_s: float = 0.0
     steps: tuple[StepCall, ...] = ()
 
@@ -70,9 +70,10 @@ class _Summed:
 
     @property
     def cost_usd(self) -> float | None:
-        """`None` when some request had no known price."""
-        costs = [part.cost_usd for part in self._parts()]
-        return None if None in costs else sum(costs)  # type: ignore[arg-type]
+        """`None` when unknown: some request had no known price, or no request was sent (never a made-up 0)."""
+        # A part that sent nothing adds nothing; it does not make the others' cost unknown.
+        costs = [part.cost_usd for part in self._parts() if part.requests]
+        return None if not costs or None in costs else sum(costs)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -192,7 +192,7 @@ def _with_usage(result: CheckResult, spent: UsageTotals | None) -> CheckResult:
         return result
     return replace(
         result, requests=spent.requests, input_tokens=spent.input_tokens, output_tokens=spent.output_tokens,
-        cost_usd=None if spent.unpriced_requests else spent.priced_cost_usd,
+        cost_usd=spent.cost_usd,
     )
 
 
