@@ -73,9 +73,10 @@ class NaturalParseError(NighthawkError):
 
 
 class ModelConfigurationError(NighthawkError):
-    """The model in force cannot be used as set up: its API key is missing from the environment, or its
-    `provider:model` string names a provider (or SDK) that is not there. Raised before any request is sent;
-    the fault is in the setup, not in the runtime, the program or the model."""
+    """The model in force cannot be used as set up: its API key is missing from the environment, its
+    `provider:model` string names a provider (or SDK) that is not there, or a coding agent's program, SDK or
+    settings are missing or refused. Raised before any request is sent; the fault is in the setup, not in
+    the runtime, the program or the model."""
 
 
 class ExecutionError(NighthawkError):

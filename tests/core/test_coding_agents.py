@@ -415,28 +415,28 @@ def test_settings_class_is_accepted_as_model_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("backend", "program"), [("claude-code-cli", "claude"), ("codex", "codex")])
-def test_missing_program_names_what_to_install(backend: str, program: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_program_is_a_configuration_error_naming_what_to_install(backend: str, program: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=f"{backend}:default"))
     with override_allow_model_requests(True), nh.run(executor), pytest.raises(
-        nh.NighthawkError, match=rf"the `{program}` program is not on PATH: install it \(npm install -g"
+        nh.ModelConfigurationError, match=rf"the `{program}` program is not on PATH: install it \(npm install -g"
     ):
         compute(1)
 
 
-def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_sdk_is_a_configuration_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)  # `import claude_agent_sdk` fails
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model="claude-code-sdk:default"))
     with override_allow_model_requests(True), nh.run(executor), pytest.raises(
-        nh.NighthawkError, match=r"need the `claude-agent-sdk` package: install it with `pip install 'nighthawk-jupyter\[claude-code-sdk\]'`"
+        nh.ModelConfigurationError, match=r"need the `claude-agent-sdk` package: install it with `pip install 'nighthawk-jupyter\[claude-code-sdk\]'`"
     ):
         compute(1)
 
 
-def test_missing_mcp_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_mcp_package_is_a_configuration_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)  # `find_spec("mcp")` raises for a module set to None
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model="codex:default"))
     with override_allow_model_requests(True), nh.run(executor), pytest.raises(
-        nh.NighthawkError, match=r"needs the `mcp` package: install it with `pip install 'nighthawk-jupyter\[codex\]'`"
+        nh.ModelConfigurationError, match=r"needs the `mcp` package: install it with `pip install 'nighthawk-jupyter\[codex\]'`"
     ):
         compute(1)

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NighthawkError
+from ..errors import ModelConfigurationError
 
 __all__ = ["SERVER_NAME", "PendingCall", "ToolBridge", "ToolSpec", "require_bridge"]
 
@@ -37,12 +37,12 @@ _SHUTDOWN_S = 2.0
 
 
 def require_bridge(extra: str) -> None:
-    """Raise `NighthawkError` naming the extra to install when the MCP server's packages are missing."""
+    """Raise `ModelConfigurationError` naming the extra to install when the MCP server's packages are missing."""
     import importlib.util
 
     for module in ("mcp", "uvicorn"):
         if importlib.util.find_spec(module) is None:
-            raise NighthawkError(
+            raise ModelConfigurationError(
                 f"`{extra}:` models serve the block's tools over MCP, which needs the `{module}` package: install "
                 f"it with `pip install 'nighthawk-jupyter[{extra}]'`"
             )

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import NighthawkError
+from ..errors import ModelConfigurationError
 from ._model import AgentFailure
 from ._private import write_private
 
@@ -58,12 +58,12 @@ atexit.register(_kill_live_groups)
 
 
 def find_program(executable: str | None, default: str, install: str) -> str:
-    """The path of the agent program, or a `NighthawkError` saying how to install it."""
+    """The path of the agent program, or a `ModelConfigurationError` saying how to install it."""
     name = executable or default
     path = shutil.which(name)
     if path is None:
         where = f"`executable` {name!r} was not found" if executable else f"the `{default}` program is not on PATH"
-        raise NighthawkError(f"{where}: install it ({install}) and log in, or set `executable` to its path")
+        raise ModelConfigurationError(f"{where}: install it ({install}) and log in, or set `executable` to its path")
     return path
 
 

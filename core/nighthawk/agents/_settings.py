@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import NighthawkError
+from ..errors import ModelConfigurationError
 
 __all__ = [
     "AgentModelSettings",
@@ -110,7 +110,7 @@ def check_agent_settings(
     """The backend's settings from `model_settings` (the pydantic-ai request settings among them are left aside).
 
     Raises:
-        NighthawkError: A key the backend does not have, or a value it refuses.
+        ModelConfigurationError: A key the backend does not have, or a value it refuses.
     """
     own = {
         key: value
@@ -124,6 +124,6 @@ def check_agent_settings(
             f"`{'.'.join(map(str, error['loc'])) or 'model_settings'}`: {error['msg']}" for error in exc.errors()
         )
         known = ", ".join(cls.model_fields)
-        raise NighthawkError(
+        raise ModelConfigurationError(
             f"`model_settings` for {model!r} are not valid {cls.__name__}: {problems}. Its settings are {known}"
         ) from None

@@ -15,7 +15,7 @@ import os
 import signal
 from typing import Any
 
-from ..errors import NighthawkError
+from ..errors import ModelConfigurationError
 from ._model import AgentFailure, Turn, TurnResult
 from ._private import private_folder, write_private
 from ._process import GRACE_S, find_program, forget_launched, session_launcher, signal_launched_group
@@ -34,7 +34,7 @@ def _sdk() -> Any:
     try:
         import claude_agent_sdk
     except ImportError:
-        raise NighthawkError(_MISSING) from None
+        raise ModelConfigurationError(_MISSING) from None
     return claude_agent_sdk
 
 
@@ -69,7 +69,7 @@ class ClaudeCodeSdkBackend:
         known = {f.name for f in dataclasses.fields(sdk.ClaudeAgentOptions)}
         missing = sorted(set(given) - known)
         if missing:  # an older SDK: refuse rather than drop a budget or a permission mode without a word
-            raise NighthawkError(
+            raise ModelConfigurationError(
                 f"the installed claude-agent-sdk has no option {missing[0]!r} (`ClaudeAgentOptions`); upgrade it with "
                 "`pip install -U claude-agent-sdk`"
             )
