@@ -388,7 +388,7 @@ def _build_agent(output_spec: list[Any]) -> Any:
     from ._media import tool_result_media  # hashlib (see the note at the top)
     from .secrets._scrubber import scrub_exception
     from .outcome import resolve_outcome  # here: it imports pydantic
-    from .tools import assign_value, eval_expression, evaluated_value, invoke_tool
+    from .tools import assign_value, eval_expression, evaluated_value, guarded, invoke_tool
 
     # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
@@ -411,8 +411,8 @@ def _build_agent(output_spec: list[Any]) -> Any:
         value, limit = evaluated_value(results[0]), step.rendering.limits.media_max_bytes
         if type(value).__module__ == "builtins":  # bytes, or no media at all: no user code runs
             media = tool_result_media(value, max_bytes=limit)
-        else:  # a figure or an image draws itself: user code, on the user's thread
-            media = await on_user_thread(lambda: tool_result_media(value, max_bytes=limit))
+        else:  # a figure or an image draws itself: user code, on the user's thread, under the step's guards
+            media = await on_user_thread(lambda: guarded(step, "nh_eval", lambda: tool_result_media(value, max_bytes=limit)))
         return envelope if media is None else [envelope, media]  # type: ignore[return-value]
 
     async def nh_assign(ctx: RunContext[StepContext], target_path: str, expression: str) -> str:

@@ -134,7 +134,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
             result = _result(step, resolution)
             result = replace(result, values=await review_commit(step, resolution, result.values))
             if listening:
-                success = await on_user_thread(lambda: _success_events(step, resolution, result, before, started))
+                success = await on_user_thread(lambda: _guarded_success_events(step, resolution, result, before, started))
     except BaseException as exc:
         name_uncommitted(exc, step.program.writes)
         if isinstance(exc, Exception):  # not an interrupt or a cancellation
@@ -225,6 +225,17 @@ def _changes(step: StepContext, before: dict[str, tuple[int, str]], committed: M
             )
         )
     return tuple(changes)
+
+
+def _guarded_success_events(
+    step: StepContext, resolution: Resolution, result: BlockResult, before: dict[str, tuple[int, str]] | None, started: float
+) -> list[events.Event]:
+    """`_success_events` under the step's runtime guards: the previews render the values the model's code
+    made, whose methods it may have set to any function of Python's (`functools.partial(os.remove, p)`)."""
+    from ._outcome_schema import OUTCOME_TOOL
+    from .tools import guarded  # the oversight hooks load with the first step, not at import
+
+    return guarded(step, OUTCOME_TOOL, lambda: _success_events(step, resolution, result, before, started))
 
 
 def _success_events(

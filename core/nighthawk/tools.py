@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from . import events
 from ._boundary import ErrorKind, ToolBoundaryError
@@ -34,6 +34,7 @@ __all__ = [
     "assign_value",
     "eval_expression",
     "evaluated_value",
+    "guarded",
     "invoke_tool",
     "push_tool_scope",
     "tool",
@@ -46,7 +47,18 @@ _TRANSIENT = (TimeoutError, ConnectionError)
 _PLAIN = frozenset({int, float, bool, str, bytes, type(None)})
 """Types whose rendering runs no user code: rendered where the tool call ends, saving a trip to the user's thread."""
 
+T = TypeVar("T")
+
 _AWAITING = object()  # the expression's value must be awaited before `then` can run
+
+_MODEL_VALUED = frozenset({"nh_eval", "nh_assign"})
+"""The tools whose result is a value model-written code made (rendered under the step's runtime guards)."""
+
+
+def guarded(step: StepContext, tool_name: str, work: Callable[[], T]) -> T:
+    """`work()` under the runtime guards in force, as model-written code (on the calling thread)."""
+    with guarding(step, tool_name, blocking=True):
+        return work()
 
 
 # --- envelopes --------------------------------------------------------------------------------------
@@ -119,7 +131,10 @@ async def _evaluate_awaiting(
 
     def finish(value: object) -> object:
         assert evaluation is not None
-        return then(value, step.validate_bindings(evaluation.bindings()))
+        # Still the model's code at work: validating and storing its value, and the preview of it, call the
+        # value's own methods, which a model-made object may have set to any function of Python's.
+        with guarding(step, tool_name, blocking=True):
+            return then(value, step.validate_bindings(evaluation.bindings()))
 
     def start() -> object:
         nonlocal evaluation
@@ -291,6 +306,8 @@ async def invoke_tool(
             value = await value
         if type(value) in _PLAIN:
             envelope, preview = _success(step, value)
+        elif tool_name in _MODEL_VALUED:  # the model's value: its `__repr__` may be any function it chose
+            envelope, preview = await on_user_thread(lambda: guarded(step, tool_name, lambda: _success(step, value)))
         else:  # rendering calls the value's own `__repr__` and friends: user code, so on the user's thread
             envelope, preview = await on_user_thread(lambda: _success(step, value))
     except ToolBoundaryError as exc:

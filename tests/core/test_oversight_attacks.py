@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio  # noqa: F401 - the model's expressions use the modules of this namespace
 import contextvars  # noqa: F401
+import functools  # noqa: F401
 import gc
 import http.client  # noqa: F401
 import logging  # noqa: F401
@@ -19,9 +20,11 @@ import pathlib  # noqa: F401
 import queue
 import shelve  # noqa: F401
 import shutil  # noqa: F401
+import signal
 import socket
 import sqlite3  # noqa: F401
 import stat
+import sys  # noqa: F401
 import tarfile
 import tempfile  # noqa: F401
 import threading
@@ -83,6 +86,12 @@ FILE_ATTACKS = {
     "os.mkfifo": "os.mkfifo(p + '.fifo')",
     "os.mknod": "os.mknod(p + '.node')",
     "posix.mkfifo": "__import__('posix').mkfifo(p + '.fifo')",
+    "_thread.start_new": "__import__('_thread').start_new(os.remove, (p,)) and __import__('time').sleep(0.2)",
+    "a child started by multiprocessing.util": (
+        "os.waitpid(__import__('multiprocessing.util').util.spawnv_passfds(os.fsencode(sys.executable), "
+        "[sys.executable, '-c', 'import os, sys; os.remove(sys.argv[1])', p], []), 0)"
+    ),
+    "partial of os.remove as __repr__": "type('X', (), {'__repr__': functools.partial(os.remove, p)})()",
 }
 
 
@@ -164,6 +173,9 @@ NETWORK_ATTACKS = {
     "empty Context().run": "contextvars.Context().run(socket.create_connection, ('127.0.0.1', PORT))",
     "thread": "__import__('concurrent.futures').futures.ThreadPoolExecutor().submit(socket.create_connection, ('127.0.0.1', PORT)).result()",
     "os.system": "os.system('true')",
+    "empty host": "socket.socket().connect(('', PORT))",
+    "empty host as bytes": "socket.socket().connect((b'', PORT))",
+    "UDP to the empty host": "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('', UDP))",
 }
 
 
@@ -303,3 +315,68 @@ def test_a_function_the_model_made_stays_off_the_network_when_user_code_calls_it
     with pytest.raises(nh.oversight.OperationRefusedError, match="no_network refused socket"):
         made()
     assert untouched(tcp, udp)
+
+
+# --- what the runtime guard alone must hold, beyond spellings of one operation ------------------------------
+
+
+@pytest.mark.parametrize("query", ["xmode=ro", "a=mode=ro", "mode=rw&note=mode=ro", "mode=memoryx"])
+def test_an_sqlite_uri_that_only_mentions_read_only_is_refused(query: str, tmp_path: Path) -> None:
+    database = tmp_path / "rows.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute("create table t (x)")
+        connection.execute("insert into t values (1)")
+    expression = f"(c := sqlite3.connect('file:' + p + '?{query}', uri=True)).execute('delete from t') and c.commit()"
+    read = run_model_code("nh_eval", expression, database, POLICIES["runtime guard"]())
+    assert "read_only refused sqlite3.connect" in read
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("select count(*) from t").fetchone() == (1,)
+
+
+def test_a_read_only_uri_still_reads(tmp_path: Path) -> None:
+    database = tmp_path / "rows.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute("create table t (x)")
+        connection.execute("insert into t values (1)")
+    expression = "sqlite3.connect('file:' + p + '?cache=shared&mode=ro', uri=True).execute('select count(*) from t').fetchone()[0]"
+    read = run_model_code("nh_eval", expression, database, POLICIES["runtime guard"]())
+    assert '"value": 1' in read
+
+
+def test_a_hard_link_into_a_writable_folder_is_refused(victim: Path, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    globals()["scratch"] = str(scratch)
+    try:
+        expression = "os.link(p, scratch + '/h') or open(scratch + '/h', 'w').write('gone')"
+        read = run_model_code("nh_eval", expression, victim, nh.oversight.read_only(writable=[scratch]))
+    finally:
+        del globals()["scratch"]
+    assert victim.read_text() == "precious"
+    assert "refused os.link" in read
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_signal_sent_through_a_process_descriptor_is_refused() -> None:
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "30"])
+    globals()["victim_pid"] = child.pid
+    try:
+        expression = "signal.pidfd_send_signal(os.pidfd_open(victim_pid), 9)"
+        read = run_model_code("nh_eval", expression, "unused", POLICIES["runtime guard"]())
+        assert child.poll() is None
+        assert "read_only refused signal.pidfd_send_signal" in read
+    finally:
+        del globals()["victim_pid"]
+        child.kill()
+        child.wait()
+
+
+def test_a_timer_that_would_signal_the_process_later_is_refused() -> None:
+    try:
+        read = run_model_code("nh_eval", "signal.setitimer(signal.ITIMER_REAL, 30)", "unused", POLICIES["runtime guard"]())
+        assert "read_only refused signal.setitimer" in read
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)

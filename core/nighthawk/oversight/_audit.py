@@ -92,7 +92,7 @@ def _announce_thread_starts() -> None:
         sys.audit("_thread.start_new_thread", function, args, kwargs[0] if kwargs else None)
         return original(function, args, *kwargs)
 
-    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+    _thread.start_new_thread = _thread.start_new = start_new_thread  # type: ignore[assignment, attr-defined]
     threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
 
 
@@ -119,7 +119,20 @@ def _announce_silent_operations() -> None:
             wrapped = announced(getattr(posix, name), f"os.{name}", node)
             setattr(posix, name, wrapped)
             setattr(os, name, wrapped)
-    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda number: (number,))
+    # Signals sent or scheduled without an event: raised here, sent through a process descriptor, or
+    # delivered to this process later by a timer (SIGALRM, which ends it unless handled).
+    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda *args: args)
+    for name in ("pidfd_send_signal", "alarm", "setitimer"):
+        if hasattr(signal, name):
+            setattr(signal, name, announced(getattr(signal, name), f"signal.{name}", lambda *args, **_: args))
+    try:
+        import _posixsubprocess  # what `subprocess` and `multiprocessing` start children with, unannounced
+    except ImportError:
+        pass
+    else:
+        _posixsubprocess.fork_exec = announced(  # type: ignore[attr-defined]
+            _posixsubprocess.fork_exec, "_posixsubprocess.fork_exec", lambda *args, **_: args[:1]
+        )
 
     def left(function: Callable[..., Any], what: str) -> Any:
         @functools.wraps(function)
@@ -215,7 +228,7 @@ _CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
     "os.chmod": ((0, 2),),
     "os.chown": ((0, 3),),
     "os.chflags": ((0, None),),
-    "os.link": ((1, 3),),
+    "os.link": ((0, 2), (1, 3)),  # the source too: a link in a writable folder would write the original
     "os.symlink": ((1, 2),),
     "os.mkdir": ((0, 2),),
     "os.utime": ((0, 3),),
@@ -265,11 +278,24 @@ def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
     if database in ("", ":memory:"):
         return None  # private to the connection
     if database.startswith("file:"):
-        database, _, query = database[len("file:"):].partition("?")
-        if database == ":memory:" or "mode=ro" in query or "mode=memory" in query:
+        database, _, query = database[len("file:"):].partition("#")[0].partition("?")
+        if database == ":memory:" or _read_only_uri(query):
             return None
     hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
     return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
+
+
+def _read_only_uri(query: str) -> bool:
+    """Whether an SQLite URI's query opens the database read-only (or in memory): it names `mode`, and every
+    `mode` it names is `ro` or `memory` (SQLite decodes `%HH` in names and values; other names are ignored)."""
+    from urllib.parse import unquote
+
+    modes = [
+        unquote(value)
+        for name, _, value in (parameter.partition("=") for parameter in query.split("&"))
+        if unquote(name) == "mode"
+    ]
+    return bool(modes) and all(mode in ("ro", "memory") for mode in modes)
 
 
 def _check_sqlite_handle(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -398,6 +424,8 @@ _resolved_hosts: dict[str, frozenset[str]] = {}
 
 def _check_network(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
     host, port = _endpoint(event, args)
+    if not host and event in _LOOKUP_EVENTS:
+        return None  # a passive look-up (no host) reaches nothing
     for guard in guards:
         if guard.network and not _allowed(guard.allow, host, port):
             target = host if port is None else f"{host}:{port}"
@@ -424,8 +452,8 @@ def _endpoint(event: str, args: tuple[object, ...]) -> tuple[str, int | None]:
 
 
 def _allowed(allow: tuple[str, ...], host: str, port: int | None) -> bool:
-    if not host:
-        return True  # no host: a passive or local-only look-up
+    # No host in a connect or a send is not nowhere: `("", port)` is this machine (INADDR_ANY), as a listener
+    # on 127.0.0.1 finds out; it is allowed only as `0.0.0.0` or `""` would be, by name.
     for entry in allow:
         allowed_host, allowed_port = _split(entry)
         if allowed_port is not None and port is not None and port != allowed_port:
@@ -465,12 +493,10 @@ def _addresses(host: str) -> frozenset[str]:
 
 _PROCESS_EVENTS = (
     "subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-    "os.startfile", "pty.spawn",
+    "os.startfile", "pty.spawn", "_posixsubprocess.fork_exec",
 )
-_NETWORK_EVENTS = (
-    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
-    "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
-)
+_LOOKUP_EVENTS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo")
+_NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", *_LOOKUP_EVENTS)
 
 _CHECKS: dict[str, _Check] = {
     "open": _check_open,
@@ -479,7 +505,11 @@ _CHECKS: dict[str, _Check] = {
     **dict.fromkeys(_CHANGED_PATHS, _check_change),
     **dict.fromkeys(_PROCESS_EVENTS, _check_process),
     **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),
-    **dict.fromkeys(("os.kill", "os.killpg", "signal.pthread_kill", "signal.raise_signal"), _check_signal),
+    **dict.fromkeys(
+        ("os.kill", "os.killpg", "signal.pthread_kill", "signal.raise_signal", "signal.pidfd_send_signal",
+         "signal.alarm", "signal.setitimer"),
+        _check_signal,
+    ),
     _DEFERRED: _check_deferred,
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
 }
