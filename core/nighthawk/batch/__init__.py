@@ -13,12 +13,12 @@ from typing import Any, Literal
 from dataclasses import dataclass
 
 from ..budget import UsageTotals, counting
-from ..errors import BudgetExceededError, MapItemError, MapStoppedError, NighthawkError
-from ..runtime import get_step_executor
+from ..errors import BudgetExceededError, MapItemError, MapStoppedError
 from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
 from .stopping import CommonCause
-from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
+from .keys import item_key, map_context
+from .store import MISSING, DiskStore, return_type, session_store
 
 __all__ = ["MapResult", "MapUsage", "map", "map_reporting_items"]
 
@@ -140,8 +140,8 @@ def map_reporting_items(
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
-    fingerprint = program_fingerprint(function)
-    model = _model_identity()
+    context = map_context(function)
+    """`None`: some value the answers depend on cannot be digested, so no item is looked up or kept."""
     session = session_store()
     keys: dict[int, tuple[str, tuple[object, ...]]] = {}
     sharing: dict[str, list[int]] = {}
@@ -169,12 +169,12 @@ def map_reporting_items(
             nonlocal finished
             for index, args in enumerate(zip(*iterables)):
                 results.append(None)
-                key, anchors = item_key(fingerprint, model, args)
+                key, anchors = item_key(context or "", args)
                 if key in sharing:
                     sharing[key].append(index)  # an equal item is in flight: its answer is this one's too
                     continue
-                value = session.get(key)
-                if value is MISSING and disk is not None:
+                value = session.get(key) if context is not None else MISSING
+                if value is MISSING and disk is not None and context is not None:
                     value = disk.get(key)
                     if value is not MISSING:
                         session.put(key, value, anchors)
@@ -212,9 +212,10 @@ def map_reporting_items(
             nonlocal finished
             if error is None:
                 key, anchors = keys.pop(index)
-                if disk is not None:
+                if disk is not None and context is not None:
                     disk.put(key, value)  # first, so a value it cannot hold fails the map at once
-                session.put(key, value, anchors)
+                if context is not None:
+                    session.put(key, value, anchors)
                 results[index] = value
                 finished += 1
                 watch.succeeded()
@@ -318,12 +319,3 @@ def _total(iterables: tuple[Iterable[Any], ...]) -> int | None:
     except TypeError:  # a generator: no total, no ETA
         return None
 
-
-def _model_identity() -> str:
-    """Which model answers: a different one must not be answered from the stores."""
-    try:
-        executor = get_step_executor()
-    except NighthawkError:
-        return ""  # no executor: the first item that needs one says so
-    kind = type(executor)
-    return f"{kind.__module__}.{kind.__qualname__}:{getattr(executor, 'model_label', '')}"
