@@ -157,14 +157,23 @@ def judge(stars: int) -> str:
     """
 
 
-def test_a_read_value_without_a_stable_digest_keeps_nothing_but_equal_items_still_run_once() -> None:
+def test_a_read_value_without_a_stable_digest_keeps_nothing_but_equal_items_still_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
     model = Counting("'high' if stars >= rules.level else 'low'")
     with nh.run(model.executor()):
         first = nh.map(judge, [4, 4, 2], progress=False)
-        rules.level = 5  # the same object, changed: its answers must not be kept
+        monkeypatch.setattr(rules, "level", 5)  # the same object, changed: its answers must not be kept
         again = nh.map(judge, [4], progress=False)
     assert (list(first), first.usage.items_shared, list(again)) == (["high", "high", "low"], 1, ["low"])
     assert model.requests == 3
+
+
+def test_a_store_says_when_a_read_value_keeps_it_from_keeping_anything(tmp_path: Path) -> None:
+    model = Counting("'high' if stars >= rules.level else 'low'")
+    with nh.run(model.executor()), pytest.warns(UserWarning, match=r"keeps none of this map's items.*'rules' that judge reads"):
+        nh.map(judge, [4], store=str(tmp_path / "judged.sqlite"), progress=False)
+    with nh.run(model.executor()), pytest.warns(UserWarning):
+        nh.map(judge, [4], store=str(tmp_path / "judged.sqlite"), progress=False)
+    assert model.requests == 2
 
 
 # --- who answers and what it is asked ---------------------------------------------------------------

@@ -22,6 +22,7 @@ import json
 import secrets
 import types
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..configuration import StepExecutorConfiguration
@@ -29,7 +30,7 @@ from ..errors import NighthawkError
 from ..runtime import get_step_executor, prompt_suffix_fragments, scope_implicit_references
 from .twin import natural_runtime
 
-__all__ = ["KEY_FORMAT", "item_key", "map_context", "program_fingerprint"]
+__all__ = ["KEY_FORMAT", "MapContext", "item_key", "map_context", "program_fingerprint"]
 
 KEY_FORMAT = "nighthawk-map-item/2"
 """Part of every key. Keys of the first format (program, executor label and arguments only) never equal one
@@ -92,19 +93,19 @@ def _closure(function: object) -> dict[str, object]:
 _UNRESOLVED = object()
 
 
-def _program_reads(function: Callable[..., Any]) -> dict[str, object]:
+def _program_reads(function: Callable[..., Any]) -> dict[tuple[str, str], object]:
     """The values the Natural programs of `function` (or of the natural functions a wrapper names) read from
-    outside the call, by `function-name.name`: what a call's arguments do not decide."""
+    outside the call, by (function, name): what a call's arguments do not decide."""
     plain = getattr(function, "__func__", function)
     natural = [plain] if natural_runtime(plain) is not None else _named_natural_functions(plain)
-    values: dict[str, object] = {}
+    values: dict[tuple[str, str], object] = {}
     for each in natural:
         runtime = natural_runtime(each)
         assert runtime is not None
         for name in _names_read(runtime.specs):
             value = _outside_value(runtime, name)
             if value is not _UNRESOLVED:
-                values[f"{runtime.function.__qualname__}.{name}"] = value
+                values[(runtime.function.__qualname__, name)] = value
     return values
 
 
@@ -194,13 +195,13 @@ def _executor_identity(executor: object) -> dict[str, object]:
 
 def _model_identity(model: object) -> object:
     """A model, more closely than its label (every `FunctionModel` of a function named `respond` is labelled
-    `function:respond`): its class, name, system and settings, and for a `FunctionModel` the function that
-    answers; a wrapping model (a fallback chain) by the models it wraps."""
+    `function:respond`): its class, name, system, address and settings, and for a `FunctionModel` the function
+    that answers; a wrapping model (a fallback chain) by the models it wraps."""
     if isinstance(model, str):
         return model
     kind = type(model)
     identity: dict[str, object] = {"class": f"{kind.__module__}.{kind.__qualname__}"}
-    for attribute in ("model_name", "system", "settings"):
+    for attribute in ("model_name", "system", "base_url", "settings"):
         try:
             identity[attribute] = getattr(model, attribute, None)
         except Exception:  # a model that cannot say before it is used
@@ -265,20 +266,31 @@ def _digest_json(value: object) -> str | None:
         return None
 
 
-def map_context(function: Callable[..., Any]) -> str | None:
-    """The digest of what decides every item of a map of `function` besides its arguments (see the module
-    notes), or `None` when some value of it cannot be digested stably: such a map keeps nothing."""
+@dataclass(frozen=True)
+class MapContext:
+    """What a map's items are keyed by besides their arguments."""
+
+    digest: str | None
+    """The digest of it all, or `None` when some value of it cannot be digested stably: no item is kept."""
+    unstable: str = ""
+    """When `digest` is `None`: which value, in words (`the global rules (a Opaque) that label reads`)."""
+
+
+def map_context(function: Callable[..., Any]) -> MapContext:
+    """What decides every item of a map of `function` besides its arguments (see the module notes)."""
     executor = _current_executor()
     system, user = prompt_suffix_fragments()
-    context = {
-        "executor": None if executor is None else _executor_identity(executor),
-        "scope": {"system": list(system), "user": list(user), "references": dict(scope_implicit_references())},
-        "reads": _program_reads(function),
+    parts: dict[str, object] = {
+        "the executor": None if executor is None else _executor_identity(executor),
+        "the scope's prompt fragments": {"system": list(system), "user": list(user)},
+        **{f"the implicit reference {name!r} of the scope": value for name, value in scope_implicit_references().items()},
+        **{f"the value of {name!r} that {owner} reads": value for (owner, name), value in _program_reads(function).items()},
     }
-    text = _digest_json(context)
-    if text is None:
-        return None
-    return hashlib.sha256(json.dumps([KEY_FORMAT, program_fingerprint(function), text]).encode()).hexdigest()
+    text = _digest_json(list(parts.items()))
+    if text is None:  # name the first part without a stable form (walks the parts again only in this case)
+        where = next((what for what, value in parts.items() if _digest_json(value) is None), "a value it depends on")
+        return MapContext(None, where)
+    return MapContext(hashlib.sha256(json.dumps([KEY_FORMAT, program_fingerprint(function), text]).encode()).hexdigest())
 
 
 # --- one item ---------------------------------------------------------------------------------------
