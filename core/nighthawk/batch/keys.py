@@ -9,7 +9,7 @@ All of it but the arguments is the same for every item of one map, so it is dige
 *context*), and each item's key is the context and its arguments.
 
 Values are digested as the arguments are, as JSON by pydantic (numpy values by their value), plus modules,
-classes and functions by name (a function also by its source). A value with no such form (a connection,
+classes and functions by name (a function also by its compiled code). A value with no such form (a connection,
 an object of a class pydantic does not know) cannot be told apart from a changed one: a map whose context
 holds one keeps nothing, so it never answers from a stale memory (equal items still run once within it).
 """
@@ -220,13 +220,32 @@ def _model_identity(model: object) -> object:
 
 
 def _callable_identity(answers: object) -> str:
-    """A function by its module, qualified name and source; a callable object by its class (its state, such as
-    the answers a scripted model holds, is not part of it)."""
+    """A function by its module, qualified name and compiled code; a callable object by its class (its state,
+    such as the answers a scripted model holds, is not part of it)."""
     plain = getattr(answers, "__func__", answers)
-    if isinstance(plain, (types.FunctionType, types.BuiltinFunctionType)):
-        return f"{plain.__module__}.{plain.__qualname__}\n{_source(plain)}"
+    code = getattr(plain, "__code__", None)
+    if isinstance(plain, types.FunctionType) and isinstance(code, types.CodeType):
+        return f"{plain.__module__}.{plain.__qualname__}:{_code_digest(code)}"
+    if isinstance(plain, types.BuiltinFunctionType):
+        return f"{plain.__module__}.{plain.__qualname__}"
     kind = type(plain)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """What a function does, the same in every process of one Python version: its bytecode, the names it
+    uses and its constants (not its source: a function sent by value to a Ray actor, or one whose file was
+    removed, has none to read there, or a wrong one)."""
+    digest = hashlib.sha256(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            digest.update(_code_digest(constant).encode())
+        elif isinstance(constant, frozenset):  # `x in {"a", "b"}`: its order changes with the string hash seed
+            digest.update(repr(sorted(map(repr, constant))).encode())
+        else:
+            digest.update(repr(constant).encode())
+    return digest.hexdigest()[:32]
 
 
 def _current_executor() -> object | None:
