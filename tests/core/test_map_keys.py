@@ -188,8 +188,10 @@ def answer_low(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 def test_another_function_model_with_the_same_label_runs_the_item_again() -> None:
-    high = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer_high, model_name="scripted")))
-    low = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer_low, model_name="scripted")))
+    high, low = (
+        nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(answer, model_name="scripted")))
+        for answer in (answer_high, answer_low)
+    )
     assert high.model_label == low.model_label
     assert list(mapped(high, 4)) == ["high"]
     assert list(mapped(low, 4)) == ["low"]
@@ -218,6 +220,15 @@ def test_a_prompt_fragment_of_the_enclosing_scope_runs_the_item_again(fragment: 
     mapped(Counting("'high'").executor(), 4)
     model = Counting("'low'")
     with nh.run(model.executor()), nh.scope(**{fragment: "Be strict."}):  # type: ignore[arg-type]
+        again = nh.map(label, [4], progress=False)
+    assert (list(again), model.requests) == (["low"], 1)
+
+
+def test_another_implicit_reference_of_the_enclosing_scope_runs_the_item_again() -> None:
+    with nh.run(Counting("'high'").executor()), nh.scope(implicit_references={"house_rule": "lenient"}):
+        nh.map(label, [4], progress=False)
+    model = Counting("'low'")
+    with nh.run(model.executor()), nh.scope(implicit_references={"house_rule": "strict"}):
         again = nh.map(label, [4], progress=False)
     assert (list(again), model.requests) == (["low"], 1)
 

@@ -9,13 +9,15 @@ All of it but the arguments is the same for every item of one map, so it is dige
 *context*), and each item's key is the context and its arguments.
 
 Values are digested as the arguments are, as JSON by pydantic (numpy values by their value), plus modules,
-classes and functions by name (a function also by its compiled code). A value with no such form (a connection,
-an object of a class pydantic does not know) cannot be told apart from a changed one: a map whose context
-holds one keeps nothing, so it never answers from a stale memory (equal items still run once within it).
+classes and functions by name (a function also by its compiled code). A value with no such form (a
+connection, an object of a class pydantic does not know) cannot be told apart from a changed one: a map
+whose context holds one keeps nothing, so it never answers from a stale memory (equal items still run once
+within it).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
@@ -112,18 +114,13 @@ def _program_reads(function: Callable[..., Any]) -> dict[tuple[str, str], object
 def _names_read(specs: Iterable[Any]) -> list[str]:
     """Every name a block's program reads: its `<name>` bindings, the roots of its `<name.attr>` references,
     and the names in an f-string block's `{...}` fields."""
-    import ast  # here: only a map with its keys parses the fields
-
     names: dict[str, None] = {}
     for spec in specs:
         names.update(dict.fromkeys(spec.reads))
         if spec.program is not None:
             names.update(dict.fromkeys(spec.program.references))
-        for field in spec.fields:
-            try:
-                tree = ast.parse(field.strip(), mode="eval")
-            except SyntaxError:  # a field with a conversion or format spec: its name is still read
-                tree = ast.parse(field.split("!")[0].split(":")[0].strip() or "None", mode="eval")
+        for field in spec.fields:  # the expression of a field, as the decorator unparsed it
+            tree = ast.parse(field, mode="eval")
             names.update(dict.fromkeys(node.id for node in ast.walk(tree) if isinstance(node, ast.Name)))
     return list(names)
 
@@ -142,13 +139,13 @@ def _outside_value(runtime: Any, name: str) -> object:
     if name in closure:
         return closure[name]
     enclosing = runtime.enclosing
-    if enclosing is not None and name in (*enclosing.f_code.co_varnames, *enclosing.f_code.co_cellvars, *enclosing.f_code.co_freevars):
+    scope = () if enclosing is None else (*enclosing.f_code.co_varnames, *enclosing.f_code.co_cellvars, *enclosing.f_code.co_freevars)
+    if name in scope:
         try:
             return runtime.outer(name)  # read late, as the block itself reads it
         except NameError:
             return _UNRESOLVED
-    found = compiled.__globals__.get(name, _UNRESOLVED)
-    return found  # a builtin (`<len>`) is the same everywhere: left out
+    return compiled.__globals__.get(name, _UNRESOLVED)  # a builtin (`<len>`) is the same everywhere: left out
 
 
 # --- the executor and the scope ---------------------------------------------------------------------
@@ -292,7 +289,7 @@ class MapContext:
     digest: str | None
     """The digest of it all, or `None` when some value of it cannot be digested stably: no item is kept."""
     unstable: str = ""
-    """When `digest` is `None`: which value, in words (`the global rules (a Opaque) that label reads`)."""
+    """When `digest` is `None`: which value, in words (`the value of 'rules' that judge reads`)."""
 
 
 def map_context(function: Callable[..., Any]) -> MapContext:
