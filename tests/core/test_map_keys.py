@@ -24,6 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
 from nighthawk.batch.store import session_store
+from nighthawk.testing import CallbackExecutor, return_outcome
 
 pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
@@ -195,6 +196,13 @@ def test_another_function_model_with_the_same_label_runs_the_item_again() -> Non
     assert high.model_label == low.model_label
     assert list(mapped(high, 4)) == ["high"]
     assert list(mapped(low, 4)) == ["low"]
+
+
+def test_a_callback_executor_with_another_callback_runs_the_item_again() -> None:
+    with nh.run(CallbackExecutor(lambda program, values: return_outcome("'high'"))):
+        nh.map(label, [4], progress=False)
+    with nh.run(CallbackExecutor(lambda program, values: return_outcome("'low'"))):
+        assert list(nh.map(label, [4], progress=False)) == ["low"]
 
 
 CHANGED_CONFIGURATION = {

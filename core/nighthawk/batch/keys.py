@@ -167,13 +167,17 @@ tokenizer change whether or when an answer comes, not which: a kept answer stand
 
 
 def _executor_identity(executor: object) -> dict[str, object]:
-    """Who answers and what shapes the requests: the executor's class and label, and for an executor with a
-    configuration (an `AgentStepExecutor`) its request fields and the model and settings of its own agent."""
+    """Who answers and what shapes the requests: the executor's class and label, the callback of one that has
+    one (a `CallbackExecutor`), and for an executor with a configuration (an `AgentStepExecutor`) its request
+    fields and the model and settings of its own agent."""
     kind = type(executor)
     identity: dict[str, object] = {
         "executor": f"{kind.__module__}.{kind.__qualname__}",
         "label": str(getattr(executor, "model_label", "")),
     }
+    callback = getattr(executor, "callback", None)
+    if callable(callback):  # a `CallbackExecutor`: its callback answers
+        identity["callback"] = _callable_identity(callback)
     configuration = getattr(executor, "configuration", None)
     if isinstance(configuration, StepExecutorConfiguration):
         fields = {name: getattr(configuration, name) for name in _REQUEST_FIELDS}
