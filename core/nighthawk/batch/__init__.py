@@ -329,4 +329,3 @@ def _total(iterables: tuple[Iterable[Any], ...]) -> int | None:
         return min(len(iterable) for iterable in iterables)  # type: ignore[arg-type]
     except TypeError:  # a generator: no total, no ETA
         return None
-
