@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,10 +63,9 @@ def label(stars: int) -> str:
 
 
 @pytest.fixture
-def global_threshold(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`threshold` back at 3 after the test."""
+def global_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`threshold` back at 3 after the test (which sets it with `set_threshold`)."""
     monkeypatch.setattr(sys.modules[__name__], "threshold", 3)
-    yield
 
 
 def set_threshold(value: int) -> None:
@@ -124,7 +123,9 @@ def test_a_changed_global_in_an_f_string_block_runs_the_item_again(monkeypatch: 
     assert list(again) == ["hallo"]
 
 
-def labeller(limit: int):  # noqa: ANN201 - a natural function made per call
+def labeller(limit: int) -> Callable[[int], str]:
+    """A natural function reading `limit` from the call of `labeller` that made it."""
+
     @nh.natural_function
     def label_against(stars: int) -> str:
         """natural
