@@ -436,7 +436,8 @@ def test_an_interrupt_while_items_wait_for_the_model_cancels_them_and_keeps_the_
     sent = model.requests
     asyncio.run(asyncio.sleep(0.1))  # anything still running on the background loop would send now
     assert (model.requests, model.cancelled) == (sent, 4)
-    again = Model("a + b")
+    again = HangingModel(quick=30)  # the same model (a different one would run every item again), now quick
+    again.expression = "a + b"
     with nh.run(again.executor()):
         result = nh.map(function, range(30), itertools.repeat(1), concurrency=4, progress=False)
     assert list(result) == list(range(10)) + [k + 1 for k in range(10, 30)]

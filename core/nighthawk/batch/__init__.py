@@ -6,6 +6,7 @@ it got (`progress`), and leaves each call to take the road exactly as a plain ca
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from typing import Any, Literal
@@ -13,12 +14,12 @@ from typing import Any, Literal
 from dataclasses import dataclass
 
 from ..budget import UsageTotals, counting
-from ..errors import BudgetExceededError, MapItemError, MapStoppedError, NighthawkError
-from ..runtime import get_step_executor
+from ..errors import BudgetExceededError, MapItemError, MapStoppedError
+from .keys import item_key, map_context
 from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
 from .stopping import CommonCause
-from .store import MISSING, DiskStore, item_key, program_fingerprint, return_type, session_store
+from .store import MISSING, DiskStore, return_type, session_store
 
 __all__ = ["MapResult", "MapUsage", "map", "map_reporting_items"]
 
@@ -65,8 +66,10 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
 
     Each item's Python (the function's own code, the model's expressions, return values, tools) runs on
     this thread, as in a plain call; only the waits for the model overlap. Items finished by an earlier
-    map of this session (same program, arguments and model), or kept in `store`, are not run again; items
-    equal to one already running wait for its answer (or failure) instead of asking the model again.
+    map of this session, or kept in `store`, are not run again when nothing that decides their answer
+    changed (the program, the values it reads, the arguments, the model and its configuration, the scope's
+    prompt fragments: see `nighthawk.batch.keys`); items equal to one already running wait for its answer
+    (or failure) instead of asking the model again.
 
     Args:
         function: A natural function (sync or async), or any callable calling them. A sync callable that
@@ -140,8 +143,16 @@ def map_reporting_items(
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
-    fingerprint = program_fingerprint(function)
-    model = _model_identity()
+    found = map_context(function)
+    context = found.digest
+    """`None`: some value the answers depend on cannot be digested, so no item is looked up or kept."""
+    if context is None and store is not None:
+        warnings.warn(
+            f"`store={store!r}` keeps none of this map's items, nor does this session: {found.unstable} has no form "
+            "that is the same in every process and changes when it does, so a kept answer could be stale. Make it a "
+            "value pydantic can turn into JSON (numbers, strings, lists, dicts, dataclasses, pydantic models)",
+            stacklevel=3,
+        )
     session = session_store()
     keys: dict[int, tuple[str, tuple[object, ...]]] = {}
     sharing: dict[str, list[int]] = {}
@@ -169,12 +180,12 @@ def map_reporting_items(
             nonlocal finished
             for index, args in enumerate(zip(*iterables)):
                 results.append(None)
-                key, anchors = item_key(fingerprint, model, args)
+                key, anchors = item_key(context or "", args)
                 if key in sharing:
                     sharing[key].append(index)  # an equal item is in flight: its answer is this one's too
                     continue
-                value = session.get(key)
-                if value is MISSING and disk is not None:
+                value = session.get(key) if context is not None else MISSING
+                if value is MISSING and disk is not None and context is not None:
                     value = disk.get(key)
                     if value is not MISSING:
                         session.put(key, value, anchors)
@@ -212,9 +223,10 @@ def map_reporting_items(
             nonlocal finished
             if error is None:
                 key, anchors = keys.pop(index)
-                if disk is not None:
+                if disk is not None and context is not None:
                     disk.put(key, value)  # first, so a value it cannot hold fails the map at once
-                session.put(key, value, anchors)
+                if context is not None:
+                    session.put(key, value, anchors)
                 results[index] = value
                 finished += 1
                 watch.succeeded()
@@ -317,13 +329,3 @@ def _total(iterables: tuple[Iterable[Any], ...]) -> int | None:
         return min(len(iterable) for iterable in iterables)  # type: ignore[arg-type]
     except TypeError:  # a generator: no total, no ETA
         return None
-
-
-def _model_identity() -> str:
-    """Which model answers: a different one must not be answered from the stores."""
-    try:
-        executor = get_step_executor()
-    except NighthawkError:
-        return ""  # no executor: the first item that needs one says so
-    kind = type(executor)
-    return f"{kind.__module__}.{kind.__qualname__}:{getattr(executor, 'model_label', '')}"

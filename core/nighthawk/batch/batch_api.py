@@ -24,7 +24,7 @@ from .batch_records import BatchRecords
 from .batch_rounds import GATHER_S, BatchBackend, BatchTransport, Collector
 from .openai_batches import OpenAIBatches
 from .progress import wanted
-from .store import program_fingerprint
+from .keys import program_fingerprint
 
 __all__ = ["BATCH_CONCURRENCY", "DEFAULT_BATCH_STORE", "batch_map", "cancel_batches"]
 

@@ -1,18 +1,13 @@
 """Where a map keeps finished items: this session's memory, and optionally a sqlite file.
 
-An item's key is a hash of what decides its answer: the function's program (its source, and that of the
-natural functions a wrapper names), its arguments as JSON, and the model. A value in memory is the object
-itself; on disk it is JSON made by pydantic from the function's return annotation (never pickle), read
-back through the same annotation. The file is in WAL mode and every item is its own transaction, so two
+Items are kept under the keys `keys.item_key` makes (a hash of everything that decides an answer). A value
+in memory is the object itself; on disk it is JSON made by pydantic from the function's return annotation
+(never pickle), read back through the same annotation. The file is in WAL mode and every item is its own transaction, so two
 processes (or two kernels) writing one store lose nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import json
-import secrets
 import sqlite3
 import threading
 import time
@@ -25,77 +20,13 @@ from typing import Any
 from ..errors import NighthawkError
 from .twin import natural_runtime
 
-__all__ = ["MISSING", "DiskStore", "SessionStore", "item_key", "program_fingerprint", "return_type", "session_store"]
+__all__ = ["MISSING", "DiskStore", "SessionStore", "return_type", "session_store"]
 
 MISSING = object()
 """What a store returns for a key it does not hold (`None` is a valid result)."""
 
 
-# --- keys -------------------------------------------------------------------------------------------
-
-
-def program_fingerprint(function: Callable[..., Any]) -> str:
-    """The source that decides what `function` answers: its own, and that of natural functions it names."""
-    plain = getattr(function, "__func__", function)
-    parts = [_source(plain)]
-    if natural_runtime(plain) is None:
-        # A wrapper (`lambda t: classify(t)`): editing the program of the natural function it calls must
-        # change the key too. Names it looks up directly are followed, one level deep.
-        code = getattr(plain, "__code__", None)
-        namespace = {**getattr(plain, "__globals__", {}), **_closure(plain)}
-        for name in sorted(set(getattr(code, "co_names", ())) | set(getattr(code, "co_freevars", ()))):
-            called = namespace.get(name)
-            if natural_runtime(getattr(called, "__func__", called)) is not None:
-                parts.append(_source(getattr(called, "__func__", called)))
-    return "\n".join(parts)
-
-
-def _source(function: object) -> str:
-    runtime = natural_runtime(function)
-    if runtime is not None:
-        return runtime.source  # as kept at decoration: the same in a process that has no file to read (a Ray actor)
-    shown = getattr(function, "__wrapped__", function)
-    try:
-        return inspect.getsource(shown)  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        return f"{getattr(shown, '__module__', '')}.{getattr(shown, '__qualname__', repr(shown))}"
-
-
-def _closure(function: object) -> dict[str, object]:
-    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
-    values: dict[str, object] = {}
-    for name, cell in zip(getattr(code, "co_freevars", ()), cells):
-        try:
-            values[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-    return values
-
-
-_PROCESS = secrets.token_hex(8)
-"""Part of every identity key, so an address reused by another process never matches."""
-
-
-def item_key(fingerprint: str, model: str, args: tuple[Any, ...]) -> tuple[str, tuple[object, ...]]:
-    """The key of one item, and the arguments it names by identity.
-
-    An argument pydantic cannot serialise (a connection) counts by identity: it matches within this
-    process only, and only while the entry that names it keeps it alive (so its address is not reused).
-    """
-    import pydantic_core
-
-    anchors: list[object] = []
-
-    def by_identity(value: object) -> object:
-        if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-            return value.tolist()  # a numpy scalar or array from a column: its value, not its identity
-        anchors.append(value)
-        return f"<{type(value).__module__}.{type(value).__qualname__} at {id(value):#x} in {_PROCESS}>"
-
-    # Bytes as base64: the bytes of an image are no UTF-8, which pydantic's default for bytes requires.
-    arguments = pydantic_core.to_json(list(args), fallback=by_identity, bytes_mode="base64").decode()
-    key = hashlib.sha256(json.dumps([fingerprint, model, arguments]).encode()).hexdigest()
-    return key, tuple(anchors)
+# --- the type kept ----------------------------------------------------------------------------------
 
 
 def return_type(function: Callable[..., Any]) -> object:
