@@ -161,6 +161,58 @@ def test_exception_raised_into_a_waiting_step_stops_the_agent_and_its_server(
     _assert_gone(hung)
 
 
+def _wrapper(folder: Path, backend: str, body: str) -> str:
+    """An `executable` that runs `body` (shell) and then the backend's fake program with the same arguments."""
+    program = folder / "bin" / ("codex" if backend == "codex" else "claude")
+    wrapper = folder / "wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\n{body}\nexec "{program}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.mark.parametrize("program_agent", ["claude-code-cli", "codex"], indirect=True)
+def test_what_the_agent_started_in_the_background_ends_with_the_step(program_agent: FakeAgent) -> None:
+    leftover = program_agent.folder / "background.pid"
+    executable = _wrapper(program_agent.folder, program_agent.backend, f"sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > {leftover}")
+    program_agent.script([outcome("return", return_expression="x * 10")])
+    with nh.run(program_agent.executor(executable=executable)):
+        assert compute(3) == 30
+    assert _wait_until(lambda: not alive(int(leftover.read_text())), within=10), "the background process outlived the step"
+
+
+@pytest.mark.parametrize("program_agent", ["claude-code-cli", "codex"], indirect=True)
+def test_what_a_failed_agent_started_in_the_background_ends_with_the_step(program_agent: FakeAgent) -> None:
+    leftover = program_agent.folder / "background.pid"
+    executable = _wrapper(
+        program_agent.folder, program_agent.backend,
+        f"sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > {leftover}\nexit 3",
+    )
+    with nh.run(program_agent.executor(executable=executable)), pytest.raises(nh.ExecutionError):
+        compute(3)
+    assert _wait_until(lambda: not alive(int(leftover.read_text())), within=10), "the background process outlived the step"
+
+
+@nh.natural_function
+def long_task(x: int) -> int:
+    f"""natural
+    {"Some background the model should read first. " * 3000}
+    Return <x> times ten.
+    """
+
+
+@pytest.mark.parametrize("program_agent", ["claude-code-cli", "codex"], indirect=True)
+def test_an_agent_that_ends_before_reading_its_prompt_shows_its_status_and_stderr(program_agent: FakeAgent) -> None:
+    # It closes its input at once and fails a moment later, as a CLI refusing a login does; the prompt is
+    # longer than a pipe holds, so the write is still going on when the input closes.
+    executable = _wrapper(
+        program_agent.folder, program_agent.backend, "exec 0<&-\nsleep 0.3\necho 'Invalid API key · Please run /login' >&2\nexit 1"
+    )
+    with nh.run(program_agent.executor(executable=executable)), pytest.raises(nh.ExecutionError) as failed:
+        long_task(1)
+    assert "exited with status 1" in str(failed.value)
+    assert "Invalid API key" in str(failed.value)
+
+
 _EXITING_PROGRAM = """
 import json, os, signal, sys, threading, time
 import nighthawk as nh

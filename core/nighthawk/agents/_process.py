@@ -17,6 +17,7 @@ import shlex
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -97,9 +98,12 @@ async def run_json_lines(
     program = os.path.basename(argv[0])
     stderr = asyncio.ensure_future(process.stderr.read())  # type: ignore[union-attr]
     try:
-        process.stdin.write(stdin.encode())  # type: ignore[union-attr]
-        await process.stdin.drain()  # type: ignore[union-attr]
-        process.stdin.close()  # type: ignore[union-attr]
+        try:
+            process.stdin.write(stdin.encode())  # type: ignore[union-attr]
+            await process.stdin.drain()  # type: ignore[union-attr]
+            process.stdin.close()  # type: ignore[union-attr]
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it ended before reading its prompt (a refused login, say): its status and stderr say why
         async for raw in process.stdout:  # type: ignore[union-attr]
             line = raw.decode(errors="replace").strip()
             if not line:
@@ -119,9 +123,28 @@ async def run_json_lines(
         try:
             if process.returncode is None:
                 await _stop(process)
+            else:  # the program ended, what it started in the background may not have: its group goes too
+                await _stop_group(process.pid)
         finally:
             _live_groups.discard(process.pid)
             stderr.cancel()
+
+
+async def _stop_group(group: int) -> None:
+    """Terminate what is left of a process group whose leader has ended, killing it after the grace period."""
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except ProcessLookupError:
+        return  # nothing left: the common case
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)  # cannot be ignored: nothing to wait for
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
