@@ -395,12 +395,9 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
 
 def _is_config_credential(key: str, value: str, redaction: ContextRedaction) -> bool:
     """Whether `value`, written under `key` in configuration text, is a credential: the key is a credential
-    name that hides it, and, unless the name is for something a person chooses, it is not ordinary text
-    (`token: bearer`, `api_key: ~/.config/key`)."""
-    number = value.isdigit() and len(value) < 20  # `token: 512` is a count, as `token = 512` is
-    if value == redaction.placeholder or not redaction.hides(key, int(value) if number else value):
-        return False
-    return _names_a_chosen_secret(key) or not looks_ordinary(value)
+    name that hides it, and it is not ordinary text (`token: bearer`, `PWD=/home/me`, `password: string`),
+    which, met in a value the step reads, would be masked in every text sent."""
+    return value != redaction.placeholder and not looks_ordinary(value) and redaction.hides(key, value)
 
 
 def _is_credential_parameter(name: str, redaction: ContextRedaction) -> bool:
