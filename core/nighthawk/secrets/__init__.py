@@ -360,7 +360,7 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     if len(text) < _SHORTEST_FIELD_TEXT:  # rendering scrubs every dict key and short string: leave at once
         return []
     # Where text keeps a field is its own module, loaded when the first text is scrubbed.
-    from ._text_fields import config_fields, is_ascii_alnum, may_name_a_credential, word_matches
+    from ._text_fields import config_fields, is_ascii_alnum, word_matches
 
     lowered = text.lower()
     spans: list[tuple[int, int]] = []
@@ -380,10 +380,10 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
             match.group("scheme").lower(), match.group("secret")
         ):
             spans.append(match.span("secret"))
-    if (":" in text or "=" in text) and (
-        redaction.mask_name_patterns is not DEFAULT_MASK_NAME_PATTERNS or may_name_a_credential(lowered)
-    ):
-        spans += config_fields(text, lambda key, value: _is_config_credential(key, value, redaction))
+    every_key = redaction.mask_name_patterns is not DEFAULT_MASK_NAME_PATTERNS  # the user's own credential words
+    if ":" in text or "=" in text:  # configuration text: only keys holding a credential word are tried
+        judge = lambda key, value: _is_config_credential(key, value, redaction)  # noqa: E731
+        spans += config_fields(text, lowered, redaction.is_sensitive_name, judge, every_key=every_key)
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

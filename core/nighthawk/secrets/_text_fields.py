@@ -22,6 +22,12 @@ from functools import lru_cache
 
 __all__ = ["config_fields", "is_ascii_alnum", "may_name_a_credential", "word_matches"]
 
+
+def _lazy(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """A regex compiled on first use."""
+    return lru_cache(maxsize=1)(lambda: re.compile(pattern, flags))
+
+
 _KEY = r"[A-Za-z_][\w.\-]{0,63}"
 # A line starts at the start of the text, after a line break, or after an escaped one (`\n` in rendered JSON).
 _LINE_START = r"(?:^|(?<=\\n))"
@@ -33,23 +39,30 @@ _BARE = (
     r"(?:[^;\r\n\"' \t\\&#]|\\(?![nr])|#(?<!\s#)|&(?![\w.\-%]+=)"
     r"|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|#|$|\\n|[\w.\-]+[ \t]*=))+"
 )
-_FIELDS = (
-    # JSON or a Python literal; the key's quote, possibly escaped, also ends it.
-    rf"(?P<jq>\\?[\"'])(?P<jkey>{_KEY})(?P=jq)[ \t]*:[ \t]*(?P<jvq>\\?[\"'])(?P<jvalue>(?:[^\\\r\n]|\\.){{1,512}}?)(?P=jvq)",
-    # YAML: the key first on its line (or after a list's `- `), one value to the end of the line.
-    rf"{_LINE_START}[ \t]*(?:-[ \t]+)?(?P<yq>[\"']?)(?P<ykey>{_KEY})(?P=yq)[ \t]*:[ \t]+"
-    r"(?P<yvalue>\"[^\"\r\n]*\"|'[^'\r\n]*'|(?:[^\s\"'#\\]|\\(?![nr]))(?:[^\s\\]|\\(?![nr]))*)"
-    r"(?=[ \t]*(?:#[^\r\n]*)?(?:$|\\[nr]))",
-    # `key=value`, `key = value`, `export KEY=value`: a key where a name can start.
-    rf"(?:{_LINE_START}|(?<=[\s;(,{{]))(?:export[ \t]+)?(?P<akey>{_KEY})[ \t]*=[ \t]*(?P<avalue>{_QUOTED}|{_BARE})",
-    # `-u user:password`, `--user=user:password`.
-    r"(?<![\w\-])(?:-u[ \t]*|--user(?:[ \t]+|=))(?P<uq>[\"']?)(?P<user>[^\s:\"']+):(?P<uvalue>[^\s\"']+)(?P=uq)",
+# JSON or a Python literal, from the key's opening quote (possibly escaped), which also closes it.
+_JSON = _lazy(
+    rf"(?P<q>\\?[\"'])(?P<key>{_KEY})(?P=q)[ \t]*:[ \t]*(?P<vq>\\?[\"'])(?P<value>(?:[^\\\r\n]|\\.){{1,512}}?)(?P=vq)"
 )
-
-
-@lru_cache(maxsize=1)
-def _fields() -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{field})" for field in _FIELDS), re.MULTILINE)
+# YAML, from the start of the key's line: the key first on it (or after a list's `- `), one value to its end.
+_YAML = _lazy(
+    rf"{_LINE_START}[ \t]*(?:-[ \t]+)?(?P<q>[\"']?)(?P<key>{_KEY})(?P=q)[ \t]*:[ \t]+"
+    r"(?P<value>\"[^\"\r\n]*\"|'[^'\r\n]*'|(?:[^\s\"'#\\]|\\(?![nr]))(?:[^\s\\]|\\(?![nr]))*)"
+    r"(?=[ \t]*(?:#[^\r\n]*)?(?:$|\\[nr]))",
+    re.MULTILINE,
+)
+# `key=value`, `key = value`, `export KEY=value`, `--api-key=value`: from a key where a name can start.
+_ASSIGNMENT = _lazy(
+    rf"(?:{_LINE_START}|(?<=[\s;(,{{\-]))(?P<key>{_KEY})[ \t]*=[ \t]*(?P<value>{_QUOTED}|{_BARE})", re.MULTILINE
+)
+# `-u user:password`, `--user=user:password`.
+_USER = _lazy(r"(?<![\w\-])(?:-u[ \t]*|--user(?:[ \t]+|=))(?P<q>[\"']?)(?P<user>[^\s:\"']+):(?P<value>[^\s\"']+)(?P=q)")
+_ANY_KEY = _lazy(rf"(?<![\w.\-]){_KEY}(?=\\?[\"']?[ \t]*[:=])")
+# The rest of a key after a word in it, then a `:` or `=` (after a quote and spaces).
+_AFTER_KEY = _lazy(r"(?P<rest>[\w.\-]{0,64})\\?[\"']?[ \t]*[:=]")
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_KEY_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# Lower-cases ASCII letters only, so positions in the lowered text are those of the text.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def unquoted(value: str) -> str:
@@ -66,35 +79,83 @@ def _may_be_value(value: str) -> bool:
     return bool(value.strip()) and value.lower() not in _NOT_A_VALUE and not value.startswith("$")
 
 
-def config_fields(text: str, is_credential: Callable[[str, str], bool]) -> list[tuple[int, int]]:
-    """The spans of the values in `text` kept under a key for which `is_credential(key, value)` holds (the
-    value without its quotes; curl's user is asked for as `password`)."""
+def config_fields(
+    text: str,
+    lowered: str,
+    is_name: Callable[[str], bool],
+    is_credential: Callable[[str, str], bool],
+    *,
+    every_key: bool = False,
+) -> list[tuple[int, int]]:
+    """The spans of the values in `text` (`lowered`: the same, lower case) kept under a key for which
+    `is_name(key)` and `is_credential(key, value)` hold (the value without its quotes; curl's user is asked
+    for as `password`).
+
+    Unless `every_key` (for name patterns of the user's own), only the keys holding a default credential
+    word are tried (`_NAME_HINTS`): a prompt is full of `key: value` text that no credential name keys.
+    """
+    if len(lowered) != len(text):  # lower-casing changed some character's length: positions differ
+        lowered = text.translate(_ASCII_LOWER)
     spans = []
-    for match in _fields().finditer(text):
-        for key, value in (("jkey", "jvalue"), ("ykey", "yvalue"), ("akey", "avalue")):
-            if match.group(key) is not None:
-                found, inner = match.group(value), unquoted(match.group(value))
-                if _may_be_value(inner) and is_credential(match.group(key), inner):
-                    start = match.start(value) + (len(found) - len(inner)) // 2  # the quotes stay
-                    spans.append((start, start + len(inner)))
-                break
-        else:
-            user, password = match.group("user"), match.group("uvalue")
-            # `docker run -u 1000:1000` is a user and group id.
-            if not (user.isdigit() and password.isdigit()) and _may_be_value(password) and is_credential("password", password):
-                spans.append(match.span("uvalue"))
+    if every_key:
+        starts = [match.start() for match in _ANY_KEY().finditer(text) if is_name(match.group(0))]
+    else:
+        starts = _key_starts(text, lowered, is_name)
+    for start in starts:
+        patterns = [_ASSIGNMENT().match(text, start), _YAML().match(text, _line_head(text, start))]
+        if start and text[start - 1] in "\"'":
+            patterns.append(_JSON().match(text, start - 2 if start > 1 and text[start - 2] == "\\" else start - 1))
+        for match in patterns:
+            if match is not None and match.start("key") == start:
+                found, inner = match.group("value"), unquoted(match.group("value"))
+                if _may_be_value(inner) and is_credential(match.group("key"), inner):
+                    start_of_value = match.start("value") + (len(found) - len(inner)) // 2  # the quotes stay
+                    spans.append((start_of_value, start_of_value + len(inner)))
+    for match in word_matches(_USER(), text, lowered, ("-u", "--user")):
+        user, password = match.group("user"), match.group("value")
+        # `docker run -u 1000:1000` is a user and group id.
+        if not (user.isdigit() and password.isdigit()) and _may_be_value(password) and is_credential("password", password):
+            spans.append(match.span("value"))
     return spans
 
 
-# Every default credential name holds one of these (or is curl's `-u`): text holding none has no credential key.
+def _key_starts(text: str, lowered: str, is_name: Callable[[str], bool]) -> list[int]:
+    """Where the keys holding a credential word start, for those `is_name` takes and a `:` or `=` follows
+    (after a quote and spaces)."""
+    starts = set()
+    after_key = _AFTER_KEY()
+    for hint in _NAME_HINTS:
+        for position in _occurrences(lowered, hint):
+            after = after_key.match(text, position + len(hint))
+            if after is None:  # most of prose: "token count", "the key is"
+                continue
+            start = position
+            while start > 0 and position - start < 64 and text[start - 1] in _KEY_CHARS:
+                start -= 1
+            while start < position and text[start] not in _KEY_FIRST:
+                start += 1
+            if text[start] in _KEY_FIRST and is_name(text[start : after.end("rest")]):
+                starts.add(start)
+    return sorted(starts)
+
+
+def _line_head(text: str, start: int) -> int:
+    """Where the line of the key at `start` starts, if only indentation, a list's `- ` or a quote precede it."""
+    head = start
+    while head > 0 and start - head < 64 and text[head - 1] in " \t-\"'":
+        head -= 1
+    return head
+
+
+# Every default credential name holds one of these: text holding none (and no curl `-u`) keys no credential.
 _NAME_HINTS = ("pass", "pw", "key", "token", "secret", "cred", "auth", "cookie", "sess", "bearer", "jwt", "dsn")
-_NAME_HINTS += ("salt", "pin", "otp", "sid", "sas", "sig", "refresh", "-u", "--user")
+_NAME_HINTS += ("salt", "pin", "otp", "sid", "sas", "sig", "refresh")
 # Values of a configuration key that are no credential: nothing, a placeholder for one, a YAML block marker.
 _NOT_A_VALUE = frozenset({"null", "none", "nil", "true", "false", "~", "|", ">", "|-", ">-", "{}", "[]"})
 
 
 def may_name_a_credential(lowered: str) -> bool:
-    return any(hint in lowered for hint in _NAME_HINTS)
+    return any(hint in lowered for hint in _NAME_HINTS) or "-u" in lowered
 
 
 def word_matches(pattern: re.Pattern[str], text: str, lowered: str, words: tuple[str, ...]) -> Iterator[re.Match[str]]:
