@@ -52,7 +52,7 @@ _YAML = _lazy(
 )
 # `key=value`, `key = value`, `export KEY=value`, `--api-key=value`: from a key where a name can start.
 _ASSIGNMENT = _lazy(
-    rf"(?:{_LINE_START}|(?<=[\s;(,{{\-]))(?P<key>{_KEY})[ \t]*=[ \t]*(?P<value>{_QUOTED}|{_BARE})", re.MULTILINE
+    rf"(?:{_LINE_START}|(?<=[\s;(,{{\-\"']))(?P<key>{_KEY})[ \t]*=[ \t]*(?P<value>{_QUOTED}|{_BARE})", re.MULTILINE
 )
 # `-u user:password`, `--user=user:password`.
 _USER = _lazy(r"(?<![\w\-])(?:-u[ \t]*|--user(?:[ \t]+|=))(?P<q>[\"']?)(?P<user>[^\s:\"']+):(?P<value>[^\s\"']+)(?P=q)")
@@ -61,6 +61,8 @@ _ANY_KEY = _lazy(rf"(?<![\w.\-]){_KEY}(?=\\?[\"']?[ \t]*[:=])")
 _AFTER_KEY = _lazy(r"(?P<rest>[\w.\-]{0,64})\\?[\"']?[ \t]*[:=]")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEY_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# Code: names of letters joined by dots, called or indexed by a quoted key (what follows is not read).
+_CODE = _lazy(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(|\[\\?[\"'])[^\r\n]*|[A-Za-z_]+(?:\.[A-Za-z_]+)+")
 # Lower-cases ASCII letters only, so positions in the lowered text are those of the text.
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -74,9 +76,11 @@ def unquoted(value: str) -> str:
 
 
 def _may_be_value(value: str) -> bool:
-    """Whether `value` can be a value at all: not nothing, a YAML block marker or a reference to another
-    variable (`$DB_PASSWORD`, `${TOKEN}`)."""
-    return bool(value.strip()) and value.lower() not in _NOT_A_VALUE and not value.startswith("$")
+    """Whether `value` can be a value at all: not nothing, a YAML block marker, a reference to another
+    variable (`$DB_PASSWORD`, `${TOKEN}`) or code that gets one (`os.environ["API_KEY"]`, `get_token()`,
+    `settings.api_token`). Masked code would differ from what a model wrote, and not replay."""
+    value = value.strip()
+    return bool(value) and value.lower() not in _NOT_A_VALUE and not value.startswith("$") and not _CODE().fullmatch(value)
 
 
 def config_fields(
@@ -107,9 +111,10 @@ def config_fields(
             patterns.append(_JSON().match(text, start - 2 if start > 1 and text[start - 2] == "\\" else start - 1))
         for match in patterns:
             if match is not None and match.start("key") == start:
-                found, inner = match.group("value"), unquoted(match.group("value"))
+                # A trailing backslash escapes what follows (`\"` in rendered JSON): it stays, or the text breaks.
+                found, inner = match.group("value"), unquoted(match.group("value")).rstrip("\\")
                 if _may_be_value(inner) and is_credential(match.group("key"), inner):
-                    start_of_value = match.start("value") + (len(found) - len(inner)) // 2  # the quotes stay
+                    start_of_value = match.start("value") + (len(found) - len(unquoted(found))) // 2  # quotes stay
                     spans.append((start_of_value, start_of_value + len(inner)))
     for match in word_matches(_USER(), text, lowered, ("-u", "--user")):
         user, password = match.group("user"), match.group("value")
