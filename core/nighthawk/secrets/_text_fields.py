@@ -61,8 +61,8 @@ _ANY_KEY = _lazy(rf"(?<![\w.\-]){_KEY}(?=\\?[\"']?[ \t]*[:=])")
 _AFTER_KEY = _lazy(r"(?P<rest>[\w.\-]{0,64})\\?[\"']?[ \t]*[:=]")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEY_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-# Code: names of letters joined by dots, called or indexed by a quoted key (what follows is not read).
-_CODE = _lazy(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(|\[\\?[\"'])[^\r\n]*|[A-Za-z_]+(?:\.[A-Za-z_]+)+")
+# Code: names of letters joined by dots, maybe called or indexed by a quoted key (what follows is not read).
+_CODE = _lazy(r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(|\[\\?[\"'])[^\r\n]*|[A-Za-z_]+(?:\.[A-Za-z_]+)+[)\]},]*")
 # Lower-cases ASCII letters only, so positions in the lowered text are those of the text.
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
