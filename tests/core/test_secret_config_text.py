@@ -119,7 +119,8 @@ INNOCENT_TEXTS = [
     "PWD=/home/analyst/project\nHOME=/home/analyst",
     "password: ${DB_PASSWORD}\ntoken_budget: 4000",
     "docker run -u 1000:1000 image",
-    'client = OpenAI(api_key=os.environ["OPENAI_API_KEY"])\nrows = connect(token=get_token(), secret=settings.api_secret)',
+    'client = OpenAI(api_key=os.environ["OPENAI_API_KEY"])\n'
+    "rows = connect(token=get_token(), secret=settings.api_secret)",
 ]
 
 

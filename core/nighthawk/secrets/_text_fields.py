@@ -10,8 +10,9 @@ from when the key is a credential name, whatever the variable holding the text i
 * the user of curl and its kin: `-u user:password`, `--user user:password` (the password only).
 
 Only the places are found here; whether a key names a credential and whether its value can be one is the
-caller's rule, passed in. Imports nothing of ours, and is loaded on the first text that may hold such a key,
-so `import nighthawk` stays as light as it was.
+caller's rule, passed in. Also here: where the words of the face's other field rules start in a text
+(`word_matches`). Imports nothing of ours, and is loaded when the first text is scrubbed, so
+`import nighthawk` loads no more than it did.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def _may_be_value(value: str) -> bool:
     variable (`$DB_PASSWORD`, `${TOKEN}`) or code that gets one (`os.environ["API_KEY"]`, `get_token()`,
     `settings.api_token`). Masked code would differ from what a model wrote, and not replay."""
     value = value.strip()
-    return bool(value) and value.lower() not in _NOT_A_VALUE and not value.startswith("$") and not _CODE().fullmatch(value)
+    if not value or value.lower() in _NOT_A_VALUE or value.startswith("$"):
+        return False
+    return _CODE().fullmatch(value) is None
 
 
 def config_fields(
@@ -119,7 +122,9 @@ def config_fields(
     for match in word_matches(_USER(), text, lowered, ("-u", "--user")):
         user, password = match.group("user"), match.group("value")
         # `docker run -u 1000:1000` is a user and group id.
-        if not (user.isdigit() and password.isdigit()) and _may_be_value(password) and is_credential("password", password):
+        if user.isdigit() and password.isdigit():
+            continue
+        if _may_be_value(password) and is_credential("password", password):
             spans.append(match.span("value"))
     return spans
 
