@@ -21,8 +21,11 @@ from nighthawk import events, telemetry
 from nighthawk.replay import ReplayMissError, replay_executor
 from scripting import Script, call, finish, scripted_executor
 
-PASSWORD = "hunter2-blue-42"
-API_KEY = "sk-ant-api03-" + "Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5"
+# Neutral names on purpose: a global named like a credential (`PASSWORD`) is a secret of every step of this
+# module, so it would be masked whatever route each test checks, and a regression of that route would pass.
+CHOSEN_TEXT = "hunter2-blue-42"  # a password a person chose
+SHAPED_KEY = "sk-ant-api03-" + "Qm9vYmFyQmF6UXV4MTIzNDU2Nzg5"
+KEYED_TEXT = "Tr0ub4dor&3x"  # a password found only under the `password` key of a dict
 
 
 def evaluate(expression: str):
@@ -39,7 +42,8 @@ def use_password(db_password: str, conn: dict) -> None:
 def run_password_block(*rounds) -> Script:
     executor, script = scripted_executor(*rounds)
     with nh.run(executor):
-        use_password(PASSWORD, {"host": "db", "password": PASSWORD})
+        # Two values, so that each test sees the route it names: a local's name, or a dict key.
+        use_password(CHOSEN_TEXT, {"host": "db", "password": KEYED_TEXT})
     return script
 
 
@@ -51,8 +55,13 @@ def test_eval_of_a_secret_named_variable_returns_the_placeholder() -> None:
 def test_str_of_a_dict_with_a_password_key_is_masked_in_the_tool_result() -> None:
     script = run_password_block([evaluate("str(conn)")], [finish()])
     (result,) = script.last_tool_results()
-    assert PASSWORD not in result
+    assert KEYED_TEXT not in result
     assert json.loads(result)["value"] == "{'host': 'db', 'password': '<masked>'}"
+
+
+def test_a_value_under_a_password_key_is_masked_away_from_its_key() -> None:
+    script = run_password_block([evaluate("' / '.join(conn.values())")], [finish()])
+    assert script.last_tool_results() == ['{"value": "db / <masked>", "error": null}']
 
 
 def test_a_secret_assigned_to_an_innocent_name_is_committed_but_masked_in_events() -> None:
@@ -67,7 +76,7 @@ def test_a_secret_assigned_to_an_innocent_name_is_committed_but_masked_in_events
         return copied  # noqa: F821 - bound by the block
 
     with events.listen(seen.append), nh.run(executor):
-        assert copy_password({"password": PASSWORD}) == PASSWORD
+        assert copy_password({"password": CHOSEN_TEXT}) == CHOSEN_TEXT
     (assignment,) = [event for event in seen if isinstance(event, events.Assignment)]
     assert assignment.value == '"<masked>"'
 
@@ -86,7 +95,7 @@ def test_tool_error_message_masks_a_secret_quoted_by_the_exception() -> None:
         """
 
     with nh.run(executor):
-        attempt(PASSWORD)
+        attempt(CHOSEN_TEXT)
     (result,) = script.last_tool_results()
     assert json.loads(result)["error"]["message"] == "PermissionError: wrong password '<masked>'"
 
@@ -111,11 +120,11 @@ def test_retry_prompt_masks_the_exception_text_of_a_failing_return_expression() 
         [finish("return", return_expression="reject_key(api_key)")], [finish("return", return_expression="'page'")]
     )
     with nh.run(executor):
-        assert fetch(API_KEY) == "page"
+        assert fetch(SHAPED_KEY) == "page"
     # pydantic-ai sends the correction as the outcome tool's (retried) return.
     (retry,) = [part for part in script.seen[-1][-1].parts if getattr(part, "tool_name", None) == "nh_outcome"]
     assert "token rejected: x<masked>" in str(retry.content)
-    assert API_KEY not in str(retry.content)
+    assert SHAPED_KEY not in str(retry.content)
 
 
 def test_execution_error_of_a_failing_return_expression_masks_the_secret() -> None:
@@ -128,9 +137,9 @@ def test_execution_error_of_a_failing_return_expression_masks_the_secret() -> No
         """
 
     with nh.run(executor), pytest.raises(nh.ExecutionError, match=r"relay refused '<masked>'") as caught:
-        send(PASSWORD)
-    assert PASSWORD not in str(caught.value)
-    assert PASSWORD not in str(caught.value.__cause__)
+        send(CHOSEN_TEXT)
+    assert CHOSEN_TEXT not in str(caught.value)
+    assert CHOSEN_TEXT not in str(caught.value.__cause__)
 
 
 def test_an_interpolated_secret_is_masked_in_the_user_prompt_and_the_step_started_event() -> None:
@@ -154,10 +163,10 @@ def test_a_password_echoed_in_raise_message_is_masked_in_span_attributes() -> No
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    executor, _ = scripted_executor([finish("raise", raise_message=f"refused for {PASSWORD}")])
+    executor, _ = scripted_executor([finish("raise", raise_message=f"refused for {CHOSEN_TEXT}")])
     with events.listen(telemetry.OpenTelemetryListener(tracer_provider=provider)), nh.run(executor):
         with pytest.raises(nh.ExecutionError, match="refused for <masked>"):
-            use_password(PASSWORD, {})
+            use_password(CHOSEN_TEXT, {})
     (step,) = [span for span in exporter.get_finished_spans() if span.name == "nighthawk.step"]
     (raised,) = [event for event in step.events if event.name == "nighthawk.step.raised"]
     assert raised.attributes["nighthawk.step.raise_message"] == "refused for <masked>"
@@ -184,25 +193,25 @@ def test_pydantic_ai_tracing_records_no_secret_that_nighthawk_sends(monkeypatch:
         """
 
     with nh.run(executor), pytest.raises(nh.ExecutionError):
-        connect(PASSWORD, {"password": PASSWORD})
+        connect(CHOSEN_TEXT, {"password": CHOSEN_TEXT})
     spans = exporter.get_finished_spans()
     recorded = [str(value) for span in spans for value in (span.attributes or {}).values()]
     recorded += [str(value) for span in spans for event in span.events for value in (event.attributes or {}).values()]
     assert any("<masked>" in text for text in recorded)
-    assert not [text for text in recorded if PASSWORD in text]
+    assert not [text for text in recorded if CHOSEN_TEXT in text]
 
 
 def test_a_failing_listener_traceback_is_logged_scrubbed(caplog: pytest.LogCaptureFixture) -> None:
     def exporter(event: events.Event) -> None:
         if isinstance(event, events.StepStarted):
-            raise RuntimeError(f"exporter down, cannot send with {PASSWORD}")
+            raise RuntimeError(f"exporter down, cannot send with {CHOSEN_TEXT}")
 
     executor, _ = scripted_executor([finish()])
     with caplog.at_level(logging.ERROR, logger="nighthawk"), events.listen(exporter), nh.run(executor):
-        use_password(PASSWORD, {})
+        use_password(CHOSEN_TEXT, {})
     (record,) = caplog.records
     assert "cannot send with <masked>" in caplog.text
-    assert PASSWORD not in caplog.text and PASSWORD not in (record.exc_text or "")
+    assert CHOSEN_TEXT not in caplog.text and CHOSEN_TEXT not in (record.exc_text or "")
 
 
 # --- replay ------------------------------------------------------------------------------------------
@@ -220,22 +229,22 @@ def test_the_replay_store_holds_no_name_only_secret(tmp_path: Path) -> None:
     store = tmp_path / "store.replay.yaml"
     script = Script([[evaluate("conn"), evaluate("conn['password']")], [finish()]])
     with nh.run(replay_executor(store, "record", model=FunctionModel(script))):
-        use_password(PASSWORD, {"password": PASSWORD})
+        use_password(CHOSEN_TEXT, {"password": KEYED_TEXT})
     text = store.read_text(encoding="utf-8")
-    assert PASSWORD not in text and "<masked>" in text
+    assert CHOSEN_TEXT not in text and KEYED_TEXT not in text and "<masked>" in text
 
 
 def test_a_replayed_run_commits_the_same_values_as_the_recorded_run(tmp_path: Path) -> None:
     store = tmp_path / "store.replay.yaml"
     rounds = [[call("nh_assign", target_path="copied", expression="conn['password']")], [finish()]]
     with nh.run(replay_executor(store, "record", model=FunctionModel(Script(list(rounds))))):
-        recorded = copy_secret({"password": PASSWORD})
+        recorded = copy_secret({"password": CHOSEN_TEXT})
     with nh.run(replay_executor(store, "replay")):
-        replayed = copy_secret({"password": PASSWORD})
-    assert recorded == replayed == PASSWORD
+        replayed = copy_secret({"password": CHOSEN_TEXT})
+    assert recorded == replayed == CHOSEN_TEXT
 
 
-@pytest.mark.parametrize("secret", [PASSWORD, API_KEY], ids=["name-only", "credential-shaped"])
+@pytest.mark.parametrize("secret", [CHOSEN_TEXT, SHAPED_KEY], ids=["name-only", "credential-shaped"])
 def test_replaying_an_answer_that_held_a_secret_value_fails_and_says_so(tmp_path: Path, secret: str) -> None:
     store = tmp_path / "store.replay.yaml"
     # The recording model wrote the value itself instead of naming the variable that holds it.

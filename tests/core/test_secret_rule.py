@@ -19,7 +19,9 @@ import nighthawk as nh
 from nighthawk.replay import replay_executor
 from scripting import Script, call, finish, offered_kinds, scripted_executor
 
-PASSWORD = "hunter2-blue-42"
+# Neutral names on purpose: a global named like a credential (`PASSWORD`) is a secret of every step of this
+# module, so it would be masked whatever route each test checks, and a regression of that route would pass.
+CHOSEN_TEXT = "hunter2-blue-42"  # a password a person chose
 
 
 def evaluate(expression: str):
@@ -115,9 +117,9 @@ def test_a_value_under_a_name_that_only_contains_key_reaches_the_model(name: str
 def test_a_value_under_a_credential_name_is_masked_in_a_tool_result(name: str) -> None:
     executor, script = scripted_executor([evaluate("str(scope)")], [finish()])
     with nh.run(executor):
-        inspect_scope({name: PASSWORD})
+        inspect_scope({name: CHOSEN_TEXT})
     (result,) = script.last_tool_results()
-    assert PASSWORD not in result and "<masked>" in result
+    assert CHOSEN_TEXT not in result and "<masked>" in result
 
 
 @pytest.mark.parametrize("value", ["string", "nighthawk", "created_at", "12345678"])
@@ -211,19 +213,19 @@ def use_password(password: str) -> None:
 @pytest.mark.parametrize(
     ("expression", "derived"),
     [
-        ("password.upper()", PASSWORD.upper()),
-        ("password.lower().swapcase()", PASSWORD.upper()),
-        ("password[::-1]", PASSWORD[::-1]),
-        ("base64.b64encode(password.encode()).decode()", base64.b64encode(PASSWORD.encode()).decode()),
-        ("password[:7]", PASSWORD[:7]),
-        ("password[7:]", PASSWORD[7:]),
+        ("password.upper()", CHOSEN_TEXT.upper()),
+        ("password.lower().swapcase()", CHOSEN_TEXT.upper()),
+        ("password[::-1]", CHOSEN_TEXT[::-1]),
+        ("base64.b64encode(password.encode()).decode()", base64.b64encode(CHOSEN_TEXT.encode()).decode()),
+        ("password[:7]", CHOSEN_TEXT[:7]),
+        ("password[7:]", CHOSEN_TEXT[7:]),
     ],
     ids=["upper", "swapcase", "reversed", "base64", "first-half", "second-half"],
 )
 def test_a_derived_form_of_a_password_is_masked_in_the_tool_result(expression: str, derived: str) -> None:
     executor, script = scripted_executor([evaluate(expression)], [finish()])
     with nh.run(executor):
-        use_password(PASSWORD)
+        use_password(CHOSEN_TEXT)
     (result,) = script.last_tool_results()
     assert derived not in result and "<masked>" in result
 

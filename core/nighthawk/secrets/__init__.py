@@ -28,7 +28,7 @@ import base64
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -46,12 +46,14 @@ __all__ = [
 # credential word (`sort_key`, `primary_key`, `key_column` name data); a key is one with a qualifier that
 # says so (`api_key`, `access_key`, `secret_key`, `private_key`, ...).
 DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
-    r"(?:api|access|secret|private|signing|client|master|encryption|license|ssh|session|auth|app|service"
-    r"|account|admin|root|deploy|webhook|write|subscription)keys?",
+    r"(?:api|access|secret|private|priv|signing|client|master|encryption|license|ssh|session|auth|app|service"
+    r"|account|admin|root|deploy|webhook|write|subscription|hmac)keys?",
     r"token",
     r"(?:access|refresh|auth|id|api|bearer|session|csrf|xsrf)tokens?",
     r"secrets?",
-    r"passw(?:or)?ds?",
+    r"(?:pg)?passw(?:or)?[dt]s?",  # `passwort` is German
+    r"(?:pg)?pass|passe",  # French `mot_de_passe`
+    r"pins?|otp|sid|sas|sig|refresh",  # whole parts, and only last (see `_SHORT_WORDS`)
     r"pwd",
     r"pw",
     r"passcodes?",
@@ -138,6 +140,11 @@ _DESCRIPTOR_PARTS = frozenset(
     " rule rules pattern regex issuer audience".split()
 )
 
+# Short credential words that are parts of innocent names too (`pass_rate`, `pin_memory`, `sig_filter`): one
+# counts only last in a name (`pin`, `user_pin`, `PGPASS`) or before a part naming the value (`PIN_CODE`).
+_SHORT_WORDS = frozenset("pass pgpass pin pins otp sid sas sig refresh".split())
+_VALUE_PARTS = frozenset("code codes number num no value val".split())
+
 # A `token` after one of these is a token of text, as a tokenizer's special tokens are named (`pad_token`,
 # `bos_token_id`, `mask_token`).
 _TEXT_TOKEN_PARTS = frozenset("pad bos eos unk cls sep mask special added stop start end image audio video".split())
@@ -157,12 +164,15 @@ def _name_matches(patterns: tuple[str, ...], name: str) -> bool:
         if i and word.lower() == "token" and words[i - 1].lower() in _TEXT_TOKEN_PARTS:
             continue  # `pad_token`, `eos_token_id`: a token of text
         if matcher.fullmatch(word) or (i and matcher.fullmatch(words[i - 1] + word)):
+            if word.lower() in _SHORT_WORDS and any(later.lower() not in _VALUE_PARTS for later in words[i + 1 :]):
+                continue  # `pin_memory`, `pass_rate`: the short word is not the credential here
             last = i
     return last >= 0 and not any(word.lower() in _DESCRIPTOR_PARTS for word in words[last + 1 :])
 
 
 # The credential words that name something a person chooses: a word, a number, anything can be one of those.
-_CHOSEN = _lazy(r"passw(?:or)?ds?|pwd|pw|passcodes?|passphrases?|secrets?|pins?", re.IGNORECASE)
+# A one-time password is digits, so it counts among them too.
+_CHOSEN = _lazy(r"(?:pg)?pass(?:w(?:or)?[dt]s?|e)?|pwd|pw|passcodes?|passphrases?|secrets?|pins?|otp", re.IGNORECASE)
 # A setting's value, never a generated key or token: lower-case words joined by `_` with at most three
 # trailing digits (`google`, `oauth2`, `client_credentials`), a capitalised word (`Basic`), or a short
 # upper-case name (`HS256`, `S256`). Mixed-case letters can be random, and stay masked.
@@ -178,6 +188,11 @@ def _names_a_chosen_secret(name: str) -> bool:
     return any(_CHOSEN().fullmatch(word) for word in _WORD_PARTS.findall(name[:_MAX_NAME_CHARS]))
 
 
+@lru_cache(maxsize=4_096)
+def _names_a_short_credential(name: str) -> bool:
+    return any(word.lower() in _SHORT_WORDS for word in _WORD_PARTS.findall(name[:_MAX_NAME_CHARS]))
+
+
 def could_be_credential(name: str, value: object) -> bool:
     """Whether `value`, found under the credential name `name`, can be a credential at all.
 
@@ -190,6 +205,8 @@ def could_be_credential(name: str, value: object) -> bool:
         return False
     if _names_a_chosen_secret(name):
         return True
+    if not isinstance(value, (str, bytes)) and _names_a_short_credential(name):
+        return False  # `sig = np.array(...)` is a signal, `sid = 42` a row: a signature or session id is text
     if isinstance(value, int):
         return abs(value) >= _KEY_SIZED_INTEGER
     if isinstance(value, float):
@@ -265,8 +282,14 @@ def _random_tokens(text: str) -> list[tuple[int, int]]:
     return [
         match.span()
         for match in _TOKEN_RUN.finditer(text)
-        if is_random_token(match.group(0)) and not (match.end() == len(text) and _CUT_INTEGRITY().fullmatch(match.group(0)))
+        if is_random_token(match.group(0))
+        and not (match.end() == len(text) and _CUT_INTEGRITY().fullmatch(match.group(0)))
+        and not _MEDIA_DATA_URI().search(text, max(0, match.start() - 128), match.start())
     ]
+
+
+# The base64 of an image, a sound, a video or a font in a data URI (`data:image/png;base64,iVBOR...`) is data.
+_MEDIA_DATA_URI = _lazy(r"data:(?:image|audio|video|font)/[\w.+\-]+(?:;[\w.\-]+=[\w.\-]+)*;base64,\Z", re.IGNORECASE)
 
 
 # --- credentials inside structured text, whatever their name -----------------------------------------------
@@ -336,10 +359,13 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     `text`, in order, overlapping ones merged."""
     if len(text) < _SHORTEST_FIELD_TEXT:  # rendering scrubs every dict key and short string: leave at once
         return []
+    # Where text keeps a field is its own module, loaded when the first text is scrubbed.
+    from ._text_fields import config_fields, is_ascii_alnum, word_matches
+
     lowered = text.lower()
     spans: list[tuple[int, int]] = []
     if "=" in text:
-        for match in _matches(_CONNECTION_FIELD(), text, lowered, ("password", "pwd")):
+        for match in word_matches(_CONNECTION_FIELD(), text, lowered, ("password", "pwd")):
             if not _QUERY_KEY_BEFORE().search(text, max(0, match.start() - _MAX_NAME_CHARS), match.start()):
                 spans.append(match.span("secret"))
     if "=" in text and ("?" in text or "&" in text or "#" in text):
@@ -348,12 +374,16 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
             value = match.group("secret")
             if _is_credential_parameter(name, redaction) and could_be_credential(name, percent_decoded(value)):
                 spans.append(match.span("secret"))
-    for match in _matches(_AUTHORIZATION(), text, lowered, ("basic", "bearer", "token")):
+    for match in word_matches(_AUTHORIZATION(), text, lowered, ("basic", "bearer", "token")):
         start = match.start()
-        if (start == 0 or not _is_ascii_alnum(text[start - 1])) and _scheme_token(
+        if (start == 0 or not is_ascii_alnum(text[start - 1])) and _scheme_token(
             match.group("scheme").lower(), match.group("secret")
         ):
             spans.append(match.span("secret"))
+    every_key = redaction.mask_name_patterns is not DEFAULT_MASK_NAME_PATTERNS  # the user's own credential words
+    if ":" in text or "=" in text:  # configuration text: only keys holding a credential word are tried
+        judge = lambda key, value: _is_config_credential(key, value, redaction)  # noqa: E731
+        spans += config_fields(text, lowered, redaction.is_sensitive_name, judge, every_key=every_key)
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -363,39 +393,11 @@ def _credential_fields(text: str, redaction: ContextRedaction) -> list[tuple[int
     return merged
 
 
-def _matches(pattern: re.Pattern[str], text: str, lowered: str, words: tuple[str, ...]) -> Iterator[re.Match[str]]:
-    """The matches of `pattern` (case-insensitive, starting with one of `words`) in `text`, tried only where
-    a word starts: scanning a prompt at every position costs several times more."""
-    if len(lowered) != len(text):  # lower-casing changed some character's length: positions differ
-        yield from pattern.finditer(text)
-        return
-    # Only where the word is followed by what the pattern needs next (`=` after spaces, or a space).
-    starts = sorted(
-        start
-        for word in words
-        for start in _occurrences(lowered, word)
-        if lowered[start + len(word) : start + len(word) + 1] in _AFTER_WORD
-    )
-    end = 0
-    for start in starts:
-        if start >= end and (match := pattern.match(text, start)) is not None:
-            end = match.end()
-            yield match
-
-
-# What may follow a key or scheme word in the patterns `_matches` runs: spaces, `=`, `%20`.
-_AFTER_WORD = frozenset(" \t=%")
-
-
-def _occurrences(text: str, word: str) -> Iterator[int]:
-    start = text.find(word)
-    while start >= 0:
-        yield start
-        start = text.find(word, start + 1)
-
-
-def _is_ascii_alnum(char: str) -> bool:
-    return char.isascii() and char.isalnum()
+def _is_config_credential(key: str, value: str, redaction: ContextRedaction) -> bool:
+    """Whether `value`, written under `key` in configuration text, is a credential: the key is a credential
+    name that hides it, and it is not ordinary text (`token: bearer`, `PWD=/home/me`, `password: string`),
+    which, met in a value the step reads, would be masked in every text sent."""
+    return value != redaction.placeholder and not looks_ordinary(value) and redaction.hides(key, value)
 
 
 def _is_credential_parameter(name: str, redaction: ContextRedaction) -> bool:
@@ -422,6 +424,11 @@ def may_hold_credential(text: str) -> bool:
     if "=" in text or "://" in text:
         return True
     lowered = text.lower()
+    if ":" in text:
+        from ._text_fields import may_name_a_credential  # loaded when the first text is scrubbed
+
+        if may_name_a_credential(lowered):
+            return True
     if "bearer" in lowered or "basic" in lowered or "token" in lowered:
         return True
     return _SHORTEST_SHAPE_RUN in text.encode("utf-8", "surrogatepass").translate(_WIDE_TOKEN_TABLE)
