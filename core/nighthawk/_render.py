@@ -144,6 +144,8 @@ def _safe_repr(value: object, max_chars: int) -> str:
 
 
 def _escape(text: str) -> str:
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return text  # nothing JSON escapes (a key, a word, a number): as `json.dumps` would give it
     body = json.dumps(text, ensure_ascii=False)[1:-1]
     # Lone surrogates (from surrogateescape decoding) cannot be sent as UTF-8; escape them as \\uXXXX.
     return json.dumps(text)[1:-1] if _SURROGATE.search(body) else body
@@ -160,10 +162,15 @@ class _Unavailable:
 class _Walker:
     """One bounded walk; holds the ids of the containers on the current path to detect cycles."""
 
-    def __init__(self, style: JsonRendererStyle, redaction: ContextRedaction) -> None:
+    def __init__(
+        self, style: JsonRendererStyle, redaction: ContextRedaction, keys: dict[str, str | None] | None = None
+    ) -> None:
         self.style = style
         self.redaction = redaction
         self.active: set[int] = set()
+        # Rendered keys by their text, shared by the walks of one `render_value`: each walk at a smaller
+        # budget meets the same keys again, and a key renders the same at any budget.
+        self.keys: dict[str, str | None] = {} if keys is None else keys
 
     # --- markers -------------------------------------------------------------------------------------
 
@@ -215,6 +222,12 @@ class _Walker:
         """Render `value` in at most `budget` characters; `None` when nothing meaningful fits."""
         if budget <= 0:
             return None
+        kind = type(value)
+        # The items of a big list of numbers, taken before the general dispatch: what `_scalar` gives them.
+        if kind is int and value.bit_length() <= _MAX_INT_BITS:  # type: ignore[attr-defined]
+            return self.fit(int.__repr__(value), budget)  # type: ignore[arg-type]
+        if kind is float and math.isfinite(value):  # type: ignore[arg-type]
+            return self.fit(float.__repr__(value), budget)  # type: ignore[arg-type]
         try:
             return self._render(value, budget, depth)
         except Exception as exc:  # a hostile __len__, __iter__ or property must not break the whole render
@@ -294,7 +307,11 @@ class _Walker:
                     items = value
             return self._container(n, ((None, item) for item in items), budget, depth, "[]")
         if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
-            return self._container(len(value), ((None, item) for item in value), budget, depth, "[]")
+            n = len(value)
+            numbers = _short_number_reprs(value[: budget // 2]) if type(value) in (list, tuple) else None  # type: ignore[index]
+            if n and numbers is not None:
+                return self._container(n, iter(()), budget, depth, "[]", numbers=numbers)
+            return self._container(n, ((None, item) for item in value), budget, depth, "[]")
         if dataclasses.is_dataclass(value):
             fields = [f.name for f in dataclasses.fields(value) if f.repr]
             return self._container(len(fields), _attributes(value, fields), budget, depth, "{}")
@@ -313,14 +330,36 @@ class _Walker:
     # --- containers ----------------------------------------------------------------------------------
 
     def _container(
-        self, n: int, entries: Iterator[tuple[object, object]], budget: int, depth: int, brackets: str
+        self,
+        n: int,
+        entries: Iterator[tuple[object, object]],
+        budget: int,
+        depth: int,
+        brackets: str,
+        *,
+        numbers: list[str] | None = None,
     ) -> str | None:
-        """Render up to `n` `(key, item)` entries (`key` is `None` in a list) with fair budget shares."""
+        """Render up to `n` `(key, item)` entries (`key` is `None` in a list) with fair budget shares; or, in
+        a list of numbers, the leading items' `numbers` (see `_short_number_reprs`) instead of `entries`."""
         open_, close = brackets
         if n == 0:
             return self.fit(open_ + close, budget)
         if budget < 2 + len(self.more_items(n)):
             return None
+        parts = self._shown_numbers(n, numbers, budget) if numbers is not None else self._shown(n, entries, budget, depth, brackets)
+        if not parts and (self.style == "strict" or depth > 0):
+            # An empty `[]` would claim the container is empty, and a nested `{…(+4)}` stub says nothing
+            # the enclosing container's count does not: leave the item out instead.
+            return None
+        marker = self.more_items(n - len(parts)) if len(parts) < n else ""
+        if marker:
+            parts.append(marker)
+        return open_ + ",".join(parts) + close
+
+    def _shown(
+        self, n: int, entries: Iterator[tuple[object, object]], budget: int, depth: int, brackets: str
+    ) -> list[str]:
+        """The renderings of the leading `entries` of a container of `n` that fit `budget` with its marker."""
         parts: list[str] = []
         used = 2
         # Every shown item costs at least one character and a comma, so this many entries are ever touched.
@@ -338,14 +377,26 @@ class _Walker:
                 break
             parts.append(piece)
             used += len(piece) + separator
-        if not parts and (self.style == "strict" or depth > 0):
-            # An empty `[]` would claim the container is empty, and a nested `{…(+4)}` stub says nothing
-            # the enclosing container's count does not: leave the item out instead.
-            return None
-        marker = self.more_items(n - len(parts)) if len(parts) < n else ""
-        if marker:
-            parts.append(marker)
-        return open_ + ",".join(parts) + close
+        return parts
+
+    def _shown_numbers(self, n: int, numbers: list[str], budget: int) -> list[str]:
+        """What `_shown` gives a list of `n` numbers whose leading items render as `numbers`.
+
+        A share is never more than the room left and never less than `_MIN_SHARE` or that room, so a number
+        of at most `_MIN_SHARE` characters fits its share exactly when it fits the room: the shares need not
+        be worked out, nor each item dispatched (a list of a million readings shows a few hundred).
+        """
+        parts: list[str] = []
+        used = 2
+        for shown, piece in enumerate(numbers):
+            separator = 1 if shown else 0
+            marker = self.more_items(n - shown - 1) if shown + 1 < n else ""
+            reserve = len(marker) + 1 if marker else 0
+            if len(piece) > budget - used - separator - reserve:
+                break
+            parts.append(piece)
+            used += len(piece) + separator
+        return parts
 
     def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
         sensitive = isinstance(key, str) and self.redaction.hides(key, item)
@@ -357,7 +408,9 @@ class _Walker:
             key_text = bounded_repr(key, _MAX_KEY_CHARS)
         # A key is shown whole or not at all: a cut key (`"sco…"`) hides the shape of the data. Only a
         # key longer than any budget should allow is cut, at `_MAX_KEY_CHARS`.
-        key_json = self.text(key_text, _MAX_KEY_CHARS)
+        if key_text not in self.keys:
+            self.keys[key_text] = self.text(key_text, _MAX_KEY_CHARS)
+        key_json = self.keys[key_text]
         if key_json is None or len(key_json) + 2 > share:
             return None
         room = share - len(key_json) - 1
@@ -431,6 +484,18 @@ def _attributes(value: object, names: list[str]) -> Iterator[tuple[object, objec
             yield name, _Unavailable(error=type(exc).__name__)
 
 
+def _short_number_reprs(items: list[object] | tuple[object, ...]) -> list[str] | None:
+    """The reprs of `items` (what `_Walker.render` gives each) when all are ints and finite floats under
+    10**30, each then at most `_MIN_SHARE` characters; else `None`. Told in C: no item is dispatched."""
+    if not items or not set(map(type, items)) <= {int, float}:  # a bool, an enum or a subclass goes the usual way
+        return None
+    try:
+        small = sum(map(abs, items)) < 1e30  # an infinity or a NaN makes the sum one too: neither is below
+    except OverflowError:  # an int too big for a float beside a float
+        return None
+    return list(map(repr, items)) if small else None
+
+
 def _array_shape(value: object) -> tuple[int, ...] | None:
     """Return the shape of an array-like value (a tuple `shape`, a `dtype`/`dtypes` on its class), else `None`."""
     try:
@@ -502,9 +567,10 @@ def render_value(
         raise ValueError(f"`style` must be one of {_STYLES}, got {style!r}")
     budget = max_tokens * _CHARS_PER_TOKEN
     text = ""
+    keys: dict[str, str | None] = {}
     # The character budget is a guess at the token budget; measure and shrink a few times at most.
     for _ in range(4):
-        walker = _Walker(style, redaction)
+        walker = _Walker(style, redaction, keys)
         text = walker.render(value, budget, 0) or walker.elided()
         tokens = counter.count(text)
         if tokens <= max_tokens or budget <= 3:

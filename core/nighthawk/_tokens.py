@@ -96,12 +96,13 @@ _TWO_BYTES = re.compile("[\u0080-\u07ff]")
 _THREE_BYTES = re.compile("[\u0800-\uffff]")
 _FOUR_BYTES = re.compile("[\U00010000-\U0010ffff]")
 _SCALE = 1.15
+_UPPER_LETTERS = dict.fromkeys(range(ord("A"), ord("Z") + 1))
 
 
 def _class_cost(text: str) -> int:
     cost: float = sum(len(pattern.findall(text)) for pattern in (_WORDS, _DIGITS, _SPACES, _PUNCTUATION))
     for run in _LETTER_RUNS.findall(text):
-        upper = sum(1 for char in run if char.isupper())
+        upper = len(run) - len(run.translate(_UPPER_LETTERS))  # the run is ASCII letters: counted in C
         if len(run) <= 4 * upper <= 3 * len(run):  # mixed case throughout: random text, not camelCase words
             cost += max(0.0, 0.75 * len(run) - len(_WORDS.findall(run)))
     if not text.isascii():
