@@ -386,17 +386,19 @@ class _Walker:
         of at most `_MIN_SHARE` characters fits its share exactly when it fits the room: the shares need not
         be worked out, nor each item dispatched (a list of a million readings shows a few hundred).
         """
-        parts: list[str] = []
-        used = 2
-        for shown, piece in enumerate(numbers):
-            separator = 1 if shown else 0
-            marker = self.more_items(n - shown - 1) if shown + 1 < n else ""
-            reserve = len(marker) + 1 if marker else 0
-            if len(piece) > budget - used - separator - reserve:
+        shown = 0
+        reserve, floor = 0, n  # the marker's room, the same for every count of items left from `floor` up
+        for taken in itertools.accumulate(map(len, numbers)):  # the first `shown + 1` numbers' characters
+            left = n - shown - 1
+            if left < floor:
+                marker = self.more_items(left) if left else ""
+                reserve = len(marker) + 1 if marker else 0
+                floor = 10 ** (len(str(left)) - 1) if left else 0  # the marker grows with the count's digits
+            # The brackets, the numbers, a comma before each but the first, and the marker.
+            if 2 + taken + shown + reserve > budget:
                 break
-            parts.append(piece)
-            used += len(piece) + separator
-        return parts
+            shown += 1
+        return numbers[:shown]
 
     def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
         sensitive = isinstance(key, str) and self.redaction.hides(key, item)

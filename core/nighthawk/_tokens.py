@@ -15,6 +15,7 @@ for strictness, fall back to the estimate with a single warning. These counts ne
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -79,6 +80,16 @@ def estimate_tokens(text: str) -> int:
     n = len(text)
     if n > _SAMPLE_CHARS:
         return -(-_class_cost(text[:_SAMPLE_CHARS]) * n // _SAMPLE_CHARS)
+    return _remembered_cost(text) if n <= _REMEMBERED_CHARS else _class_cost(text)
+
+
+# Every step of a map measures the same texts again (the rendering of a value it shares with the others, the
+# fixed parts of the prompt): the cost of a short text is remembered, by the text itself.
+_REMEMBERED_CHARS = 4_096
+
+
+@functools.lru_cache(maxsize=2_048)
+def _remembered_cost(text: str) -> int:
     return _class_cost(text)
 
 
