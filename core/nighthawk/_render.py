@@ -63,6 +63,8 @@ _MIN_SHARE = 32
 _HEAD_FRACTION = 4
 _MAX_DEPTH = 24
 _MAX_KEY_CHARS = 80
+# Keys remembered (see `_known_keys`) per style and masking rules, each at most `_MAX_KEY_CHARS` long.
+_MAX_KNOWN_KEYS = 4_096
 # Secrets that straddle a cut are still recognised: the scrubber sees this much text past the cut.
 _SCRUB_MARGIN = 512
 # Beyond this many bits `str(int)` is slow and may exceed `sys.int_max_str_digits`.
@@ -162,15 +164,11 @@ class _Unavailable:
 class _Walker:
     """One bounded walk; holds the ids of the containers on the current path to detect cycles."""
 
-    def __init__(
-        self, style: JsonRendererStyle, redaction: ContextRedaction, keys: dict[str, str | None] | None = None
-    ) -> None:
+    def __init__(self, style: JsonRendererStyle, redaction: ContextRedaction) -> None:
         self.style = style
         self.redaction = redaction
         self.active: set[int] = set()
-        # Rendered keys by their text, shared by the walks of one `render_value`: each walk at a smaller
-        # budget meets the same keys again, and a key renders the same at any budget.
-        self.keys: dict[str, str | None] = {} if keys is None else keys
+        self.known_keys = _known_keys(style, redaction)
 
     # --- markers -------------------------------------------------------------------------------------
 
@@ -401,18 +399,9 @@ class _Walker:
         return numbers[:shown]
 
     def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
-        sensitive = isinstance(key, str) and self.redaction.hides(key, item)
-        if isinstance(key, str):
-            key_text = key
-        elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):
-            key_text = json.dumps(key)  # the spelling json.dumps gives non-string keys: "1", "true", "null"
-        else:
-            key_text = bounded_repr(key, _MAX_KEY_CHARS)
-        # A key is shown whole or not at all: a cut key (`"sco…"`) hides the shape of the data. Only a
-        # key longer than any budget should allow is cut, at `_MAX_KEY_CHARS`.
-        if key_text not in self.keys:
-            self.keys[key_text] = self.text(key_text, _MAX_KEY_CHARS)
-        key_json = self.keys[key_text]
+        key_json, named = self._key(key)
+        # `hides` asks `is_sensitive_name` first: only a credential name is asked about its value.
+        sensitive = named and self.redaction.hides(key, item)  # type: ignore[arg-type]
         if key_json is None or len(key_json) + 2 > share:
             return None
         room = share - len(key_json) - 1
@@ -423,6 +412,27 @@ class _Walker:
         else:
             value_json = self.render(item, room, depth + 1)
         return None if value_json is None else f"{key_json}:{value_json}"
+
+    def _key(self, key: object) -> tuple[str | None, bool]:
+        """`key` as an entry shows it, and whether it is a credential name."""
+        known = self.known_keys.get(key) if type(key) is str else None  # an exact `str`: no user code runs
+        if known is not None:
+            return known
+        named = False
+        if isinstance(key, str):
+            key_text, named = key, self.redaction.is_sensitive_name(key)
+        elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):
+            key_text = json.dumps(key)  # the spelling json.dumps gives non-string keys: "1", "true", "null"
+        else:
+            key_text = bounded_repr(key, _MAX_KEY_CHARS)
+        # A key is shown whole or not at all: a cut key (`"sco…"`) hides the shape of the data. Only a
+        # key longer than any budget should allow is cut, at `_MAX_KEY_CHARS`.
+        known = (self.text(key_text, _MAX_KEY_CHARS), named)
+        if type(key) is str and len(key) <= _MAX_KEY_CHARS:
+            if len(self.known_keys) >= _MAX_KNOWN_KEYS:
+                self.known_keys.clear()
+            self.known_keys[key] = known
+        return known
 
     # --- arrays and frames (duck typed: numpy, pandas, torch, ... are never imported) ----------------
 
@@ -469,6 +479,14 @@ class _Walker:
         if credential and isinstance(cell, str) and not looks_ordinary(cell):
             return self.redaction.placeholder
         return cell
+
+
+@functools.lru_cache(maxsize=16)
+def _known_keys(style: JsonRendererStyle, redaction: ContextRedaction) -> dict[str, tuple[str | None, bool]]:
+    """The string keys already shown with `style` and `redaction`: each as shown, and whether it is a
+    credential name. The walks of one value at shrinking budgets, and the steps of a map reading the same
+    dict, meet the same keys again; a key shows the same at any budget."""
+    return {}
 
 
 class _Label(str):
@@ -569,10 +587,9 @@ def render_value(
         raise ValueError(f"`style` must be one of {_STYLES}, got {style!r}")
     budget = max_tokens * _CHARS_PER_TOKEN
     text = ""
-    keys: dict[str, str | None] = {}
     # The character budget is a guess at the token budget; measure and shrink a few times at most.
     for _ in range(4):
-        walker = _Walker(style, redaction, keys)
+        walker = _Walker(style, redaction)
         text = walker.render(value, budget, 0) or walker.elided()
         tokens = counter.count(text)
         if tokens <= max_tokens or budget <= 3:
