@@ -63,8 +63,7 @@ _MIN_SHARE = 32
 _HEAD_FRACTION = 4
 _MAX_DEPTH = 24
 _MAX_KEY_CHARS = 80
-# Keys remembered (see `_known_keys`) per style and masking rules, each at most `_MAX_KEY_CHARS` long.
-_MAX_KNOWN_KEYS = 4_096
+_MAX_KNOWN_KEYS = 4_096  # remembered per style and masking rules (`_known_keys`), none over `_MAX_KEY_CHARS`
 # Secrets that straddle a cut are still recognised: the scrubber sees this much text past the cut.
 _SCRUB_MARGIN = 512
 # Beyond this many bits `str(int)` is slow and may exceed `sys.int_max_str_digits`.
@@ -221,7 +220,7 @@ class _Walker:
         if budget <= 0:
             return None
         kind = type(value)
-        # The items of a big list of numbers, taken before the general dispatch: what `_scalar` gives them.
+        # A number (a dict's value, a field), taken before the general dispatch: what `_scalar` gives it.
         if kind is int and value.bit_length() <= _MAX_INT_BITS:  # type: ignore[attr-defined]
             return self.fit(int.__repr__(value), budget)  # type: ignore[arg-type]
         if kind is float and math.isfinite(value):  # type: ignore[arg-type]
@@ -306,7 +305,7 @@ class _Walker:
             return self._container(n, ((None, item) for item in items), budget, depth, "[]")
         if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
             n = len(value)
-            numbers = _short_number_reprs(value[: budget // 2]) if type(value) in (list, tuple) else None  # type: ignore[index]
+            numbers = _short_number_reprs(value, budget // 2)
             if n and numbers is not None:
                 return self._container(n, iter(()), budget, depth, "[]", numbers=numbers)
             return self._container(n, ((None, item) for item in value), budget, depth, "[]")
@@ -337,14 +336,16 @@ class _Walker:
         *,
         numbers: list[str] | None = None,
     ) -> str | None:
-        """Render up to `n` `(key, item)` entries (`key` is `None` in a list) with fair budget shares; or, in
-        a list of numbers, the leading items' `numbers` (see `_short_number_reprs`) instead of `entries`."""
+        """Render up to `n` `(key, item)` entries (`key` is `None` in a list), or `numbers`, with fair shares."""
         open_, close = brackets
         if n == 0:
             return self.fit(open_ + close, budget)
         if budget < 2 + len(self.more_items(n)):
             return None
-        parts = self._shown_numbers(n, numbers, budget) if numbers is not None else self._shown(n, entries, budget, depth, brackets)
+        if numbers is None:
+            parts = self._shown(n, entries, budget, depth, brackets)
+        else:
+            parts = self._shown_numbers(n, numbers, budget)
         if not parts and (self.style == "strict" or depth > 0):
             # An empty `[]` would claim the container is empty, and a nested `{…(+4)}` stub says nothing
             # the enclosing container's count does not: leave the item out instead.
@@ -378,12 +379,9 @@ class _Walker:
         return parts
 
     def _shown_numbers(self, n: int, numbers: list[str], budget: int) -> list[str]:
-        """What `_shown` gives a list of `n` numbers whose leading items render as `numbers`.
-
-        A share is never more than the room left and never less than `_MIN_SHARE` or that room, so a number
-        of at most `_MIN_SHARE` characters fits its share exactly when it fits the room: the shares need not
-        be worked out, nor each item dispatched (a list of a million readings shows a few hundred).
-        """
+        """What `_shown` gives a list of `n` numbers whose leading items render as `numbers`. A share is never
+        more than the room left nor less than `_MIN_SHARE` or that room, so a number of at most `_MIN_SHARE`
+        characters fits its share exactly when it fits the room: no share is worked out, no item dispatched."""
         shown = 0
         reserve, floor = 0, n  # the marker's room, the same for every count of items left from `floor` up
         for taken in itertools.accumulate(map(len, numbers)):  # the first `shown + 1` numbers' characters
@@ -483,9 +481,8 @@ class _Walker:
 
 @functools.lru_cache(maxsize=16)
 def _known_keys(style: JsonRendererStyle, redaction: ContextRedaction) -> dict[str, tuple[str | None, bool]]:
-    """The string keys already shown with `style` and `redaction`: each as shown, and whether it is a
-    credential name. The walks of one value at shrinking budgets, and the steps of a map reading the same
-    dict, meet the same keys again; a key shows the same at any budget."""
+    """The string keys shown with `style` and `redaction`, as shown and whether each is a credential name: the
+    walks of a value at shrinking budgets, and the steps of a map reading one dict, meet the same keys."""
     return {}
 
 
@@ -504,10 +501,14 @@ def _attributes(value: object, names: list[str]) -> Iterator[tuple[object, objec
             yield name, _Unavailable(error=type(exc).__name__)
 
 
-def _short_number_reprs(items: list[object] | tuple[object, ...]) -> list[str] | None:
-    """The reprs of `items` (what `_Walker.render` gives each) when all are ints and finite floats under
-    10**30, each then at most `_MIN_SHARE` characters; else `None`. Told in C: no item is dispatched."""
-    if not items or not set(map(type, items)) <= {int, float}:  # a bool, an enum or a subclass goes the usual way
+def _short_number_reprs(value: object, most: int) -> list[str] | None:
+    """The reprs of the first `most` items of list or tuple `value` (what `_Walker.render` gives each) when all
+    are ints and finite floats under 10**30, each then at most `_MIN_SHARE` characters; else `None`. Told in
+    C: no item is dispatched."""
+    if type(value) not in (list, tuple):  # a user's list type goes the usual way
+        return None
+    items = value[:most]  # type: ignore[index]
+    if not items or not set(map(type, items)) <= {int, float}:  # a bool, an enum or an int subclass: neither
         return None
     try:
         small = sum(map(abs, items)) < 1e30  # an infinity or a NaN makes the sum one too: neither is below

@@ -80,7 +80,8 @@ def estimate_tokens(text: str) -> int:
     n = len(text)
     if n > _SAMPLE_CHARS:
         return -(-_class_cost(text[:_SAMPLE_CHARS]) * n // _SAMPLE_CHARS)
-    return _remembered_cost(text) if n <= _REMEMBERED_CHARS else _class_cost(text)
+    # Only an exact `str` is remembered: hashing and comparing it runs no user code.
+    return _remembered_cost(text) if n <= _REMEMBERED_CHARS and type(text) is str else _class_cost(text)
 
 
 # Every step of a map measures the same texts again (the rendering of a value it shares with the others, the

@@ -515,7 +515,8 @@ def test_keys_render_the_same_in_every_walk_of_a_value() -> None:
     # The first character budget is too large for this counter, so the value is walked again, smaller:
     # the keys met again are those of the first walk, quoted and masked the same way.
     value = {'a "quoted" key': 1, "api_token": "sk-live-4f9a8b7c6d5e4f3a2b1c", "line\nbreak": [1, 2], "plain": "x"}
-    assert render(value, max_tokens=50, counter=CharCounter()) == '{"a \\"quoted\\" key":1,"api_token":"<masked>",…(+2)}'
+    shown = render(value, max_tokens=50, counter=CharCounter())
+    assert shown == '{"a \\"quoted\\" key":1,"api_token":"<masked>",…(+2)}'
 
 
 def test_a_credential_key_met_before_still_masks_its_new_value() -> None:

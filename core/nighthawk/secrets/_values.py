@@ -100,7 +100,9 @@ def _searchable(child: object) -> bool:
     """Whether a look can find anything in `child`: not a number, nor a text too short to be masked
     everywhere or too long to be searched (`collect_into` skips those whatever their name)."""
     kind = type(child)
-    return kind not in _PLAIN and (kind not in _TEXTS or SHORTEST_SECRET_CHARS <= len(child) <= _MAX_SCANNED_CHARS)  # type: ignore[arg-type]
+    if kind in _TEXTS:
+        return SHORTEST_SECRET_CHARS <= len(child) <= _MAX_SCANNED_CHARS  # type: ignore[arg-type]
+    return kind not in _PLAIN
 
 
 def _data_children(
@@ -112,11 +114,12 @@ def _data_children(
     kind = type(value)
     if kind in (list, tuple, set, frozenset):
         # A slice is taken in C; children are otherwise taken lazily, never by copying a big container.
-        head = value[:room] if kind in (list, tuple) else list(islice(value, room))  # type: ignore[index, call-overload]
+        sliced = kind in (list, tuple)
+        head = value[:room] if sliced else list(islice(value, room))  # type: ignore[index, call-overload]
         kinds = set(map(type, head))
         if kinds <= _PLAIN:
             return iter(())  # numbers only, told in one pass in C: a million readings cost a slice
-        if kinds == {str} and SHORTEST_SECRET_CHARS <= min(map(len, head)) and max(map(len, head)) <= _MAX_SCANNED_CHARS:
+        if kinds == {str} and min(map(len, head)) >= SHORTEST_SECRET_CHARS and max(map(len, head)) <= _MAX_SCANNED_CHARS:
             children = texts = list(head)  # searchable texts only, told in C (a column of sentences)
         else:
             children = [child for child in head if _searchable(child)]
