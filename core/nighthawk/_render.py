@@ -63,6 +63,7 @@ _MIN_SHARE = 32
 _HEAD_FRACTION = 4
 _MAX_DEPTH = 24
 _MAX_KEY_CHARS = 80
+_MAX_KNOWN_KEYS = 4_096  # remembered per style and masking rules (`_known_keys`), none over `_MAX_KEY_CHARS`
 # Secrets that straddle a cut are still recognised: the scrubber sees this much text past the cut.
 _SCRUB_MARGIN = 512
 # Beyond this many bits `str(int)` is slow and may exceed `sys.int_max_str_digits`.
@@ -144,6 +145,8 @@ def _safe_repr(value: object, max_chars: int) -> str:
 
 
 def _escape(text: str) -> str:
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return text  # nothing JSON escapes (a key, a word, a number): as `json.dumps` would give it
     body = json.dumps(text, ensure_ascii=False)[1:-1]
     # Lone surrogates (from surrogateescape decoding) cannot be sent as UTF-8; escape them as \\uXXXX.
     return json.dumps(text)[1:-1] if _SURROGATE.search(body) else body
@@ -164,6 +167,7 @@ class _Walker:
         self.style = style
         self.redaction = redaction
         self.active: set[int] = set()
+        self.known_keys = _known_keys(style, redaction)
 
     # --- markers -------------------------------------------------------------------------------------
 
@@ -215,6 +219,12 @@ class _Walker:
         """Render `value` in at most `budget` characters; `None` when nothing meaningful fits."""
         if budget <= 0:
             return None
+        kind = type(value)
+        # A number (a dict's value, a field), taken before the general dispatch: what `_scalar` gives it.
+        if kind is int and value.bit_length() <= _MAX_INT_BITS:  # type: ignore[attr-defined]
+            return self.fit(int.__repr__(value), budget)  # type: ignore[arg-type]
+        if kind is float and math.isfinite(value):  # type: ignore[arg-type]
+            return self.fit(float.__repr__(value), budget)  # type: ignore[arg-type]
         try:
             return self._render(value, budget, depth)
         except Exception as exc:  # a hostile __len__, __iter__ or property must not break the whole render
@@ -294,7 +304,11 @@ class _Walker:
                     items = value
             return self._container(n, ((None, item) for item in items), budget, depth, "[]")
         if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
-            return self._container(len(value), ((None, item) for item in value), budget, depth, "[]")
+            n = len(value)
+            numbers = _short_number_reprs(value, budget // 2)
+            if n and numbers is not None:
+                return self._container(n, iter(()), budget, depth, "[]", numbers=numbers)
+            return self._container(n, ((None, item) for item in value), budget, depth, "[]")
         if dataclasses.is_dataclass(value):
             fields = [f.name for f in dataclasses.fields(value) if f.repr]
             return self._container(len(fields), _attributes(value, fields), budget, depth, "{}")
@@ -313,14 +327,38 @@ class _Walker:
     # --- containers ----------------------------------------------------------------------------------
 
     def _container(
-        self, n: int, entries: Iterator[tuple[object, object]], budget: int, depth: int, brackets: str
+        self,
+        n: int,
+        entries: Iterator[tuple[object, object]],
+        budget: int,
+        depth: int,
+        brackets: str,
+        *,
+        numbers: list[str] | None = None,
     ) -> str | None:
-        """Render up to `n` `(key, item)` entries (`key` is `None` in a list) with fair budget shares."""
+        """Render up to `n` `(key, item)` entries (`key` is `None` in a list), or `numbers`, with fair shares."""
         open_, close = brackets
         if n == 0:
             return self.fit(open_ + close, budget)
         if budget < 2 + len(self.more_items(n)):
             return None
+        if numbers is None:
+            parts = self._shown(n, entries, budget, depth, brackets)
+        else:
+            parts = self._shown_numbers(n, numbers, budget)
+        if not parts and (self.style == "strict" or depth > 0):
+            # An empty `[]` would claim the container is empty, and a nested `{…(+4)}` stub says nothing
+            # the enclosing container's count does not: leave the item out instead.
+            return None
+        marker = self.more_items(n - len(parts)) if len(parts) < n else ""
+        if marker:
+            parts.append(marker)
+        return open_ + ",".join(parts) + close
+
+    def _shown(
+        self, n: int, entries: Iterator[tuple[object, object]], budget: int, depth: int, brackets: str
+    ) -> list[str]:
+        """The renderings of the leading `entries` of a container of `n` that fit `budget` with its marker."""
         parts: list[str] = []
         used = 2
         # Every shown item costs at least one character and a comma, so this many entries are ever touched.
@@ -338,26 +376,30 @@ class _Walker:
                 break
             parts.append(piece)
             used += len(piece) + separator
-        if not parts and (self.style == "strict" or depth > 0):
-            # An empty `[]` would claim the container is empty, and a nested `{…(+4)}` stub says nothing
-            # the enclosing container's count does not: leave the item out instead.
-            return None
-        marker = self.more_items(n - len(parts)) if len(parts) < n else ""
-        if marker:
-            parts.append(marker)
-        return open_ + ",".join(parts) + close
+        return parts
+
+    def _shown_numbers(self, n: int, numbers: list[str], budget: int) -> list[str]:
+        """What `_shown` gives a list of `n` numbers whose leading items render as `numbers`. A share is never
+        more than the room left nor less than `_MIN_SHARE` or that room, so a number of at most `_MIN_SHARE`
+        characters fits its share exactly when it fits the room: no share is worked out, no item dispatched."""
+        shown = 0
+        reserve, floor = 0, n  # the marker's room, the same for every count of items left from `floor` up
+        for taken in itertools.accumulate(map(len, numbers)):  # the first `shown + 1` numbers' characters
+            left = n - shown - 1
+            if left < floor:
+                marker = self.more_items(left) if left else ""
+                reserve = len(marker) + 1 if marker else 0
+                floor = 10 ** (len(str(left)) - 1) if left else 0  # the marker grows with the count's digits
+            # The brackets, the numbers, a comma before each but the first, and the marker.
+            if 2 + taken + shown + reserve > budget:
+                break
+            shown += 1
+        return numbers[:shown]
 
     def _entry(self, key: object, item: object, share: int, depth: int) -> str | None:
-        sensitive = isinstance(key, str) and self.redaction.hides(key, item)
-        if isinstance(key, str):
-            key_text = key
-        elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):
-            key_text = json.dumps(key)  # the spelling json.dumps gives non-string keys: "1", "true", "null"
-        else:
-            key_text = bounded_repr(key, _MAX_KEY_CHARS)
-        # A key is shown whole or not at all: a cut key (`"sco…"`) hides the shape of the data. Only a
-        # key longer than any budget should allow is cut, at `_MAX_KEY_CHARS`.
-        key_json = self.text(key_text, _MAX_KEY_CHARS)
+        key_json, named = self._key(key)
+        # `hides` asks `is_sensitive_name` first: only a credential name is asked about its value.
+        sensitive = named and self.redaction.hides(key, item)  # type: ignore[arg-type]
         if key_json is None or len(key_json) + 2 > share:
             return None
         room = share - len(key_json) - 1
@@ -368,6 +410,27 @@ class _Walker:
         else:
             value_json = self.render(item, room, depth + 1)
         return None if value_json is None else f"{key_json}:{value_json}"
+
+    def _key(self, key: object) -> tuple[str | None, bool]:
+        """`key` as an entry shows it, and whether it is a credential name."""
+        known = self.known_keys.get(key) if type(key) is str else None  # an exact `str`: no user code runs
+        if known is not None:
+            return known
+        named = False
+        if isinstance(key, str):
+            key_text, named = key, self.redaction.is_sensitive_name(key)
+        elif key is None or isinstance(key, bool | int | float) and not isinstance(key, enum.Enum):
+            key_text = json.dumps(key)  # the spelling json.dumps gives non-string keys: "1", "true", "null"
+        else:
+            key_text = bounded_repr(key, _MAX_KEY_CHARS)
+        # A key is shown whole or not at all: a cut key (`"sco…"`) hides the shape of the data. Only a
+        # key longer than any budget should allow is cut, at `_MAX_KEY_CHARS`.
+        known = (self.text(key_text, _MAX_KEY_CHARS), named)
+        if type(key) is str and len(key) <= _MAX_KEY_CHARS:
+            if len(self.known_keys) >= _MAX_KNOWN_KEYS:
+                self.known_keys.clear()
+            self.known_keys[key] = known
+        return known
 
     # --- arrays and frames (duck typed: numpy, pandas, torch, ... are never imported) ----------------
 
@@ -416,6 +479,13 @@ class _Walker:
         return cell
 
 
+@functools.lru_cache(maxsize=16)
+def _known_keys(style: JsonRendererStyle, redaction: ContextRedaction) -> dict[str, tuple[str | None, bool]]:
+    """The string keys shown with `style` and `redaction`, as shown and whether each is a credential name: the
+    walks of a value at shrinking budgets, and the steps of a map reading one dict, meet the same keys."""
+    return {}
+
+
 class _Label(str):
     """Text Nighthawk writes about a value (a column's dtype): shown even under a credential name."""
 
@@ -429,6 +499,22 @@ def _attributes(value: object, names: list[str]) -> Iterator[tuple[object, objec
             yield name, getattr(value, name)
         except Exception as exc:
             yield name, _Unavailable(error=type(exc).__name__)
+
+
+def _short_number_reprs(value: object, most: int) -> list[str] | None:
+    """The reprs of the first `most` items of list or tuple `value` (what `_Walker.render` gives each) when all
+    are ints and finite floats under 10**30, each then at most `_MIN_SHARE` characters; else `None`. Told in
+    C: no item is dispatched."""
+    if type(value) not in (list, tuple):  # a user's list type goes the usual way
+        return None
+    items = value[:most]  # type: ignore[index]
+    if not items or not set(map(type, items)) <= {int, float}:  # a bool, an enum or an int subclass: neither
+        return None
+    try:
+        small = sum(map(abs, items)) < 1e30  # an infinity or a NaN makes the sum one too: neither is below
+    except OverflowError:  # an int too big for a float beside a float
+        return None
+    return list(map(repr, items)) if small else None
 
 
 def _array_shape(value: object) -> tuple[int, ...] | None:

@@ -15,6 +15,7 @@ for strictness, fall back to the estimate with a single warning. These counts ne
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -79,6 +80,17 @@ def estimate_tokens(text: str) -> int:
     n = len(text)
     if n > _SAMPLE_CHARS:
         return -(-_class_cost(text[:_SAMPLE_CHARS]) * n // _SAMPLE_CHARS)
+    # Only an exact `str` is remembered: hashing and comparing it runs no user code.
+    return _remembered_cost(text) if n <= _REMEMBERED_CHARS and type(text) is str else _class_cost(text)
+
+
+# Every step of a map measures the same texts again (the rendering of a value it shares with the others, the
+# fixed parts of the prompt): the cost of a short text is remembered, by the text itself.
+_REMEMBERED_CHARS = 4_096
+
+
+@functools.lru_cache(maxsize=2_048)
+def _remembered_cost(text: str) -> int:
     return _class_cost(text)
 
 
@@ -96,12 +108,13 @@ _TWO_BYTES = re.compile("[\u0080-\u07ff]")
 _THREE_BYTES = re.compile("[\u0800-\uffff]")
 _FOUR_BYTES = re.compile("[\U00010000-\U0010ffff]")
 _SCALE = 1.15
+_UPPER_LETTERS = dict.fromkeys(range(ord("A"), ord("Z") + 1))
 
 
 def _class_cost(text: str) -> int:
     cost: float = sum(len(pattern.findall(text)) for pattern in (_WORDS, _DIGITS, _SPACES, _PUNCTUATION))
     for run in _LETTER_RUNS.findall(text):
-        upper = sum(1 for char in run if char.isupper())
+        upper = len(run) - len(run.translate(_UPPER_LETTERS))  # the run is ASCII letters: counted in C
         if len(run) <= 4 * upper <= 3 * len(run):  # mixed case throughout: random text, not camelCase words
             cost += max(0.0, 0.75 * len(run) - len(_WORDS.findall(run)))
     if not text.isascii():

@@ -480,3 +480,47 @@ def test_pandas_dataframe_preview_shows_shape_columns_with_dtypes_and_rows():
     out = render(frame, max_tokens=200)
     assert out.startswith('{"shape":[1000,2],"columns":{"city":"')  # `object` or `str`, by pandas version
     assert '"temperature":"float64"},"rows":[["Oslo",3.5],["Lima",18.25],' in out
+
+
+# --- lists of numbers (taken in C) and keys rendered once per value ---------------------------------------
+
+
+class Readings(list):
+    """A user's list type: rendered item by item, the general way."""
+
+
+NUMBER_LISTS = [
+    list(range(10**5)),
+    [i / 7 for i in range(2000)],
+    [-0.0, 1e-308, -1.2345678901234567e-100, 10**29, -(10**29), 2.5, 7],
+    [1, 2, float("nan"), 3],
+    [float("inf"), 1.0],
+    [10**30, 1],
+    [2**5000, 1],
+    [True, 1, 0],
+    [10**40 + i for i in range(50)],
+]
+
+
+@pytest.mark.parametrize("numbers", NUMBER_LISTS, ids=range(len(NUMBER_LISTS)))
+@pytest.mark.parametrize("style", ["strict", "default", "detailed"])
+def test_a_list_or_tuple_of_numbers_renders_as_the_same_numbers_in_any_list(numbers: list, style: str) -> None:
+    for max_tokens in (1, 3, 10, 60, 400):
+        general = render(Readings(numbers), max_tokens=max_tokens, style=style, counter=EstimateCounter())
+        assert render(numbers, max_tokens=max_tokens, style=style, counter=EstimateCounter()) == general
+        assert render(tuple(numbers), max_tokens=max_tokens, style=style, counter=EstimateCounter()) == general
+
+
+def test_keys_render_the_same_in_every_walk_of_a_value() -> None:
+    # The first character budget is too large for this counter, so the value is walked again, smaller:
+    # the keys met again are those of the first walk, quoted and masked the same way.
+    value = {'a "quoted" key': 1, "api_token": "sk-live-4f9a8b7c6d5e4f3a2b1c", "line\nbreak": [1, 2], "plain": "x"}
+    shown = render(value, max_tokens=50, counter=CharCounter())
+    assert shown == '{"a \\"quoted\\" key":1,"api_token":"<masked>",…(+2)}'
+
+
+def test_a_credential_key_met_before_still_masks_its_new_value() -> None:
+    # Keys are remembered across renderings (the steps of a map read the same dict); values never are.
+    assert render({"api_token": "sk-live-4f9a8b7c6d5e4f3a2b1c"}) == '{"api_token":"<masked>"}'
+    assert render({"api_token": "sk-live-9z8y7x6w5v4u3t2s1r0q"}) == '{"api_token":"<masked>"}'
+    assert render({"api_token": None}) == '{"api_token":null}'

@@ -86,26 +86,56 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
 # Values that hold no text: never queued, so a list of a million numbers costs one slice of the budget's
 # size, and the budget goes to values that can hold a secret.
 _PLAIN = frozenset({int, float, complex, bool, type(None)})
+_TEXTS = (str, bytes)
+# The verdicts of `_no_credential_in` on the texts of recently read containers, by the container's id: the
+# steps of a map read the same table again and again. A verdict is reused only for the very same texts
+# (the lists compare item by item, by identity first), so a container changed in place is tested again and
+# an id reused by another container is harmless. The texts are kept alive meanwhile: at most
+# `_MAX_VERDICTS` lists of at most `_MAX_NODES` texts of at most `_MAX_SCANNED_CHARS` each.
+_verdicts: dict[int, tuple[list[str], bool]] = {}
+_MAX_VERDICTS = 8
+
+
+def _searchable(child: object) -> bool:
+    """Whether a look can find anything in `child`: not a number, nor a text too short to be masked
+    everywhere or too long to be searched (`collect_into` skips those whatever their name)."""
+    kind = type(child)
+    if kind in _TEXTS:
+        return SHORTEST_SECRET_CHARS <= len(child) <= _MAX_SCANNED_CHARS  # type: ignore[arg-type]
+    return kind not in _PLAIN
 
 
 def _data_children(
     value: object, room: int, redaction: ContextRedaction, sensitive: bool
 ) -> Iterator[tuple[str | None, object]]:
-    """The first `room` children of `value` (see `_children`) but those that hold no text, and, in a list,
-    tuple or dict not under a credential name, texts that can hold no credential (but under a credential key)."""
-    if type(value) in (list, tuple):
+    """The first `room` children of `value` (see `_children`) but those a look can find nothing in (see
+    `_searchable`), and, in a list, tuple, set or dict not under a credential name, texts that can hold no
+    credential (but under a credential key)."""
+    kind = type(value)
+    if kind in (list, tuple, set, frozenset):
         # A slice is taken in C; children are otherwise taken lazily, never by copying a big container.
-        children = [child for child in value[:room] if type(child) not in _PLAIN]  # type: ignore[index]
-        if not sensitive and _no_credential_in(children, redaction):
-            children = [child for child in children if type(child) is not str]
+        sliced = kind in (list, tuple)
+        head = value[:room] if sliced else list(islice(value, room))  # type: ignore[index, call-overload]
+        kinds = set(map(type, head))
+        if kinds <= _PLAIN:
+            return iter(())  # numbers only, told in one pass in C: a million readings cost a slice
+        if kinds == {str} and min(map(len, head)) >= SHORTEST_SECRET_CHARS and max(map(len, head)) <= _MAX_SCANNED_CHARS:
+            children = texts = list(head)  # searchable texts only, told in C (a column of sentences)
+        else:
+            children = [child for child in head if _searchable(child)]
+            texts = [child for child in children if type(child) is str]
+        if not sensitive and _no_credential_in(value, texts, redaction):
+            children = [] if children is texts else [child for child in children if type(child) is not str]
         return ((None, child) for child in children)
-    if type(value) is dict:
+    if kind is dict:
+        if set(map(type, islice(value.values(), room))) <= _PLAIN:  # type: ignore[attr-defined]
+            return iter(())
         pairs = [
             ((key if isinstance(key, str) else None), item)
             for key, item in islice(value.items(), room)  # type: ignore[attr-defined]
-            if type(item) not in _PLAIN
+            if _searchable(item)
         ]
-        if not sensitive and _no_credential_in([item for _, item in pairs], redaction):
+        if not sensitive and _no_credential_in(value, [item for _, item in pairs if type(item) is str], redaction):
             # A text under a credential key is a secret by its name: it stays.
             pairs = [
                 (key, item)
@@ -113,20 +143,27 @@ def _data_children(
                 if type(item) is not str or (key is not None and redaction.is_sensitive_name(key))
             ]
         return iter(pairs)
-    return ((name, child) for name, child in islice(_children(value), room) if type(child) not in _PLAIN)
+    return ((name, child) for name, child in islice(_children(value), room) if _searchable(child))
 
 
-def _no_credential_in(children: list[object], redaction: ContextRedaction) -> bool:
-    """Whether none of the texts among `children` can hold a credential, tested on all of them at once.
+def _no_credential_in(owner: object, texts: list[str], redaction: ContextRedaction) -> bool:
+    """Whether none of `texts` (those of container `owner`, exact `str`s) can hold a credential, tested on all
+    of them at once.
 
     A text not under a credential name is a secret only by its shape, and with the default rules every
     shape needs what `may_hold_credential` looks for; a line break between the texts joins no two into one.
-    A list of a thousand sentences then costs one test, not a thousand.
+    A list of a thousand sentences then costs one test, not a thousand, and none while it is unchanged.
     """
-    if redaction.mask_value_patterns is not DEFAULT_MASK_VALUE_PATTERNS:
+    if redaction.mask_value_patterns is not DEFAULT_MASK_VALUE_PATTERNS or not texts:
         return False
-    texts = [child for child in children if type(child) is str]
-    return bool(texts) and not may_hold_credential("\n".join(texts))
+    known = _verdicts.get(id(owner))
+    if known is not None and known[0] == texts:  # exact `str`s only: comparing them runs no user code
+        return known[1]
+    verdict = not may_hold_credential("\n".join(texts))
+    if len(_verdicts) >= _MAX_VERDICTS:
+        _verdicts.clear()
+    _verdicts[id(owner)] = (texts, verdict)
+    return verdict
 
 
 def is_table(value: object) -> bool:
