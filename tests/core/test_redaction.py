@@ -208,10 +208,9 @@ def test_secret_values_are_collected_at_any_depth(name: str, value: object, secr
     assert secret in collect_secret_values([(name, value)], REDACTION)
 
 
-def test_an_arbitrary_objects_attributes_are_not_looked_into() -> None:
-    # Only data (dicts, sequences, dataclasses, pydantic models) is followed; `vars(client)` is caught
-    # when an expression returns it (see test_secret_rule.py).
-    assert collect_secret_values([("client", Client())], REDACTION) == frozenset()
+def test_an_objects_attributes_are_looked_into_like_a_dicts_items() -> None:
+    # `getattr(client, "client_secret")` hands the model the bare text: it must be a secret of the step.
+    assert collect_secret_values([("client", Client())], REDACTION) == {"cs-9a8b7c6d5e"}
 
 
 def test_a_dict_met_first_under_an_innocent_name_is_secret_under_a_sensitive_one() -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import deque
-from collections.abc import Iterable, Iterator
+from collections import ChainMap, UserDict, deque
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from itertools import islice
+from types import BuiltinFunctionType, FunctionType, MappingProxyType, MethodType, ModuleType
 
 from . import (
     DEFAULT_MASK_VALUE_PATTERNS,
@@ -63,17 +64,28 @@ def _is_pydantic_model(value: object) -> bool:
 
 
 def _children(value: object) -> Iterator[tuple[str | None, object]]:
-    """(name, child) pairs of a data value: dict items, sequence items, dataclass and pydantic fields.
+    """(name, child) pairs of a data value: dict and standard mapping items, named tuple fields (named),
+    sequence items, dataclass and pydantic fields, and the attributes an object keeps in its own dictionary
+    (what a rendering of it shows).
 
-    Nothing else is entered (modules, classes, functions, arbitrary objects), and no user code runs but the
-    `__iter__` of builtin containers.
+    Not entered: modules, classes, functions; no user code runs but the `__iter__` of builtin containers
+    (an object's dictionary is read past its class's `__getattribute__`).
     """
     if isinstance(value, dict):
-        for key, item in value.items():
-            yield (key if isinstance(key, str) else None), item
+        yield from _items(value)
+    elif isinstance(value, tuple) and isinstance(fields := getattr(type(value), "_fields", None), tuple):
+        yield from zip(fields, value)  # a named tuple: its field names say what it holds
     elif isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
             yield None, item
+    elif isinstance(value, UserDict):
+        yield from _items(value.data)
+    elif isinstance(value, ChainMap):
+        for mapping in value.maps:
+            if isinstance(mapping, dict):
+                yield from _items(mapping)
+    elif isinstance(value, MappingProxyType):
+        yield from _items(value)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for name in field_names(type(value)):
             yield name, getattr(value, name, None)
@@ -81,6 +93,19 @@ def _children(value: object) -> Iterator[tuple[str | None, object]]:
         # Pydantic keeps a model's field values in its instance dictionary: no property runs.
         fields = type(value).model_fields  # type: ignore[attr-defined]
         yield from ((name, item) for name, item in vars(value).items() if name in fields)
+    elif not isinstance(value, _NOT_ENTERED):
+        attributes = object.__getattribute__(value, "__dict__")  # AttributeError: none (slots, C objects)
+        if type(attributes) is dict:
+            yield from _items(attributes)
+
+
+def _items(mapping: Mapping[object, object]) -> Iterator[tuple[str | None, object]]:
+    for key, item in mapping.items():
+        yield (key if isinstance(key, str) else None), item
+
+
+_NOT_ENTERED = (ModuleType, type, FunctionType, BuiltinFunctionType, MethodType)
+"""Objects whose dictionary is code, not data."""
 
 
 # Values that hold no text: never queued, so a list of a million numbers costs one slice of the budget's
