@@ -126,3 +126,31 @@ def test_serial_identifiers_and_text_of_few_characters_are_ordinary(text: str) -
 @pytest.mark.parametrize("text", ["hunter2-blue-42", "Tr0ub4dor&3x", "correct-horse-battery-staple", "quartz-lantern", "7391-4482"])
 def test_passwords_passphrases_and_pins_are_not_ordinary(text: str) -> None:
     assert not looks_ordinary(text)
+
+
+# --- passwords in other places of a table -------------------------------------------------------------
+
+
+def test_a_password_column_under_a_multi_level_name_is_masked() -> None:
+    table = pd.DataFrame({("creds", "user"): ["ann", "bob"], ("creds", "password"): HIDDEN})
+    prompt, (result,) = run(look, table, "table.to_string()")
+    assert not any(secret in prompt or secret in result for secret in HIDDEN)
+    assert "ann" in result
+
+
+def test_passwords_made_the_index_are_masked() -> None:
+    prompt, (result,) = run(look, users().set_index("password"), "table.to_string()")
+    assert not any(secret in prompt or secret in result for secret in HIDDEN)
+    assert "ann" in result
+
+
+def test_a_password_inside_a_column_of_dicts_is_masked() -> None:
+    table = pd.DataFrame({"name": ["ann", "bob"], "login": [{"user": "ann", "password": secret} for secret in HIDDEN]})
+    prompt, (result,) = run(look, table, "' / '.join(' '.join(login.values()) for login in table['login'])")
+    assert not any(secret in prompt or secret in result for secret in HIDDEN)
+    assert "ann" in result
+
+
+def test_an_index_of_ordinary_names_stays_shown() -> None:
+    prompt, (result,) = run(look, users().drop(columns="password").set_index("name"), "table.to_string()")
+    assert "ann" in result and "bob" in result

@@ -228,22 +228,58 @@ def credential_columns(table: object, redaction: ContextRedaction, sensitive: bo
     """
     if hasattr(type(table), "columns"):
         named = islice(enumerate(table.columns), _MAX_NODES)  # type: ignore[attr-defined]
-        chosen = [(i, name) for i, name in named if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name))]
+        chosen = [(i, name) for i, name in named if sensitive or _credential_label(name, redaction)]
         return [
             CredentialColumn(i, name, table.iloc[:_MAX_TABLE_CELLS, i].tolist())  # type: ignore[attr-defined]
             for i, name in chosen[:_MAX_TABLE_COLUMNS]
         ]
     name = getattr(table, "name", None)
-    if sensitive or (isinstance(name, str) and redaction.is_sensitive_name(name)):
+    if sensitive or _credential_label(name, redaction):
         return [CredentialColumn(None, name, table.iloc[:_MAX_TABLE_CELLS].tolist())]  # type: ignore[attr-defined]
     return []
+
+
+def _credential_label(name: object, redaction: ContextRedaction) -> bool:
+    """Whether a column or index name is a credential name; of a multi-level name (`("creds", "password")`),
+    any of its levels."""
+    if isinstance(name, tuple):
+        return any(isinstance(part, str) and redaction.is_sensitive_name(part) for part in name)
+    return isinstance(name, str) and redaction.is_sensitive_name(name)
+
+
+def _index_cells(table: object, redaction: ContextRedaction, sensitive: bool) -> list[object]:
+    """The leading labels of a table's index when the index is named like a credential
+    (`df.set_index("password")`) and its labels look like credentials."""
+    index = getattr(table, "index", None)
+    names = getattr(index, "names", None) or ()
+    if not (sensitive or any(_credential_label(name, redaction) for name in names)):
+        return []
+    column = CredentialColumn(None, tuple(names), list(index[:_MAX_TABLE_CELLS]))  # type: ignore[index]
+    texts = [part for label in column.cells for part in (label if isinstance(label, tuple) else (label,))]
+    return texts if CredentialColumn(None, column.name, texts).holds_credentials else []
+
+
+def _container_cells(table: object) -> list[object]:
+    """The leading cells of a table's columns of objects that are containers (a column of dicts), which the
+    look enters like any value: a credential-named key inside a cell names the value under it."""
+    dtypes = getattr(table, "dtypes", None)
+    if dtypes is None:  # a Series
+        columns = [table.iloc[:_MAX_CONTAINER_CELLS]] if str(getattr(table, "dtype", "")) == "object" else []  # type: ignore[attr-defined]
+    else:
+        positions = [i for i, dtype in enumerate(dtypes.iloc[:_MAX_NODES]) if str(dtype) == "object"][:_MAX_TABLE_COLUMNS]
+        columns = [table.iloc[:_MAX_CONTAINER_CELLS, i] for i in positions]  # type: ignore[attr-defined]
+    return [cell for column in columns for cell in column.tolist() if isinstance(cell, (dict, list, tuple))]
+
+
+_MAX_CONTAINER_CELLS = 16
 
 
 def credential_cells(table: object, redaction: ContextRedaction, sensitive: bool = False) -> list[object]:
     """The leading cells of the columns of `table` that hold credentials (see `credential_columns`), at most
     `_MAX_TABLE_CELLS` in all."""
     columns = credential_columns(table, redaction, sensitive)
-    return [cell for column in columns if column.holds_credentials for cell in column.cells][:_MAX_TABLE_CELLS]
+    cells = [cell for column in columns if column.holds_credentials for cell in column.cells]
+    return (cells + _index_cells(table, redaction, sensitive))[:_MAX_TABLE_CELLS]
 
 
 def _secret_text(value: object) -> str | None:
@@ -311,6 +347,7 @@ def collect_into(
         try:
             if is_table(value):
                 queue.extend((None, cell, depth + 1, True) for cell in credential_cells(value, redaction, sensitive)[:room])
+                queue.extend((None, cell, depth + 1, sensitive) for cell in _container_cells(value)[: max(room - len(queue), 0)])
                 continue
             children = _data_children(value, room, redaction, sensitive)
             queue.extend((child_name, child, depth + 1, sensitive) for child_name, child in children)
