@@ -19,7 +19,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from ._send_gate import requesting
-from ._watch import current_watch
+from .step import current_step
 from .budget import reserve_request, reserve_shared_request
 
 __all__ = ["BudgetGateModel"]
@@ -34,7 +34,7 @@ class BudgetGateModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        watch = current_watch()
+        watch = _current_watch()
         if watch is not None:
             watch.before_request(messages)
         with requesting():
@@ -53,7 +53,7 @@ class BudgetGateModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: Any = None,
     ) -> AsyncIterator[StreamedResponse]:
-        watch = current_watch()
+        watch = _current_watch()
         if watch is not None:
             watch.before_request(messages)
         with requesting():
@@ -65,3 +65,8 @@ class BudgetGateModel(WrapperModel):
                 yield stream
         if watch is not None:
             watch.after_response(stream.get())
+
+
+def _current_watch() -> Any:
+    step = current_step()  # the step whose model sends this request (a nested step is current in its own)
+    return None if step is None else step.watch

@@ -1,8 +1,8 @@
 """What the executor notes about the model's responses in one step.
 
-A `StepWatch` is made for every step and set as the current watch while the step's model runs; the budget
-gate (`_budget_model`), which every request of the step passes, calls it before sending a request and after
-the response. It only reads: it never changes a request, a setting or a response, so what a step sends is
+A `StepWatch` is made for every step and kept on it (`StepContext.watch`) while the step's model runs; the
+budget gate (`_budget_model`), which every request of the current step passes, calls it before sending a
+request and after the response. It only reads: it never changes a request, a setting or a response, so what a step sends is
 the same with it as without (replay stores stay valid). It notes
 
 - when each request was sent, so a timeout can say how long the model had been generating;
@@ -17,10 +17,8 @@ capability makes every run set up its event-stream wrapping, a cost paid on ever
 
 from __future__ import annotations
 
-import contextvars
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from . import events
@@ -28,7 +26,7 @@ from ._evaluate import clip
 from ._repeats import repeat_problem
 from .errors import ExecutionError, not_committed
 
-__all__ = ["LOCAL_MODELS_DOC", "TEXT_CHARS", "StepWatch", "current_watch", "watching"]
+__all__ = ["LOCAL_MODELS_DOC", "TEXT_CHARS", "StepWatch"]
 
 TEXT_CHARS = 500
 """Characters of the model's text an error or an event quotes (the start; the rest is counted)."""
@@ -95,21 +93,3 @@ class StepWatch:
                 f"template may not support tool calls (see {LOCAL_MODELS_DOC})."
             )
         return f"{message.rstrip('. ')}. {note}"
-
-
-_current: contextvars.ContextVar[StepWatch | None] = contextvars.ContextVar("nighthawk_step_watch", default=None)
-
-
-def current_watch() -> StepWatch | None:
-    """The watch of the step whose model is running in this context, if any."""
-    return _current.get()
-
-
-@contextmanager
-def watching(watch: StepWatch) -> Iterator[StepWatch]:
-    """Make `watch` the current one for the requests sent inside the block (a nested step sets its own)."""
-    token = _current.set(watch)
-    try:
-        yield watch
-    finally:
-        _current.reset(token)

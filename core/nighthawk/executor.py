@@ -183,7 +183,7 @@ class AgentStepExecutor:
 
         from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
-        from ._watch import StepWatch, watching
+        from ._watch import StepWatch
         from .prompt import prompt_cache_settings
 
         model = self._resolve_model()
@@ -215,8 +215,8 @@ class AgentStepExecutor:
             capture_run_messages() as messages,
             Agent.parallel_tool_call_execution_mode("sequential"),
             _user_thread_callables(),
-            watching(watch),
         ):
+            step.watch = watch
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
             # A request the provider answered with an error (HTTP 500, ...) was sent, and the groups counted it

@@ -26,6 +26,7 @@ from .frame import Frame
 from .secrets import ContextRedaction
 
 if TYPE_CHECKING:
+    from ._watch import StepWatch
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Resolution
     from ._tokens import TokenCounter
@@ -157,6 +158,8 @@ class StepContext:
     """Why the latest outcome was rejected (reported if the model runs out of retries)."""
     reminded_unset: bool = False
     """Whether the model was already told, once, that a `pass` left write bindings unset."""
+    watch: StepWatch | None = None
+    """What the executor notes of the model's responses while it runs the step (read by the budget gate)."""
     implicit_references: Mapping[str, object] = field(default_factory=dict)
     """Names the enclosing scopes offer the model (`nighthawk.scope(implicit_references=...)`); they are in
     `step_globals` too, and the prompt lists them with the globals the block mentions."""

@@ -168,43 +168,46 @@ def test_step_display_says_unpriced_for_a_model_without_a_price(shell: Any, use_
     assert "unpriced" in display.data["text/plain"]
 
 
-def test_cell_summary_sums_the_cost_of_its_steps(shell: Any, use_model: Any) -> None:
-    use_model(FunctionModel(priced_tidy, model_name="gpt-4o"))
+def cell_summary(shell: Any, words: list[str]) -> str:
+    """The text of the summary of a cell calling `tidy` on each of `words`."""
     define_tidy(shell)
     with capture_output() as captured:
-        shell.run_cell("[tidy(word) for word in ['a  b', 'c  d', 'e  f']]")
+        shell.run_cell(f"[tidy(word) for word in {words!r}]")
     (display,) = [output for output in captured.outputs if "steps" in output.data.get("text/plain", "")]
-    assert "3 requests · 3000 in / 1500 out tokens · $0.0225" in display.data["text/plain"]
+    return str(display.data["text/plain"])
+
+
+def test_cell_summary_sums_the_cost_of_its_steps(shell: Any, use_model: Any) -> None:
+    use_model(FunctionModel(priced_tidy, model_name="gpt-4o"))
+    assert "3 requests · 3000 in / 1500 out tokens · $0.0225" in cell_summary(shell, ["a  b", "c  d", "e  f"])
+
+
+def usage_table(shell: Any, cell: str) -> list[str]:
+    """The lines `%nighthawk usage` prints after running `cell`."""
+    with capture_output():
+        shell.run_cell(cell)
+    with capture_output() as captured:
+        shell.run_line_magic("nighthawk", "usage")
+    return captured.stdout.splitlines()
 
 
 def test_usage_magic_prints_totals_by_model_including_failed_steps(shell: Any, use_model: Any) -> None:
     use_model(FunctionModel(looking, model_name="looking"))
     shell.run_line_magic("nighthawk", "limits step.requests=2")
-    with capture_output():
-        shell.run_cell("%%natural\nKeep checking.")
-    with capture_output() as captured:
-        shell.run_line_magic("nighthawk", "usage")
-    (row,) = [line for line in captured.stdout.splitlines() if "looking" in line]
+    (row,) = [line for line in usage_table(shell, "%%natural\nKeep checking.") if "looking" in line]
     assert row.split()[1] == "2"
     assert row.split()[-1] == "unpriced"
 
 
 def test_step_display_and_cell_summary_show_the_cached_input_tokens(shell: Any, use_model: Any) -> None:
     use_model(FunctionModel(cached_tidy, model_name="cached"))
-    define_tidy(shell)
-    with capture_output() as captured:
-        shell.run_cell("[tidy(word) for word in ['a  b', 'c  d']]")
-    (summary,) = [output for output in captured.outputs if "steps" in output.data.get("text/plain", "")]
-    assert "2 requests · 2000 (1600 cached) in / 100 out tokens" in summary.data["text/plain"]
+    assert "2 requests · 2000 (1600 cached) in / 100 out tokens" in cell_summary(shell, ["a  b", "c  d"])
 
 
 def test_usage_magic_has_a_cached_column(shell: Any, use_model: Any) -> None:
     use_model(FunctionModel(cached_tidy, model_name="cached"))
-    with capture_output():
-        shell.run_cell("%%natural\nDo nothing.")
-    with capture_output() as captured:
-        shell.run_line_magic("nighthawk", "usage")
-    header, row = [line.split() for line in captured.stdout.splitlines() if line.startswith(("model", "function"))]
+    lines = usage_table(shell, "%%natural\nDo nothing.")
+    header, row = [line.split() for line in lines if line.startswith(("model", "function"))]
     assert header[:6] == ["model", "requests", "input", "tokens", "cached", "output"]
     assert row[1:4] == ["1", "1000", "800"]
 
