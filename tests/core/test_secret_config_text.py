@@ -155,3 +155,10 @@ def test_an_image_data_uri_is_not_masked() -> None:
     (result,) = script.last_tool_results()
     assert "data:image/png;base64,iVBORw0KGgo" in prompt and "<masked>" not in prompt
     assert json.loads(result)["value"] == uri[:200]
+
+
+def test_a_value_quoted_in_prose_ends_at_its_closing_backtick() -> None:
+    from nighthawk.secrets import ContextRedaction
+
+    text = "Run `export GITHUB_TOKEN=ghx_Xq7pR2vLm9kTzz` first, then `make deploy` (see `docs/deploy.md`)."
+    assert ContextRedaction().scrub_text(text) == "Run `export GITHUB_TOKEN=<masked>` first, then `make deploy` (see `docs/deploy.md`)."

@@ -35,9 +35,10 @@ _LINE_START = r"(?:^|(?<=\\n))"
 # A quoted value: JSON's and Python's escapes are skipped, so an escaped quote does not end it.
 _QUOTED = r"\"(?:[^\"\\\r\n]|\\.)*\"|'(?:[^'\\\r\n]|\\.)*'"
 # An unquoted value after `=`: up to `;`, the end of the line (or an escaped `\n`), a `#` comment after a
-# space, or a space or `&` before the next `key=` (`host=db password=x port=5432`, `a=1&b=2`).
+# space, a backtick (prose quoting code: "`export KEY=...`"), or a space or `&` before the next `key=`
+# (`host=db password=x port=5432`, `a=1&b=2`).
 _BARE = (
-    r"(?:[^;\r\n\"' \t\\&#]|\\(?![nr])|#(?<!\s#)|&(?![\w.\-%]+=)"
+    r"(?:[^;\r\n\"' \t\\&#`]|\\(?![nr])|#(?<!\s#)|&(?![\w.\-%]+=)"
     r"|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|#|$|\\n|[\w.\-]+[ \t]*=))+"
 )
 # JSON or a Python literal, from the key's opening quote (possibly escaped), which also closes it.
