@@ -380,3 +380,12 @@ def test_a_timer_that_would_signal_the_process_later_is_refused() -> None:
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def test_a_send_on_a_socket_connected_to_an_allowed_host_goes_through(
+    listeners: tuple[socket.socket, socket.socket],
+) -> None:
+    tcp, _ = listeners
+    expression = f"socket.create_connection(('127.0.0.1', {tcp.getsockname()[1]})).sendmsg([b'x'])"
+    read = run_model_code("nh_eval", expression, "unused", nh.oversight.no_network(allow=["127.0.0.1"]))
+    assert '"value": 1' in read

@@ -117,3 +117,37 @@ def test_the_file_is_still_there_after_the_process_exits(tmp_path: Path) -> None
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, str(program)], check=True, env=environment, timeout=120)
     assert victim.read_text() == "precious"
+
+
+def install_the_guard(victim: Path) -> None:
+    """Run one guarded step, which installs the audit hook and the wrappers with it."""
+    run_model_code("nh_eval", "1", victim, POLICIES["no_network"]())
+
+
+def test_weakref_finalize_is_still_the_standard_class_once_the_guard_is_installed(victim: Path) -> None:
+    install_the_guard(victim)
+    assert weakref.finalize.__module__ == "weakref" and weakref.finalize.__mro__[1:] == (object,)
+    class Resource:
+        pass
+
+    finalizer = weakref.finalize(Resource(), print)
+    assert type(finalizer) is weakref.finalize
+    finalizer.detach()
+
+
+def test_a_registration_made_with_no_python_caller_still_registers(victim: Path) -> None:
+    import _thread
+    import time
+
+    install_the_guard(victim)
+
+    def clean_up() -> None:
+        pass
+
+    before = atexit._ncallbacks()  # type: ignore[attr-defined]
+    _thread.start_new_thread(atexit.register, (clean_up,))  # the wrapper is the thread's first frame
+    deadline = time.monotonic() + 5
+    while atexit._ncallbacks() == before and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.01)
+    assert atexit._ncallbacks() == before + 1  # type: ignore[attr-defined]
+    atexit.unregister(clean_up)

@@ -137,14 +137,16 @@ async def _stop_group(group: int) -> None:
     except ProcessLookupError:
         return  # nothing left: the common case
     deadline = time.monotonic() + GRACE_S
-    while time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(group, signal.SIGKILL)  # cannot be ignored: nothing to wait for
+    try:
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return
+    finally:  # the grace is over, or the wait was cancelled: what ignored SIGTERM is not left running
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)  # cannot be ignored: nothing to wait for
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:

@@ -130,14 +130,18 @@ def _announce_silent_operations() -> None:
     except ImportError:
         pass
     else:
+        import subprocess
+
         _posixsubprocess.fork_exec = announced(  # type: ignore[attr-defined]
             _posixsubprocess.fork_exec, "_posixsubprocess.fork_exec", lambda *args, **_: args[:1]
         )
+        if hasattr(subprocess, "_fork_exec"):  # `subprocess` keeps its own name for it (3.11 and later)
+            subprocess._fork_exec = _posixsubprocess.fork_exec  # type: ignore[attr-defined]
 
     def left(function: Callable[..., Any], what: str) -> Any:
         @functools.wraps(function)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if GUARDS_NAME in sys._getframe(1).f_globals:  # called by model-written code itself
+            if _called_by_model_code():
                 sys.audit(_DEFERRED, what)
             return function(*args, **kwargs)
 
@@ -145,17 +149,18 @@ def _announce_silent_operations() -> None:
 
     atexit.register = left(atexit.register, "atexit.register (a function run at exit)")
     signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
+    # `weakref.finalize` keeps its identity (its class state, `isinstance`): only its `__init__` is wrapped.
+    weakref.finalize.__init__ = left(  # type: ignore[method-assign]
+        weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)"
+    )
 
-    class finalize(weakref.finalize):  # noqa: N801 - stands in for `weakref.finalize`
-        __slots__ = ()
 
-        def __init__(self, obj: object, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
-            if GUARDS_NAME in sys._getframe(1).f_globals:
-                sys.audit(_DEFERRED, "weakref.finalize (a function run when an object is collected)")
-            super().__init__(obj, func, *args, **kwargs)
-
-    finalize.__qualname__ = finalize.__name__ = "finalize"
-    weakref.finalize = finalize  # type: ignore[misc]
+def _called_by_model_code() -> bool:
+    """Whether the caller of the wrapper calling this is model-written code (its globals carry the guards)."""
+    try:
+        return GUARDS_NAME in sys._getframe(2).f_globals
+    except ValueError:  # called from C with no Python caller (a thread's entry point)
+        return False
 
 
 _DEFERRED = "nighthawk.deferred_call"
@@ -423,6 +428,8 @@ _resolved_hosts: dict[str, frozenset[str]] = {}
 
 
 def _check_network(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event in ("socket.sendto", "socket.sendmsg") and (len(args) < 2 or args[1] is None):
+        return None  # a send on a connected socket: its connect was checked
     host, port = _endpoint(event, args)
     if not host and event in _LOOKUP_EVENTS:
         return None  # a passive look-up (no host) reaches nothing

@@ -39,8 +39,10 @@ _QUOTED = r"\"(?:[^\"\\\r\n]|\\.)*\"|'(?:[^'\\\r\n]|\\.)*'"
 # (`host=db password=x port=5432`, `a=1&b=2`).
 _BARE = (
     r"(?:[^;\r\n\"' \t\\&#`]|\\(?![nr])|#(?<!\s#)|&(?![\w.\-%]+=)"
-    r"|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|#|$|\\n|[\w.\-]+[ \t]*=))+"
+    r"|[\"'](?![ \t]*(?:[,:}\])]|$))|[ \t]+(?![ \t]|;|#|$|\\n|[\w.\-]+[ \t]*=)){1,256}"
 )
+# (At most 256 pieces: a value is read from each credential key, and a long line of `,password=x,...` must
+# not make each read run to its end.)
 # JSON or a Python literal, from the key's opening quote (possibly escaped), which also closes it.
 _JSON = _lazy(
     rf"(?P<q>\\?[\"'])(?P<key>{_KEY})(?P=q)[ \t]*:[ \t]*(?P<vq>\\?[\"'])(?P<value>(?:[^\\\r\n]|\\.){{1,512}}?)(?P=vq)"
@@ -109,8 +111,18 @@ def config_fields(
         starts = [match.start() for match in _ANY_KEY().finditer(text) if is_name(match.group(0))]
     else:
         starts = _key_starts(text, lowered, is_name)
-    for start in starts:
-        patterns = [_ASSIGNMENT().match(text, start), _YAML().match(text, _line_head(text, start))]
+    yaml_at: dict[int, re.Match[str] | None] = {}  # one YAML reading per line, however many keys it holds
+    covered = -1  # the end of the last `key=value` read: a key inside that value was read with it
+    for start in sorted(starts):
+        if start < covered:
+            continue
+        head = _line_head(text, start)
+        if head not in yaml_at:
+            yaml_at[head] = _YAML().match(text, head)
+        assignment = _ASSIGNMENT().match(text, start)
+        if assignment is not None and assignment.start("key") == start:
+            covered = assignment.end()
+        patterns = [assignment, yaml_at[head]]
         if start and text[start - 1] in "\"'":
             patterns.append(_JSON().match(text, start - 2 if start > 1 and text[start - 2] == "\\" else start - 1))
         for match in patterns:
