@@ -12,12 +12,11 @@ import time
 import pytest
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
-from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.usage import RequestUsage
 from scripting import call, finish, scripted_executor
-from support import openai_server
-from support.openai_server import Hang, Reply, Status, tool_call
+from support.http_steps import assign_and_pass, http_executor, serving
+from support.openai_server import Hang, Status
 
 import nighthawk as nh
 from nighthawk import events
@@ -269,19 +268,9 @@ def test_fallback_model_answers_when_the_first_model_fails():
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
-    with openai_server.ScriptedOpenAIServer(lifetime=40.0) as scripted, override_allow_model_requests(True):
-        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with serving(monkeypatch, lifetime=40.0) as scripted:
         yield scripted
 
-
-def http_executor(**configuration: object) -> nh.AgentStepExecutor:
-    config = nh.StepExecutorConfiguration(model="openai-chat:gpt-test", **configuration)
-    return nh.AgentStepExecutor.from_configuration(configuration=config)
-
-
-def assign_and_pass() -> Reply:
-    return Reply(calls=[tool_call("nh_assign", target_path="y", expression="x + 1"), tool_call("nh_outcome", kind="pass")])
 
 
 def test_request_timeout_setting_ends_a_hung_request_with_a_clear_error(server):

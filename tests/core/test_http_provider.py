@@ -31,6 +31,7 @@ from nighthawk import _tokens
 
 from support import openai_server  # tests/ is on the path (pytest `pythonpath`)
 from support.contract_blocks import compute, write_or_report
+from support.http_steps import assign_and_pass
 
 Hang, Reply, Status, tool_call = openai_server.Hang, openai_server.Reply, openai_server.Status, openai_server.tool_call
 
@@ -65,11 +66,6 @@ def executor(api: str, **model_settings: object) -> nh.AgentStepExecutor:
     return nh.AgentStepExecutor.from_configuration(configuration=configuration)
 
 
-def assign_and_pass(expression: str = "x + 1") -> Reply:
-    """One response carrying the write and the outcome: the block finishes in one request."""
-    return Reply(
-        calls=[tool_call("nh_assign", target_path="y", expression=expression), tool_call("nh_outcome", kind="pass")]
-    )
 
 
 @nh.natural_function

@@ -9,13 +9,13 @@ The scripted server on 127.0.0.1 (tests/support/openai_server.py) answers the sa
 from __future__ import annotations
 
 import pytest
-from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
 from nighthawk import _tokens
 
 from support import openai_server  # tests/ is on the path (pytest `pythonpath`)
 from support.contract_blocks import compute
+from support.http_steps import serving
 
 Reply, Status = openai_server.Reply, openai_server.Status
 
@@ -27,14 +27,8 @@ def offline_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
-    with (
-        openai_server.NetworkRecorder() as network,
-        openai_server.ScriptedOpenAIServer(lifetime=50.0) as scripted,
-        override_allow_model_requests(True),
-    ):
-        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
+    with serving(monkeypatch, lifetime=50.0, api_key=None) as scripted:  # a local server asks for no key
         yield scripted
-    assert network.non_loopback == [], "the test reached beyond loopback"
 
 
 def run_compute() -> str:

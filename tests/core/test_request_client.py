@@ -11,9 +11,8 @@ from typing import Any
 
 import openai
 import pytest
-from pydantic_ai.models import override_allow_model_requests
-from support import openai_server
-from support.openai_server import Reply, Status, tool_call
+from support.http_steps import assign_and_pass, http_executor, serving
+from support.openai_server import Status
 
 import nighthawk as nh
 
@@ -29,9 +28,7 @@ def count_up(x: int) -> int:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
-    with openai_server.ScriptedOpenAIServer(lifetime=40.0) as scripted, override_allow_model_requests(True):
-        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with serving(monkeypatch, lifetime=40.0) as scripted:
         yield scripted
 
 
@@ -49,14 +46,6 @@ def client_copies(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     monkeypatch.setattr(openai.AsyncOpenAI, "copy", counting)
     return copies
 
-
-def http_executor(**configuration: object) -> nh.AgentStepExecutor:
-    config = nh.StepExecutorConfiguration(model="openai-chat:gpt-test", **configuration)
-    return nh.AgentStepExecutor.from_configuration(configuration=config)
-
-
-def assign_and_pass() -> Reply:
-    return Reply(calls=[tool_call("nh_assign", target_path="y", expression="x + 1"), tool_call("nh_outcome", kind="pass")])
 
 
 def test_requests_with_the_default_retries_do_not_copy_the_client(server, client_copies) -> None:
