@@ -92,6 +92,11 @@ FILE_ATTACKS = {
         "[sys.executable, '-c', 'import os, sys; os.remove(sys.argv[1])', p], []), 0)"
     ),
     "partial of os.remove as __repr__": "type('X', (), {'__repr__': functools.partial(os.remove, p)})()",
+    "sqlite3.connect.__wrapped__ then attach": (
+        "sqlite3.connect.__wrapped__(':memory:').execute('attach database ? as a', (p + '.db',)).connection"
+        ".execute('create table a.t (x)')"
+    ),
+    "os.mkfifo.__wrapped__": "getattr(os.mkfifo, '__wrapped__', os.mkfifo)(p + '.fifo')",
 }
 
 

@@ -104,12 +104,11 @@ def _announce_silent_operations() -> None:
     import weakref
 
     def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
-        @functools.wraps(function)
         def call(*args: Any, **kwargs: Any) -> Any:
             sys.audit(event, *target(*args, **kwargs))
             return function(*args, **kwargs)
 
-        return call
+        return _standing_in(function, call)
 
     def node(path: object, *_: object, dir_fd: object = None, **__: object) -> tuple[object, ...]:
         return path, dir_fd
@@ -139,13 +138,12 @@ def _announce_silent_operations() -> None:
             subprocess._fork_exec = _posixsubprocess.fork_exec  # type: ignore[attr-defined]
 
     def left(function: Callable[..., Any], what: str) -> Any:
-        @functools.wraps(function)
         def call(*args: Any, **kwargs: Any) -> Any:
             if _called_by_model_code():
                 sys.audit(_DEFERRED, what)
             return function(*args, **kwargs)
 
-        return call
+        return _standing_in(function, call)
 
     atexit.register = left(atexit.register, "atexit.register (a function run at exit)")
     signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
@@ -153,6 +151,14 @@ def _announce_silent_operations() -> None:
     weakref.finalize.__init__ = left(  # type: ignore[method-assign]
         weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)"
     )
+
+
+def _standing_in(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """`wrapper` named and documented as `original`, without the `__wrapped__` that `functools.wraps` leaves:
+    `sqlite3.connect.__wrapped__` or `atexit.register.__wrapped__` would hand model code the plain function."""
+    functools.update_wrapper(wrapper, original)
+    del wrapper.__wrapped__
+    return wrapper
 
 
 def _called_by_model_code() -> bool:
@@ -336,13 +342,12 @@ def _connect_for_model_code() -> None:
 
     original = sqlite3.connect
 
-    @functools.wraps(original)
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         if len(args) < 6 and "factory" not in kwargs and _file_guard_here():
             kwargs["factory"] = _sqlite_connection_type()
         return original(*args, **kwargs)
 
-    sqlite3.connect = sqlite3.dbapi2.connect = connect  # type: ignore[assignment]
+    sqlite3.connect = sqlite3.dbapi2.connect = _standing_in(original, connect)  # type: ignore[assignment]
 
 
 def _file_guard_here() -> bool:
