@@ -37,6 +37,8 @@ class BudgetGateModel(WrapperModel):
         watch = _current_watch()
         if watch is not None:
             watch.before_request(messages)
+            if watch.first_request is None:
+                watch.first_request = (messages, model_settings, model_request_parameters)
         with requesting():
             reserve_request()
             await reserve_shared_request()

@@ -50,6 +50,8 @@ class StepWatch:
         """The model's latest non-blank text, clipped."""
         self.sent_at: float | None = None
         """`time.monotonic()` when the latest request was sent."""
+        self.first_request: tuple[Any, Any, Any] | None = None
+        """The messages, settings and parameters of the step's first request, as the agent sent them."""
 
     def before_request(self, messages: Sequence[Any]) -> None:
         """Refuse a further request when the conversation so far shows the model repeating itself."""

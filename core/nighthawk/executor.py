@@ -7,17 +7,17 @@ imported on first use, so constructing an executor (or importing nighthawk) need
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from . import events
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
-from ._outcome_schema import OUTCOME_TOOL, outcome_object
 from ._provider_models import build_model, check_credentials
+from ._step_agent import OUTCOME_RETRIES, TOOL_RETRIES, StepAgent, build_agent, output_spec, user_tool
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
-from .errors import BudgetExceededError, ExecutionError, NighthawkError, OversightRejectedError
+from .errors import BudgetExceededError, ExecutionError
 from .runtime import StepExecutor
 from .step import StepContext
 
@@ -30,15 +30,6 @@ if TYPE_CHECKING:
 # scrubbing with base64) are imported by the functions below that run one, not at the top.
 
 __all__ = ["OUTCOME_RETRIES", "TOOL_RETRIES", "AgentStepExecutor", "StepExecutor", "check_credentials"]
-
-OUTCOME_RETRIES = 2
-"""Corrective retries a model gets for an invalid outcome (bad JSON, wrong keys, failing `return_expression`)."""
-
-TOOL_RETRIES = 2
-"""Retries for tool calls whose arguments do not match the tool's schema."""
-
-_FAILURE_PREFIX = '{"value": null, "error": {'  # how every failed tool envelope starts (tools._failure)
-
 
 class AgentStepExecutor:
     """A step executor backed by a pydantic-ai agent.
@@ -54,7 +45,9 @@ class AgentStepExecutor:
 
     def __init__(self, configuration: StepExecutorConfiguration | None = None, *, agent: Any = None) -> None:
         self._configuration = configuration or StepExecutorConfiguration()
-        self._agents: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
+        self._agents: dict[tuple[tuple[str, ...], tuple[str, ...]], StepAgent] = {}
+        self._templates: dict[tuple[Any, ...], Any] = {}
+        """The first request the agent sent for a block, by block and outcome signature (`_direct.RequestTemplate`)."""
         self._model: Any = None
         self._building: Any = None
         """The build of the model on the import thread (a `concurrent.futures.Future`), once a step started it."""
@@ -135,14 +128,29 @@ class AgentStepExecutor:
         executor._model = _gated(route(build_model(self._chosen_model(), None)[0]))  # retries as each request says
         return executor
 
-    def _get_agent(self, step: StepContext) -> Any:
+    def _get_agent(self, step: StepContext) -> StepAgent:
         # pydantic-ai fixes the output tools when an agent has an output validator, so there is one agent
         # per outcome signature; a notebook or program uses a handful.
         key = (step.allowed_outcomes, tuple(step.raise_types))
         agent = self._agents.get(key)
         if agent is None:
-            agent = self._agents[key] = _build_agent(_output_spec(step.outcome_schema))
+            agent = self._agents[key] = build_agent(output_spec(step.outcome_schema))
         return agent
+
+    def _template(self, step: StepContext, run_settings: dict[str, Any]) -> Any:
+        """The request template a step of this block may send its first request with (see `_direct`), or `None`."""
+        template = self._templates.get(_block_key(step))
+        return template if template is not None and template.run_settings == run_settings else None
+
+    def _remember(self, step: StepContext, watch: Any, content: Any, instructions: str, run_settings: dict[str, Any]) -> None:
+        """Keep the first request the agent sent for this step's block, for the block's later steps."""
+        from ._direct import RequestTemplate
+
+        observed = RequestTemplate.observed(
+            watch.first_request, content=content, instructions=instructions, run_settings=run_settings
+        )
+        if observed is not None:
+            self._templates[_block_key(step)] = observed
 
     # --- one step ---------------------------------------------------------------------------------
 
@@ -181,13 +189,15 @@ class AgentStepExecutor:
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
 
+        from . import _direct  # pydantic-ai's models
         from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
         from ._watch import StepWatch
         from .prompt import prompt_cache_settings
 
         model = self._resolve_model()
-        agent = self._get_agent(step)
+        step_agent = self._get_agent(step)
+        agent = step_agent.agent
         # Rendering the locals calls their `__repr__`, and a figure draws itself: user code, so on the user's thread.
         attachments, (system_prompt, user_prompt) = await on_user_thread(lambda: self._render(step))
         if events.listening():
@@ -200,7 +210,7 @@ class AgentStepExecutor:
                 )
             )
         user_tools = {**step.tools, **step.tool_scope.tools}
-        toolsets = [FunctionToolset([_user_tool(definition) for definition in user_tools.values()])] if user_tools else []
+        toolsets = [FunctionToolset([user_tool(definition) for definition in user_tools.values()])] if user_tools else []
         toolsets += self._agent_toolsets()
         limits = step_limits(self._configuration.step_budget)
         watch = StepWatch(
@@ -209,6 +219,15 @@ class AgentStepExecutor:
             max_idle_rounds=self._configuration.max_idle_rounds,
         )
         usage = RunUsage()  # pydantic-ai adds to it in place, so a failed step still reports what it spent
+        content = user_content(user_prompt, attachments)
+        run_settings = {**prompt_cache_settings(step), **self._request_settings()}
+        # The first round goes straight to the model when the agent already showed what it sends for this
+        # block, and nothing of the step needs the agent's own machinery (see `_direct`).
+        direct = _direct.AVAILABLE and not toolsets and not _direct_excluded(agent)
+        template = self._template(step, run_settings) if direct else None
+        limits_given = limits.usage_limits()
+        output: Any = None
+        settled = False
         # Tool calls of one response run one after the other, in the order sent: each may read what the
         # previous one assigned, and an awaiting call must not let a later one overtake it.
         with (
@@ -224,16 +243,34 @@ class AgentStepExecutor:
             refused = 0
             try:
                 async with passing_gate():  # a map's steps send their first requests in turn
-                    result = await agent.run(
-                        user_content(user_prompt, attachments),
-                        model=model,
-                        deps=step,
-                        instructions=system_prompt,
-                        model_settings={**prompt_cache_settings(step), **self._request_settings()},
-                        toolsets=toolsets or None,
-                        usage_limits=limits.usage_limits(),
-                        usage=usage,
-                    )
+                    if template is not None:
+                        settled, output = await _direct.first_round(
+                            step,
+                            template=template,
+                            model=model,
+                            content=content,
+                            instructions=system_prompt,
+                            messages=messages,
+                            usage=usage,
+                            usage_limits=limits_given,
+                            tools=step_agent.tools,
+                            check_outcome=step_agent.check_outcome,
+                        )
+                    if not settled:
+                        step.handover = output  # `None`, or the first round made above, which the agent goes on from
+                        result = await agent.run(
+                            content,
+                            model=model if output is None else _direct.AnsweredOnce(model, output.response),
+                            deps=step,
+                            instructions=system_prompt,
+                            model_settings=run_settings,
+                            toolsets=toolsets or None,
+                            usage_limits=limits_given,
+                            usage=usage,
+                        )
+                        output = result.output
+                        if direct and step.handover is None:
+                            self._remember(step, watch, content, system_prompt, run_settings)
             except TimeoutError as exc:
                 raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
             except UsageLimitExceeded as exc:
@@ -270,6 +307,7 @@ class AgentStepExecutor:
             except AgentRunError as exc:
                 raise ExecutionError(f"the model request failed: {trim_advice(str(exc))}") from exc
             finally:
+                step.handover = None
                 spent = StepUsage(
                     model=self.model_label,
                     requests=usage.requests + refused,
@@ -280,7 +318,7 @@ class AgentStepExecutor:
                 )
                 step.usage = spent
                 record_usage(spent, running=usage)
-        return result.output
+        return output
 
 
     def _agent_toolsets(self) -> list[Any]:
@@ -370,190 +408,12 @@ def _last_retry_reason(messages: list[Any]) -> str | None:
     return None
 
 
-def _output_spec(schema: Mapping[str, object]) -> Any:
-    from pydantic_ai import StructuredDict, ToolOutput
-
-    return ToolOutput(
-        StructuredDict(dict(schema)),
-        name=OUTCOME_TOOL,
-        description="End the step with its outcome.",
-        max_retries=OUTCOME_RETRIES,
-    )
+def _block_key(step: StepContext) -> tuple[Any, ...]:
+    return (step.step_id, step.allowed_outcomes, tuple(step.raise_types))
 
 
-def _build_agent(output_spec: list[Any]) -> Any:
-    from pydantic_ai import Agent, ModelRetry, RunContext, Tool
+def _direct_excluded(agent: Any) -> bool:
+    """Whether steps must run through the agent from the start: pydantic-ai's own spans were asked for."""
+    from pydantic_ai import Agent
 
-    from ._evaluate import clip
-    from ._media import tool_result_media  # hashlib (see the note at the top)
-    from .secrets._scrubber import scrub_exception
-    from .outcome import resolve_outcome  # here: it imports pydantic
-    from .tools import assign_value, eval_expression, evaluated_value, guarded, invoke_tool
-
-    # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
-    async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
-        """Evaluate a Python expression; returns its value."""
-        step = _enter_round(ctx)
-        results: list[object] = []
-
-        async def evaluate() -> object:
-            results.append(await eval_expression(step, expression))
-            return results[-1]
-
-        envelope = _hold_back_outcome(
-            ctx, await invoke_tool(step, "nh_eval", {"expression": expression}, evaluate, ctx.tool_call_id or "")
-        )
-        # An image or document the expression yields (`plt.gcf()`) goes back as media after the envelope.
-        if not results:
-            return envelope
-        from ._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
-
-        value, limit = evaluated_value(results[0]), step.rendering.limits.media_max_bytes
-        if type(value).__module__ == "builtins":  # bytes, or no media at all: no user code runs
-            media = tool_result_media(value, max_bytes=limit)
-        else:  # a figure or an image draws itself: user code, on the user's thread, under the step's guards
-            media = await on_user_thread(lambda: guarded(step, "nh_eval", lambda: tool_result_media(value, max_bytes=limit)))
-        return envelope if media is None else [envelope, media]  # type: ignore[return-value]
-
-    async def nh_assign(ctx: RunContext[StepContext], target_path: str, expression: str) -> str:
-        """Store an expression's value in `name` or `name.attr`."""
-        step = _enter_round(ctx)
-        arguments = {"target_path": target_path, "expression": expression}
-        envelope = await invoke_tool(
-            step, "nh_assign", arguments, lambda: assign_value(step, target_path, expression), ctx.tool_call_id or ""
-        )
-        return _hold_back_outcome(ctx, envelope)
-
-    # This module uses postponed annotations; pydantic-ai reads tool signatures, so give it real types.
-    for function in (nh_eval, nh_assign):
-        function.__annotations__ = {**function.__annotations__, "ctx": RunContext[StepContext]}
-        function.__annotations__.update(
-            {name: str for name, hint in function.__annotations__.items() if hint == "str"}
-        )
-
-    agent: Any = Agent(
-        output_type=output_spec,
-        deps_type=StepContext,
-        tools=[Tool(nh_eval, takes_ctx=True, max_retries=TOOL_RETRIES), Tool(nh_assign, takes_ctx=True, max_retries=TOOL_RETRIES)],
-        retries={"tools": TOOL_RETRIES, "output": OUTCOME_RETRIES},
-        defer_model_check=True,
-    )
-
-    @agent.output_validator
-    async def check_outcome(ctx: RunContext[StepContext], outcome: Any) -> Any:
-        step = _enter_round(ctx)
-        problem = _response_problem(ctx, step)
-        if problem is not None:
-            step.outcome_problem = problem
-            raise ModelRetry(problem)
-        if step.tool_error_round == step.model_round:
-            step.outcome_problem = "a tool call in the same response failed"
-            raise ModelRetry("A tool call in the same response failed; read its error, fix it, then finish again.")
-        chosen = outcome_object(outcome)
-        kind = chosen.get("kind") if isinstance(chosen, dict) else getattr(chosen, "kind", None)
-        unset = step.unset_writes() if kind == "pass" else ()
-        if unset and not step.reminded_unset:
-            # One reminder only: the spec lets a block leave a write binding unset, so a second pass stands.
-            step.reminded_unset = True
-            names = ", ".join(f"<:{name}>" for name in unset)
-            step.outcome_problem = f"the pass left {names} unset"
-            raise ModelRetry(
-                f"You passed without setting {names}. Set it with nh_assign and finish again; pass again only if "
-                "it must stay unset."
-            )
-        try:
-            step.resolution = await resolve_outcome(outcome, step)
-        except OversightRejectedError:
-            raise  # oversight stopped the step: not a mistake for the model to retry
-        except ExecutionError as exc:
-            # Scrubbed here, cause chain included, and not only on the way to the model: pydantic-ai's own
-            # tracing records the retry and the exception before the model wrapper sees anything.
-            scrub_exception(exc)
-            step.outcome_problem = clip(str(exc))
-            raise ModelRetry(step.outcome_problem) from exc
-        # The runner takes this resolution as is: the outcome it returns is the one that was evaluated,
-        # so `return_expression` runs exactly once.
-        return step.resolution.outcome
-
-    return agent
-
-
-def _response_calls(ctx: Any) -> list[Any]:
-    """The tool calls of the model response being processed, in the order sent."""
-    for message in reversed(ctx.messages):
-        if getattr(message, "kind", "") == "response":
-            return [part for part in message.parts if getattr(part, "part_kind", "") == "tool-call"]
-    return []
-
-
-def _response_problem(ctx: Any, step: StepContext) -> str | None:
-    """Why an outcome cannot be honoured given the rest of its response (several outcomes, unknown tools)."""
-    calls = _response_calls(ctx)
-    outcomes = sum(1 for call in calls if call.tool_name == OUTCOME_TOOL)
-    if outcomes > 1:
-        return f"{outcomes} {OUTCOME_TOOL} calls in one response; none was applied. Finish with exactly one outcome."
-    known = {"nh_eval", "nh_assign", OUTCOME_TOOL, *step.tools, *step.tool_scope.tools}
-    unknown = sorted({call.tool_name for call in calls} - known)
-    if unknown:
-        return (
-            f"unknown tool(s) {', '.join(map(repr, unknown))} in the same response; the outcome was held back. "
-            "Use only the tools offered, then finish again."
-        )
-    return None
-
-
-def _hold_back_outcome(ctx: Any, envelope: str) -> str:
-    """Fail the round when a tool sent after the outcome in the same response failed.
-
-    pydantic-ai runs such a tool after it has accepted the outcome; raising `ModelRetry` makes it drop
-    the outcome, so the model sees the error and finishes again (as it does for a failure before it).
-    """
-    if not envelope.startswith(_FAILURE_PREFIX):
-        return envelope
-    from pydantic_ai import ModelRetry
-
-    for call in _response_calls(ctx):
-        if call.tool_call_id == ctx.tool_call_id:
-            return envelope
-        if call.tool_name == OUTCOME_TOOL:
-            ctx.deps.outcome_problem = "a tool call sent after the outcome failed"
-            raise ModelRetry(f"This call came after your outcome and failed, so the outcome was not applied: {envelope}")
-    return envelope
-
-
-def _enter_round(ctx: Any) -> StepContext:
-    step: StepContext = ctx.deps
-    step.model_round = ctx.run_step
-    return step
-
-
-def _user_tool(definition: Any) -> Any:
-    """Wrap a user tool so its calls go through the envelope and the event stream like built-in ones."""
-    import functools
-    import inspect
-
-    from pydantic_ai import Tool
-
-    from ._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
-    from .tools import invoke_tool  # the oversight hooks (see the note at the top)
-
-    function = definition.function
-
-    @functools.wraps(function)
-    async def call(ctx: Any, *args: Any, **kwargs: Any) -> str:
-        step = _enter_round(ctx)
-        envelope = await invoke_tool(
-            step, definition.name, kwargs, lambda: call_user(function, ctx, *args, **kwargs), ctx.tool_call_id or ""
-        )
-        return _hold_back_outcome(ctx, envelope)
-
-    call.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
-    return Tool(
-        call,
-        takes_ctx=True,
-        name=definition.name,
-        description=definition.description,
-        metadata=dict(definition.metadata) if definition.metadata else None,
-        max_retries=TOOL_RETRIES,
-    )
-
+    return getattr(agent, "_instrument", None) is not None or getattr(Agent, "_instrument_default", True) is not False

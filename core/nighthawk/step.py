@@ -160,6 +160,8 @@ class StepContext:
     """Whether the model was already told, once, that a `pass` left write bindings unset."""
     watch: StepWatch | None = None
     """What the executor notes of the model's responses while it runs the step (read by the budget gate)."""
+    handover: Any = None
+    """A first round made without the agent and handed to it (a `_direct.Handover`: its tool results and retry)."""
     implicit_references: Mapping[str, object] = field(default_factory=dict)
     """Names the enclosing scopes offer the model (`nighthawk.scope(implicit_references=...)`); they are in
     `step_globals` too, and the prompt lists them with the globals the block mentions."""
