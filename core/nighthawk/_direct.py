@@ -5,20 +5,25 @@ outcome. Around that request pydantic-ai's agent run spends about 2 ms of CPU (i
 context copies), more than the request itself; on a 2-core machine that CPU, not the provider's latency,
 caps a map's throughput. So once a block has run one step through the agent (which shows what pydantic-ai
 sends: its settings, tool and output definitions, see `RequestTemplate`), its later steps send their first
-request straight to the model, with the step's own instructions and prompt in the places the agent put the
-first step's.
+request through pydantic-ai's own request helper (its timeout, continued responses, run context), with the
+step's own instructions and prompt in the places the agent put the first step's.
 
 A first response is settled here only when it is plain: `nh_eval` / `nh_assign` calls with arguments of the
 exact expected shape, then one outcome call, and the outcome check accepts it. Everything else (text, an
 unknown tool, arguments pydantic-ai would have to validate, several outcomes, a cut response, a retry the
 check asks for) is handed to the agent run as the answer to its first request (`AnsweredOnce`), together
 with the results of the tool calls made here (`Handover`), which are not made a second time. The step then
-goes on exactly as if the agent had run it from the start: until a retry, pydantic-ai's retry counters are
-zero, and the messages, usage and events are the same (tests/core/test_direct_round.py compares both ways).
+goes on as if the agent had run it from the start: until a retry, pydantic-ai's retry counters are zero.
+
+The executor keeps the agent for whole steps where its run does more than this module repeats: user tools
+or an agent's toolsets, a `FallbackModel` (the agent settles what failed attempts cost), pydantic-ai's own
+instrumentation, and a prompt the model would rewrite before sending. tests/core/test_direct_round.py runs
+the same calls both ways and compares the requests, results, usage and events.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +36,10 @@ from pydantic_ai.messages import (
     ToolCallPart,
     UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RunUsage, UsageLimits
 from pydantic_core import from_json
 
 from ._outcome_schema import OUTCOME_TOOL
@@ -40,17 +47,28 @@ from ._outcome_schema import OUTCOME_TOOL
 if TYPE_CHECKING:
     from .step import StepContext
 
-try:  # pydantic-ai's own bookkeeping of a response, so usage and cost add up as in its agent run
-    from pydantic_ai._agent_graph import resolve_conversation_id, resolve_run_id
+try:  # pydantic-ai's own request helper and bookkeeping, so a request and its usage are the agent run's
+    from pydantic_ai._agent_graph import _record_billed_usage, model_request, resolve_conversation_id, resolve_run_id
     from pydantic_ai._context_size import context_input_tokens
     from pydantic_ai._genai_prices import fill_response_cost
     from pydantic_ai._utils import now_utc
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.tools import RunContext
 except ImportError:  # another pydantic-ai layout: every step runs through the agent
     AVAILABLE = False
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "AnsweredOnce", "Handover", "RequestTemplate", "first_round", "replayed_result"]
+__all__ = [
+    "AVAILABLE",
+    "AnsweredOnce",
+    "Handover",
+    "RequestTemplate",
+    "first_round",
+    "has_fallback",
+    "replayed_result",
+    "replayed_retry",
+]
 
 _TOOL_ARGUMENTS = {"nh_eval": ("expression",), "nh_assign": ("target_path", "expression")}
 _PLAIN_ENDINGS = (None, "stop", "tool_call")
@@ -156,44 +174,59 @@ async def first_round(
     step: StepContext,
     *,
     template: RequestTemplate,
-    model: Any,
+    model: Model,
     content: Any,
     instructions: str,
     messages: list[Any],
-    usage: Any,
-    usage_limits: Any,
-    tools: dict[str, Any],
-    check_outcome: Any,
+    usage: RunUsage,
+    usage_limits: UsageLimits,
+    tools: dict[str, Callable[..., Awaitable[Any]]],
+    check_outcome: Callable[..., Awaitable[Any]],
 ) -> tuple[bool, Any]:
-    """Send the step's first request; `(True, outcome)` when its response ended the step here, else
-    `(False, handover)` for the agent run. `messages` and `usage` are filled as the agent would fill them."""
+    """Send the step's first request; `(True, outcome)` when its response ended the step here, `(False,
+    handover)` for the agent run to go on from, `(False, None)` when nothing was sent (the agent runs the
+    step whole). `messages` and `usage` are filled as the agent would fill them."""
     request, parameters = template.first_request(content, instructions)
+    # What the model rewrites before sending (a note before text that looks like a system frame, escaped
+    # special tokens) depends on the prompt: the agent prepares such a request itself.
+    prepared = model.prepare_messages([request], parameters)
+    if prepared != [request]:
+        return False, None
     messages.append(request)
     usage_limits.check_before_request(usage)
+    settings = ModelSettings(**template.settings)
+    context = ModelRequestContext(
+        model=model, messages=[request], model_settings=settings, model_request_parameters=parameters
+    )
+    run_context = RunContext(
+        deps=step, model=model, usage=usage, usage_limits=usage_limits, prompt=content, messages=messages,
+        run_step=1, run_id=request.run_id,
+    )
     # What the agent does at the start of a run: a client last used on another event loop (a sync caller's
-    # former loop) is replaced, and the connections the model opens on demand are held for the request.
+    # former loop) is replaced, and the connections the model opens on demand are held for the request. The
+    # request helper applies `request_timeout`, continues a suspended response and makes the run context current.
     model._refresh_http_client()
     async with model._run_scope():
-        response = await model.request(messages[:], dict(template.settings), parameters)
+        response = await model_request(model, request_context=context, run_context=run_context, on_progress=_ignored)
     # The response goes to the agent untouched on a handover; the bookkeeping marks a copy.
     kept = replace(response, usage=replace(response.usage, details=dict(response.usage.details)))
-    kept.timestamp = kept.timestamp or now_utc()
     kept.run_id = kept.run_id or request.run_id
     kept.conversation_id = kept.conversation_id or request.conversation_id
+    kept.model_id = kept.model_id or model.model_id
     fill_response_cost(kept)
     messages.append(kept)
     made = 0
 
     def count() -> None:
-        # What the agent counts for this round (an uninstrumented run credits no enclosing run); not on a
-        # handover, where the agent counts it itself.
+        # What the agent counts for this round (the responses a model rejected before it included; an
+        # uninstrumented run credits no enclosing run); not on a handover, where the agent counts it itself.
         usage.requests += 1
-        usage.incr(kept.usage)
+        _record_billed_usage(usage, kept)
         usage.tool_calls += made
 
     trial = replace(usage, details=dict(usage.details))
     trial.requests += 1
-    trial.incr(kept.usage)
+    _record_billed_usage(trial, kept)
     try:
         usage_limits.check_tokens(trial)
         usage_limits.check_cost(trial, warn_if_cost_unavailable=False)
@@ -222,6 +255,22 @@ async def first_round(
     count()
     usage_limits.check_cost(usage)  # as the agent does when its run ends (it may warn that cost is unknown)
     return True, outcome
+
+
+def has_fallback(model: Any) -> bool:
+    """Whether `model`, or a model it wraps, is a `FallbackModel`: the agent settles what its attempts cost
+    (also when all of them fail), so such steps run through the agent."""
+    from pydantic_ai.models.fallback import FallbackModel
+
+    while model is not None:
+        if isinstance(model, FallbackModel):
+            return True
+        model = getattr(model, "wrapped", None)
+    return False
+
+
+def _ignored(response: ModelResponse) -> None:
+    """The request helper reports each segment of a continued response; the response it returns is what counts."""
 
 
 def _plain_calls(response: ModelResponse) -> list[ToolCallPart] | None:

@@ -223,7 +223,7 @@ class AgentStepExecutor:
         run_settings = {**prompt_cache_settings(step), **self._request_settings()}
         # The first round goes straight to the model when the agent already showed what it sends for this
         # block, and nothing of the step needs the agent's own machinery (see `_direct`).
-        direct = _direct.AVAILABLE and not toolsets and not _direct_excluded(agent)
+        direct = _direct.AVAILABLE and not toolsets and not _direct_excluded(agent) and not _direct.has_fallback(model)
         template = self._template(step, run_settings) if direct else None
         limits_given = limits.usage_limits()
         output: Any = None
