@@ -36,6 +36,7 @@ from .. import _loop
 from .._send_gate import gate_steps
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
+from .heap import set_aside_heap
 from .twin import StepRequest, coroutine_twin
 
 __all__ = ["Settle", "drive"]
@@ -68,7 +69,8 @@ def drive(
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
-    _Driver(function, concurrency, settle).run(items)
+    with set_aside_heap():
+        _Driver(function, concurrency, settle).run(items)
 
 
 class _Driver:
