@@ -1,15 +1,18 @@
 """`nighthawk.map` through the HTTP path, and how much of each item's request a prompt cache can reuse.
 
-Run: `python bench/bench_map_http.py [--quick] [--prefix-only | --throughput-only]` (with nighthawk installed or PYTHONPATH=core). Prints figures;
-asserts nothing. The provider is the test suite's OpenAI-compatible server (`tests/support/openai_server.py`)
+Run: `python bench/bench_map_http.py [--quick] [--prefix-only | --throughput-only] [--against COMMIT [--rounds N]]`
+(with nighthawk installed or PYTHONPATH=core). Prints figures; asserts nothing. With `--against`, (c) runs
+`--rounds` times (2) for a `git archive` of COMMIT and for this tree in turn, the same benchmark code
+driving each tree's nighthawk. The provider is the test suite's OpenAI-compatible server (`tests/support/openai_server.py`)
 in a child process on loopback, so its CPU is not the map's: every request is answered after a fixed
 latency with one `nh_outcome` call, over the real `openai` client and pydantic-ai's Chat Completions model.
 
 (c) 1,000 items at 200 ms latency, concurrency 32, sync and async functions: floor / elapsed, the floor
     being the largest of the latency bound (as in `bench_map.py` (b)), the client's and the server's CPU
     (each measured in its own process over a plain loop of the same calls at zero latency), and both
-    together spread over the machine's cores; and the TCP connections the server saw (reused: about
-    `concurrency`, not one per item);
+    together spread over the machine's cores; the latency floor alone / elapsed (the issue's figure); the
+    TCP connections the server saw (reused: about `concurrency`, not one per item); and, for reference,
+    the bare `openai` SDK sending the body the map's items sent, 32 at a time, to the same server;
 (e) a notebook-style `classify(ticket)` over distinct tickets (and a variant reading the categories from a global): the longest prefix that every item's first
     request shares, as a share of each request, serialized in the order a provider builds its prompt
     (tool schemas, then the messages in order; OpenAI and Anthropic both put tools first), and in the
@@ -144,16 +147,77 @@ def http_throughput() -> None:
         f"{client_cpu_s * 1000:.2f} ms, server CPU {server_cpu_s * 1000:.2f} ms ({load()})"
     )
     print("    floors: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in floors.items()) + f"; floor {floor:.2f} s ({bound})")
+    latency_floor = floors["latency"]
     for name, function in (("sync", label), ("async", label_async)):
-        with provider(latency_s, "text.upper()") as seen, nh.run(executor()):
+        with provider(latency_s, "text.upper()") as seen, nh.run(executor()), full_collections() as passes:
             nh.map(function, texts(4, "warm"), progress=False)
+            passes.clear()
             elapsed, cpu = timed_with_cpu(
                 lambda function=function, name=name: nh.map(function, texts(count, name), concurrency=concurrency, progress=False)
             )
+            passes_s = list(passes)
         print(
-            f"    {name:5}: {elapsed:6.2f} s, floor / elapsed {floor / elapsed:.2f}, client CPU {cpu:.2f} s, server CPU "
-            f"{seen.cpu_s:.2f} s; {seen.requests} requests over {seen.connections} connections ({load()})"
+            f"    {name:5}: {elapsed:6.2f} s, floor / elapsed {floor / elapsed:.2f}, latency floor / elapsed "
+            f"{latency_floor / elapsed:.2f}, client CPU {cpu:.2f} s, server CPU {seen.cpu_s:.2f} s; {seen.requests} "
+            f"requests over {seen.connections} connections; {len(passes_s)} full GC passes, longest "
+            f"{max(passes_s, default=0) * 1000:.0f} ms ({load()})"
         )
+    body = seen.bodies[-1]  # what the last item sent
+    with provider(latency_s, "text.upper()"):
+        elapsed, cpu = bare_sdk_map(count, concurrency, body=body)
+    print(
+        f"    bare openai SDK, {concurrency} at a time: {elapsed:6.2f} s, latency floor / elapsed "
+        f"{latency_floor / elapsed:.2f}, client CPU {cpu:.2f} s ({load()})"
+    )
+
+
+@contextmanager
+def full_collections() -> Iterator[list[float]]:
+    """The durations of the garbage collector's full passes (generation 2) while the block runs."""
+    import gc
+
+    durations: list[float] = []
+    started = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                durations.append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(timed)
+    try:
+        yield durations
+    finally:
+        gc.callbacks.remove(timed)
+
+
+def bare_sdk_map(count: int, concurrency: int, *, body: dict[str, Any]) -> tuple[float, float]:
+    """`count` requests of `body` through one `AsyncOpenAI` client, `concurrency` at a time: elapsed and CPU."""
+    import asyncio
+
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(max_retries=0)
+
+    async def one(places: asyncio.Semaphore) -> None:
+        async with places:
+            await client.chat.completions.create(**body)
+
+    async def run(n: int) -> None:
+        places = asyncio.Semaphore(concurrency)
+        await asyncio.gather(*(one(places) for _ in range(n)))
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(run(concurrency))  # connections opened, code warm
+        cpu, started = time.process_time(), time.perf_counter()
+        loop.run_until_complete(run(count))
+        return time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        loop.run_until_complete(client.close())
+        loop.close()
 
 
 # --- (e) --------------------------------------------------------------------------------------------------
@@ -223,9 +287,33 @@ def where(texts_: list[str], shared: int) -> None:
         print(f"      then: {text[shared:shared + 120]!r}... ({len(text) - shared} characters after)")
 
 
+def against(commit: str, rounds: int) -> None:
+    """(c) for a `git archive` of `commit` and for this tree, in turn, `rounds` times."""
+    import tempfile
+
+    from bench_startup import REPO, extract
+
+    with tempfile.TemporaryDirectory(prefix="nh-map-http-") as folder:
+        trees = {commit: extract(commit, Path(folder) / "base"), "this tree": REPO}
+        for _ in range(rounds):
+            for name, tree in trees.items():
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "core"), str(tree)])}
+                out = subprocess.run(
+                    [sys.executable, __file__, "--throughput-only"], capture_output=True, text=True, env=env, check=True
+                ).stdout
+                for line in out.splitlines():
+                    if line.lstrip().startswith(("sync", "async", "bare", "per item")):
+                        print(f"{name:>10} | {line.strip()}", flush=True)
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         serve(float(sys.argv[2]), sys.argv[3])
+        return
+    if "--against" in sys.argv:
+        at = sys.argv.index("--against")
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
+        against(sys.argv[at + 1], rounds)
         return
     os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")  # no tokenizer vocabulary download for gpt-bench
     if "--throughput-only" not in sys.argv:

@@ -15,11 +15,12 @@ would only make the loop go round more often for the same work.
 
 Turns alone do not keep the steps apart: answers that come back close together are worked on together,
 and the next requests leave close together again, so the items travel as a train. While the loop works
-through a train, every item in it waits for the others (at 200 ms a request and 32 items in flight, a
-train cost each item 10-20 ms a round trip, 0.84-0.88 of the latency floor). So consecutive first requests
-also leave at least the loop's own CPU time per request apart (measured on the loop thread as the map
-runs): the answers then come back spread out, each finds the loop free, and the map can still send as
-fast as the loop can prepare requests (0.92-0.94 of the floor in the same runs).
+through a train, every item in it waits for the others (at 200 ms a request and 32 items in flight, 10-20
+ms a round trip: 1,000 items took 0.84-0.89 of the latency floor). So, while the process has CPU time to
+spare, consecutive first requests also leave at least the loop's own CPU time per request apart (read on
+the loop thread as the map runs): the answers come back spread out and each finds the loop free (0.88-0.92
+of the floor in the same runs; the bare `openai` SDK, 0.93-0.95). A map bound by the CPU is not spaced:
+it would gain nothing, and the extra hand-offs cost it CPU time.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import contextvars
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 
 from ._loop import _caller
 
@@ -43,56 +45,66 @@ class _Gate:
         """Requests of these steps sent and not answered yet."""
         self.requests = 0
         """Requests of these steps sent so far."""
-        self.first_request_cpu = 0.0
-        """The loop thread's CPU time when the first of them was sent."""
+        self.spacing = 0.0
+        """Seconds between two first requests, read over the last window; 0 while the CPU is the bound."""
         self.next_first_request = 0.0
         """The monotonic time before which no step sends its first request."""
-        self.spaced = False
-        """Whether first requests are spaced: the process had CPU time to spare over the last window."""
-        self.window = (0, time.monotonic(), time.process_time())
-        """First requests sent in the current window, and when (wall and process CPU time) it started."""
+        self._window: _Window | None = None
 
     def sent(self) -> None:
-        """Count a request of these steps (sent on the loop's thread, where the CPU time is read)."""
-        if self.requests == 0:
-            self.first_request_cpu = time.thread_time()
+        """Count a request of these steps."""
         self.requests += 1
 
     def sent_first(self) -> None:
-        """A step sent its first request: book the time the next one may send, the loop's CPU time per
-        request after this one's booking. From the booking, not from now: a step that sent late (the loop
+        """A step sent its first request (on the loop's thread): book the time the next one may send, the
+        spacing after this one's booking. From the booking, not from now: a step that sent late (the loop
         was busy) does not push every later one back, so the spacing never slows a map the CPU already
         bounds; and after a pause the next may go at once."""
-        self._measure_window()
-        spacing = 0.0
-        if self.spaced:
-            # The loop's CPU time since the first request went out paid for the ones sent since: the
-            # `requests - 1` counted and this one.
-            spacing = (time.thread_time() - self.first_request_cpu) / self.requests
-            spacing = min(max(spacing, 0.0), _MOST_SPACING_S)
-        self.next_first_request = max(self.next_first_request + spacing, time.monotonic())
+        window = self._window
+        if window is None or window.first_requests + 1 >= _WINDOW:
+            if window is not None:
+                self.spacing = window.spacing(self.requests)
+            self._window = _Window(
+                first_requests=0,
+                started=time.monotonic(),
+                process_cpu=time.process_time(),
+                loop_cpu=time.thread_time(),
+                requests=self.requests,
+            )
+        else:
+            window.first_requests += 1
+        self.next_first_request = max(self.next_first_request + self.spacing, time.monotonic())
 
-    def _measure_window(self) -> None:
-        """Every `_WINDOW` first requests, decide whether the next window's are spaced: only while the
-        process leaves CPU time unused. A map bound by the CPU gains nothing from the spacing, and it would
-        only add hand-offs between the loop and the caller (measured: 20-30% more CPU per item at 0-20 ms
-        answers)."""
-        sent, started, started_cpu = self.window
-        sent += 1
-        if sent < _WINDOW:
-            self.window = (sent, started, started_cpu)
-            return
-        now, cpu = time.monotonic(), time.process_time()
-        self.spaced = (cpu - started_cpu) < _BUSY * (now - started)
-        self.window = (0, now, cpu)
+
+@dataclass(kw_only=True)
+class _Window:
+    """Where a run of `_WINDOW` first requests started: the clock, the CPU times and the requests sent."""
+
+    first_requests: int
+    started: float
+    process_cpu: float
+    loop_cpu: float
+    """The loop thread's CPU time (read on the loop's thread, where first requests are sent)."""
+    requests: int
+
+    def spacing(self, requests_now: int) -> float:
+        """The loop's CPU time per request over the window, if the process left CPU time unused then; else
+        0. A map bound by the CPU gains nothing from spacing, and it would only add hand-offs between the
+        loop and the caller (measured: 20-30% more CPU per item with answers in 0-20 ms). Read afresh each
+        window, so dear requests early in a map do not hold back the cheap ones after them."""
+        wall = time.monotonic() - self.started
+        if time.process_time() - self.process_cpu >= _BUSY * wall or requests_now <= self.requests:
+            return 0.0
+        per_request = (time.thread_time() - self.loop_cpu) / (requests_now - self.requests)
+        return min(max(per_request, 0.0), _MOST_SPACING_S)
 
 
 _WINDOW = 16
-"""First requests over which the process's CPU use is read (none are spaced before the first window ends)."""
+"""First requests over which the CPU times are read (none are spaced before the first window ends)."""
 _BUSY = 0.9
 """The share of one core's time above which the process is taken as bound by its CPU (the GIL's core)."""
 _MOST_SPACING_S = 0.05
-"""A bound on the spacing, should the CPU time read be wrong (the loop restarted on a new thread)."""
+"""A bound on the spacing, whatever the CPU times read (a loop thread busy with other work)."""
 
 
 class _Pass:

@@ -1,10 +1,10 @@
-"""While a map runs, the objects that existed before it are left out of the collector's full passes.
+"""Once a map has seen a full collection, the heap it found is left out of the next ones until it ends.
 
 A full pass walks every tracked object of the process; with a map's items holding their conversations across
 the model's latency, such passes came every few hundred items and stopped every item in flight for the
 length of a walk over the whole heap (see `nighthawk.batch.heap`). These tests check what the map does to
-the collector, and that it gives everything back: nothing stays frozen, garbage from before is still
-collected, a heap that somebody else froze stays frozen.
+the collector, and that it gives everything back: a short map changes nothing, nothing stays frozen,
+garbage is still collected, a heap that somebody else froze stays frozen.
 """
 
 from __future__ import annotations
@@ -24,27 +24,6 @@ import nighthawk as nh
 pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
-async def returns_its_number(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    await asyncio.sleep(0.001)
-    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "n"})])
-
-
-@nh.natural_function
-def number(n: int) -> int:
-    """natural
-    Return <n>.
-    """
-
-
-@pytest.fixture
-def scripted() -> Iterator[None]:
-    executor = nh.AgentStepExecutor.from_configuration(
-        configuration=nh.StepExecutorConfiguration(model=FunctionModel(returns_its_number))
-    )
-    with nh.run(executor):
-        yield
-
-
 @pytest.fixture(autouse=True)
 def unfrozen_heap() -> Iterator[None]:
     """Each test starts with nothing frozen and leaves nothing frozen, whatever it did."""
@@ -61,71 +40,91 @@ class Cycle:
         self.me = self
 
 
-def freeze_count_during_an_item(_: object) -> int:
+def frozen_during_the_item(_: object) -> int:
     return gc.get_freeze_count()
 
 
-def test_objects_made_before_a_map_are_frozen_while_its_items_run() -> None:
-    before = len(gc.get_objects())
+def collects_then_looks(index: int) -> int:
+    """Item 0 makes the full pass a long map would meet; every item answers how much is frozen."""
+    if index == 0:
+        gc.collect()
+    return gc.get_freeze_count()
 
-    counts = nh.map(freeze_count_during_an_item, [1, 2, 3], concurrency=2, progress=False)
 
-    assert min(counts) >= before * 0.9  # what existed when the map started (less what died since)
+def test_a_map_that_meets_no_full_collection_freezes_nothing() -> None:
+    assert nh.map(frozen_during_the_item, range(5), concurrency=1, progress=False) == [0] * 5
+
+
+def test_after_a_full_collection_the_rest_of_the_map_runs_with_the_heap_set_aside() -> None:
+    counts = nh.map(collects_then_looks, range(3), concurrency=1, progress=False)
+
+    assert counts[0] == 0
+    assert counts[1] > 1000 and counts[2] > 1000  # the heap of a process with pydantic-ai loaded
 
 
 def test_the_heap_is_handed_back_when_the_map_ends() -> None:
-    nh.map(freeze_count_during_an_item, [1, 2, 3], progress=False)
+    nh.map(collects_then_looks, range(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
 
 
 def test_the_heap_is_handed_back_when_an_item_fails() -> None:
-    def fails(_: object) -> None:
-        raise ValueError("item failed")
+    def fails_after_the_first(index: int) -> int:
+        if index == 1:
+            raise ValueError("item failed")
+        return collects_then_looks(index)
 
     with pytest.raises(nh.MapItemError):
-        nh.map(fails, [1], progress=False)
+        nh.map(fails_after_the_first, range(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
 
 
 def test_the_heap_is_handed_back_after_an_interrupt() -> None:
-    def interrupted(_: object) -> None:
-        raise KeyboardInterrupt
+    def interrupted_after_the_first(index: int) -> int:
+        if index == 1:
+            raise KeyboardInterrupt
+        return collects_then_looks(index)
 
     with pytest.raises(KeyboardInterrupt):
-        nh.map(interrupted, [1], progress=False)
+        nh.map(interrupted_after_the_first, range(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
 
 
-def test_garbage_from_before_the_map_is_collected_after_it() -> None:
-    cycle = Cycle()
-    gone = weakref.ref(cycle)
-    del cycle
+def test_what_dies_among_the_set_aside_objects_is_collected_after_the_map() -> None:
+    kept = [Cycle()]
+    gone = weakref.ref(kept[0])
 
-    nh.map(freeze_count_during_an_item, [1], progress=False)
+    def drops_the_cycle(index: int) -> int:
+        if index == 1:
+            kept.clear()  # garbage now, among the objects set aside after item 0's full pass
+        return collects_then_looks(index)
+
+    counts = nh.map(drops_the_cycle, range(3), concurrency=1, progress=False)
     gc.collect()
 
+    assert counts[1] > 0
     assert gone() is None
 
 
 def test_garbage_an_item_makes_is_collected_while_the_map_runs() -> None:
-    def makes_and_collects_a_cycle(_: object) -> bool:
+    def makes_and_collects_a_cycle(index: int) -> bool:
+        collects_then_looks(index)
         cycle = Cycle()
         gone = weakref.ref(cycle)
         del cycle
         gc.collect()
         return gone() is None
 
-    assert nh.map(makes_and_collects_a_cycle, [1, 2], progress=False) == [True, True]
+    assert nh.map(makes_and_collects_a_cycle, range(3), concurrency=1, progress=False) == [True] * 3
 
 
 def test_a_heap_somebody_else_froze_stays_frozen_after_the_map() -> None:
     gc.freeze()
     frozen = gc.get_freeze_count()
 
-    nh.map(freeze_count_during_an_item, [1], progress=False)
+    nh.map(collects_then_looks, range(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() >= frozen * 0.9  # still frozen (less the frozen objects that died meanwhile)
 
@@ -133,23 +132,39 @@ def test_a_heap_somebody_else_froze_stays_frozen_after_the_map() -> None:
 def test_a_map_leaves_the_collector_alone_when_it_is_disabled() -> None:
     gc.disable()
 
-    counts = nh.map(freeze_count_during_an_item, [1], progress=False)
-
-    assert counts == [0]
+    assert nh.map(collects_then_looks, range(3), concurrency=1, progress=False) == [0, 0, 0]
 
 
 def test_a_map_nested_in_an_item_leaves_the_heap_set_aside_for_the_outer_map() -> None:
-    def runs_a_map_then_looks(_: object) -> int:
-        nh.map(freeze_count_during_an_item, [1, 2], progress=False)
-        return gc.get_freeze_count()
+    def runs_a_map_then_looks(index: int) -> int:
+        if index == 1:
+            nh.map(frozen_during_the_item, [1, 2], progress=False)
+        return collects_then_looks(index)
 
-    counts = nh.map(runs_a_map_then_looks, [1], progress=False)
+    counts = nh.map(runs_a_map_then_looks, range(3), concurrency=1, progress=False)
 
-    assert counts[0] > 0
+    assert counts[1] > 0 and counts[2] > 0
     assert gc.get_freeze_count() == 0
 
 
-@pytest.mark.usefixtures("scripted")
-def test_a_natural_function_mapped_gives_the_heap_back() -> None:
-    assert nh.map(number, range(20), concurrency=8, progress=False) == list(range(20))
+async def returns_its_number(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    await asyncio.sleep(0.001)
+    return ModelResponse(parts=[ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "collects_then_looks(n)"})])
+
+
+@nh.natural_function
+def number(n: int) -> int:
+    """natural
+    Return <n>.
+    """
+
+
+def test_a_natural_function_mapped_sets_the_heap_aside_and_gives_it_back() -> None:
+    executor = nh.AgentStepExecutor.from_configuration(
+        configuration=nh.StepExecutorConfiguration(model=FunctionModel(returns_its_number))
+    )
+    with nh.run(executor):
+        counts = nh.map(number, range(6), concurrency=1, progress=False)
+
+    assert counts[0] == 0 and min(counts[1:]) > 1000
     assert gc.get_freeze_count() == 0

@@ -38,8 +38,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 def send(
     gate: _send_gate._Gate, clock: FakeClock, *, cpu_s: float, after_s: float, first: bool = True, busy: float = 0.5
 ) -> None:
-    """One request that cost the loop `cpu_s`, sent `after_s` after the previous one while the process was
-    busy `busy` of the time."""
+    """One request that cost the loop `cpu_s`, sent `after_s` after the previous one, the process busy
+    `busy` of the time in between (as `requesting` reports it: the step's first request books the next)."""
     clock.now += after_s
     clock.cpu += cpu_s
     clock.process_cpu += busy * after_s
@@ -48,47 +48,30 @@ def send(
     gate.sent()
 
 
-def test_the_first_requests_of_a_map_are_not_spaced(clock: FakeClock) -> None:
-    gate = _send_gate._Gate(caller=object())
-    for _ in range(_send_gate._WINDOW - 1):
-        send(gate, clock, cpu_s=0.004, after_s=0.0)
-
-    send(gate, clock, cpu_s=0.004, after_s=0.0)
-
-    assert gate.next_first_request == clock.now
+def one_window(gate: _send_gate._Gate, clock: FakeClock, *, cpu_s: float = 0.004, busy: float = 0.5) -> None:
+    """A window's worth of first requests, 10 ms apart, each costing the loop `cpu_s`."""
+    for _ in range(_send_gate._WINDOW):
+        send(gate, clock, cpu_s=cpu_s, after_s=0.010, busy=busy)
 
 
 def warmed_up(clock: FakeClock, *, cpu_s: float = 0.004, busy: float = 0.5) -> _send_gate._Gate:
-    """A gate past its first window of requests, each of which cost the loop `cpu_s`, the last one long ago."""
+    """A gate past its first window (each request costing the loop `cpu_s`), its last request long ago."""
     gate = _send_gate._Gate(caller=object())
-    for _ in range(_send_gate._WINDOW):
-        send(gate, clock, cpu_s=cpu_s, after_s=0.1, busy=busy)
+    one_window(gate, clock, cpu_s=cpu_s, busy=busy)
+    send(gate, clock, cpu_s=cpu_s, after_s=0.010, busy=busy)  # closes the window: the spacing is read
     clock.now += 1.0
     return gate
 
 
-def test_a_map_bound_by_the_cpu_is_not_spaced(clock: FakeClock) -> None:
-    gate = warmed_up(clock, busy=1.0)  # the process used a whole core while the window's requests went out
-    send(gate, clock, cpu_s=0.004, after_s=0.0)
-
-    send(gate, clock, cpu_s=0.004, after_s=0.0)
-
-    assert gate.next_first_request == clock.now
-
-
-def test_spacing_comes_back_once_the_process_has_cpu_time_to_spare(clock: FakeClock) -> None:
-    gate = warmed_up(clock, busy=1.0)
+def test_the_first_window_of_first_requests_is_not_spaced(clock: FakeClock) -> None:
+    gate = _send_gate._Gate(caller=object())
     for _ in range(_send_gate._WINDOW):
-        send(gate, clock, cpu_s=0.004, after_s=0.1, busy=0.5)
-    clock.now += 1.0
-    send(gate, clock, cpu_s=0.004, after_s=0.0)
+        send(gate, clock, cpu_s=0.004, after_s=0.0)  # even sent all at once
 
-    send(gate, clock, cpu_s=0.004, after_s=0.0)
-
-    assert gate.next_first_request == pytest.approx(clock.now + 0.004)
+        assert gate.next_first_request == clock.now
 
 
-def test_a_step_sending_on_time_books_the_next_the_loops_cpu_time_per_request_later(clock: FakeClock) -> None:
+def test_after_a_window_first_requests_are_booked_the_loops_cpu_time_per_request_apart(clock: FakeClock) -> None:
     gate = warmed_up(clock)
     send(gate, clock, cpu_s=0.004, after_s=0.0)
     assert gate.next_first_request == clock.now  # after a pause: the next may go at once
@@ -99,14 +82,12 @@ def test_a_step_sending_on_time_books_the_next_the_loops_cpu_time_per_request_la
 
 
 def test_requests_after_the_first_of_a_step_count_towards_the_cpu_time_per_request(clock: FakeClock) -> None:
-    gate = warmed_up(clock)  # 16 requests of 4 ms
-    send(gate, clock, cpu_s=0.002, after_s=0.0, first=False)  # a step's second round: 2 ms
-    send(gate, clock, cpu_s=0.004, after_s=0.0)  # after the pause: may go at once
+    gate = _send_gate._Gate(caller=object())
+    for _ in range(_send_gate._WINDOW + 1):
+        send(gate, clock, cpu_s=0.004, after_s=0.010)
+        send(gate, clock, cpu_s=0.002, after_s=0.010, first=False)  # each step's second round
 
-    send(gate, clock, cpu_s=0.004, after_s=0.0)
-
-    # Since the first request went out the loop spent 15 x 4 + 2 + 4 + 4 ms, for the 18 requests after it.
-    assert gate.next_first_request == pytest.approx(clock.now + 0.070 / 18)
+    assert gate.spacing == pytest.approx(0.003)
 
 
 def test_a_step_that_sent_late_does_not_push_the_next_ones_back(clock: FakeClock) -> None:
@@ -121,21 +102,33 @@ def test_a_step_that_sent_late_does_not_push_the_next_ones_back(clock: FakeClock
     assert gate.next_first_request == pytest.approx(booked + 0.004)  # not 3 ms later
 
 
-def test_after_a_pause_the_next_request_may_go_at_once(clock: FakeClock) -> None:
-    gate = warmed_up(clock)
+def test_a_map_bound_by_the_cpu_is_not_spaced(clock: FakeClock) -> None:
+    gate = warmed_up(clock, busy=1.0)  # the process used a whole core while the window's requests went out
 
-    gate.sent_first()
+    assert gate.spacing == 0.0
 
-    assert gate.next_first_request == clock.now
+
+def test_spacing_comes_back_once_the_process_has_cpu_time_to_spare(clock: FakeClock) -> None:
+    gate = warmed_up(clock, busy=1.0)
+
+    one_window(gate, clock, busy=0.5)
+
+    assert gate.spacing == pytest.approx(0.004)
+
+
+def test_dear_requests_early_in_a_map_do_not_hold_back_cheap_ones_after_them(clock: FakeClock) -> None:
+    gate = warmed_up(clock, cpu_s=0.020)
+    assert gate.spacing == pytest.approx(0.020)
+
+    one_window(gate, clock, cpu_s=0.001)
+
+    assert gate.spacing == pytest.approx(0.001)
 
 
 def test_the_spacing_is_bounded_whatever_the_cpu_reading(clock: FakeClock) -> None:
     gate = warmed_up(clock, cpu_s=10.0)
-    send(gate, clock, cpu_s=10.0, after_s=0.0)
 
-    send(gate, clock, cpu_s=10.0, after_s=0.0)
-
-    assert gate.next_first_request == pytest.approx(clock.now + _send_gate._MOST_SPACING_S)
+    assert gate.spacing == _send_gate._MOST_SPACING_S
 
 
 # --- the gate on a loop --------------------------------------------------------------------------------
@@ -207,16 +200,18 @@ def test_a_step_cancelled_while_it_waits_at_the_gate_lets_the_next_one_through()
     assert order == ["second"]
 
 
-def test_sending_a_request_books_the_next_first_request() -> None:
-    booked: list[float] = []
+def test_sending_a_first_request_books_the_next_one_a_spacing_later() -> None:
+    booked: list[tuple[float, float]] = []
 
     async def body(gate: _send_gate._Gate) -> None:
         gate.waiting_for_model = 1
+        gate.spacing = 0.03
         async with _send_gate.passing_gate():
-            before = gate.next_first_request
+            before = gate.next_first_request = time.monotonic()
             with _send_gate.requesting():
-                booked.append(gate.next_first_request - before)
+                booked.append((before, gate.next_first_request))
 
     in_gated_context(body)
 
-    assert booked[0] > 0  # the first request of the step was counted and booked its successor
+    before, after = booked[0]
+    assert after == pytest.approx(before + 0.03)

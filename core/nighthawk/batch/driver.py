@@ -36,7 +36,7 @@ from .. import _loop
 from .._send_gate import gate_steps
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
-from .heap import set_aside_heap
+from .heap import set_aside_heap, set_aside_if_due
 from .twin import StepRequest, coroutine_twin
 
 __all__ = ["Settle", "drive"]
@@ -208,6 +208,7 @@ class _Driver:
             self._finish(item, value, error)
 
     def _finish(self, item: _Item, value: object, error: BaseException | None) -> None:
+        set_aside_if_due()  # between items, on this thread: the heap may be set aside from here on
         after_s = self.settle(item.index, item.args, item.attempt, value, error, item.spent)
         if after_s is None:
             self._finished()
