@@ -16,10 +16,10 @@ would only make the loop go round more often for the same work.
 Turns alone do not keep the steps apart: answers that come back close together are worked on together,
 and the next requests leave close together again, so the items travel as a train. While the loop works
 through a train, every item in it waits for the others (at 200 ms a request and 32 items in flight, 10-20
-ms a round trip: 1,000 items took 0.84-0.89 of the latency floor). So, while the process has CPU time to
-spare, consecutive first requests also leave at least the loop's own CPU time per request apart (read on
-the loop thread as the map runs): the answers come back spread out and each finds the loop free (0.88-0.92
-of the floor in the same runs; the bare `openai` SDK, 0.93-0.95). A map bound by the CPU is not spaced:
+ms a round trip). So, while the process has CPU time to spare, consecutive first requests also leave at
+least the loop's own CPU time per request apart (read on the loop thread as the map runs): the answers
+come back spread out and each finds the loop free (1,000 items: 0.83-0.89 of the latency floor against
+0.81-0.83 without the spacing, in runs taken in turn). A map bound by the CPU is not spaced:
 it would gain nothing, and the extra hand-offs cost it CPU time.
 """
 

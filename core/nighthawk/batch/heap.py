@@ -4,7 +4,7 @@ Python's collector runs a full pass (over every tracked object of the process) e
 have survived younger passes. A map's items hold their conversation objects across a model's latency, so
 they survive and count towards the next full pass: with 32 items in flight, a full pass comes every 250
 items or so. Over the heap of a process that has loaded pydantic-ai and an SDK (120,000-150,000 objects; a
-kernel with pandas, several times that) each pass stops every thread for 70-100 ms, and every item in flight
+kernel with pandas, several times that) each pass stops every thread for 70-150 ms, and every item in flight
 waits for it: 1,000 items at 200 ms took 5-6% longer for that alone, and bunched up after each pause.
 
 So after the first full pass that runs while a map does (a pass the process would have made anyway, which
