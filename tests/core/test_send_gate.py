@@ -214,4 +214,4 @@ def test_sending_a_first_request_books_the_next_one_a_spacing_later() -> None:
     in_gated_context(body)
 
     before, after = booked[0]
-    assert after == pytest.approx(before + 0.03)
+    assert after - before == pytest.approx(0.03)
