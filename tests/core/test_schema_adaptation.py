@@ -1,0 +1,136 @@
+"""A model built from a `provider:model` string adapts a set of tool schemas to its provider once.
+
+pydantic-ai rewrites every tool's JSON schema for the provider before each request; a block's steps send the
+same tool definitions every time, so the model built for them keeps the rewritten definitions, keyed by the
+definition objects themselves.
+"""
+
+from __future__ import annotations
+
+import pytest
+import pydantic_ai.models as pydantic_ai_models
+from pydantic_ai.models import Model, ModelRequestParameters, override_allow_model_requests
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.tools import ToolDefinition
+
+import nighthawk as nh
+from nighthawk import _provider_models, _tokens
+
+from support import openai_server
+from support.http_steps import assign_and_pass
+
+
+@pytest.fixture
+def adaptations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the tools whose schemas pydantic-ai adapts, in order."""
+    seen: list[str] = []
+    adapt = pydantic_ai_models._customize_tool_def
+
+    def counting(transformer, tool_def):
+        seen.append(tool_def.name)
+        return adapt(transformer, tool_def)
+
+    monkeypatch.setattr(pydantic_ai_models, "_customize_tool_def", counting)
+    return seen
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> Model:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    built, _ = _provider_models.build_model("openai-chat:gpt-test", None)
+    return built
+
+
+def tool(name: str, **properties: dict) -> ToolDefinition:
+    schema = {"type": "object", "properties": properties, "required": sorted(properties)}
+    return ToolDefinition(name=name, parameters_json_schema=schema)
+
+
+@nh.natural_function
+def increment(x: int) -> int:
+    y = 0
+    """natural
+    Set <:y> to <x> + 1.
+    """
+    return y
+
+
+def test_the_steps_of_a_block_over_http_adapt_its_tool_schemas_once(monkeypatch, adaptations):
+    monkeypatch.setenv(_tokens.ENVIRONMENT_VARIABLE, "estimate")
+    with (
+        openai_server.NetworkRecorder() as network,
+        openai_server.ScriptedOpenAIServer(lifetime=50.0) as server,
+        override_allow_model_requests(True),
+    ):
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        server.push(*[assign_and_pass() for _ in range(4)])
+        configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-test")
+        with nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
+            assert [increment(x) for x in range(4)] == [1, 2, 3, 4]
+    assert network.non_loopback == []
+    assert server.request_count == 4
+    assert sorted(adaptations) == ["nh_assign", "nh_eval", "nh_outcome"]
+    first, *later = server.requests
+    assert all(request.body["tools"] == first.body["tools"] for request in later)
+
+
+def test_the_adapted_parameters_are_the_ones_pydantic_ai_makes(model):
+    parameters = ModelRequestParameters(function_tools=[tool("lookup", key={"type": "string"})], allow_text_output=True)
+    expected = Model.customize_request_parameters(model, parameters)
+    assert model.customize_request_parameters(parameters) == expected
+    assert model.customize_request_parameters(parameters) == expected  # from the kept adaptation
+
+
+def test_the_same_definitions_are_adapted_once(model, adaptations):
+    tools = [tool("lookup", key={"type": "string"}), tool("store", value={"type": "integer"})]
+    for _ in range(5):
+        model.customize_request_parameters(ModelRequestParameters(function_tools=list(tools)))
+    assert adaptations == ["lookup", "store"]
+
+
+def test_new_definitions_with_the_same_name_are_adapted_anew(model, adaptations):
+    first = model.customize_request_parameters(ModelRequestParameters(function_tools=[tool("lookup", key={"type": "string"})]))
+    second = model.customize_request_parameters(ModelRequestParameters(function_tools=[tool("lookup", n={"type": "integer"})]))
+    assert adaptations == ["lookup", "lookup"]
+    assert list(first.function_tools[0].parameters_json_schema["properties"]) == ["key"]
+    assert list(second.function_tools[0].parameters_json_schema["properties"]) == ["n"]
+
+
+def test_each_request_gets_its_own_lists_of_adapted_definitions(model):
+    tools = [tool("lookup", key={"type": "string"})]
+    first = model.customize_request_parameters(ModelRequestParameters(function_tools=tools))
+    second = model.customize_request_parameters(ModelRequestParameters(function_tools=tools))
+    first.function_tools.clear()
+    assert [t.name for t in second.function_tools] == ["lookup"]
+
+
+def test_the_model_keeps_a_bounded_number_of_sets(model, adaptations):
+    kept = _provider_models._ADAPTED_SETS
+    sets = [[tool(f"tool_{n}", key={"type": "string"})] for n in range(kept + 1)]
+    for tools in sets:
+        model.customize_request_parameters(ModelRequestParameters(function_tools=tools))
+    model.customize_request_parameters(ModelRequestParameters(function_tools=sets[-1]))  # still kept
+    model.customize_request_parameters(ModelRequestParameters(function_tools=sets[0]))  # the oldest, dropped
+    assert len(adaptations) == kept + 2
+    assert adaptations[-1] == "tool_0"
+
+
+def test_a_model_class_with_its_own_adaptation_is_left_alone(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+    class Adapting(OpenAIChatModel):
+        def customize_request_parameters(self, model_request_parameters):
+            return model_request_parameters
+
+    model = Adapting("gpt-test")
+    _provider_models._adapt_schemas_once(model)
+    assert "customize_request_parameters" not in vars(model)
+
+
+def test_a_model_the_user_gives_is_not_changed(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    given = OpenAIChatModel("gpt-test")
+    built, _ = _provider_models.build_model(given, 2)
+    assert built is given
+    assert "customize_request_parameters" not in vars(given)
