@@ -1,10 +1,12 @@
-"""Once a map has seen a full collection, the heap it found is left out of the next ones until it ends.
+"""While maps run, the heap they found is left out of the full collections, and handed back when they end.
 
 A full pass walks every tracked object of the process; with a map's items holding their conversations across
 the model's latency, such passes came every few hundred items and stopped every item in flight for the
-length of a walk over the whole heap (see `nighthawk.batch.heap`). These tests check what the map does to
-the collector, and that it gives everything back: a short map changes nothing, nothing stays frozen,
-garbage is still collected, a heap that somebody else froze stays frozen.
+length of a walk over the whole heap (see `nighthawk.batch.heap`). A map sets the heap aside at its start if
+a full pass ran since the heap was last handed back, otherwise after the first full pass it meets. These
+tests check what the map does to the collector, and that it gives everything back: a short map right after
+another changes nothing, nothing stays frozen, garbage is still collected, a heap that somebody else froze
+stays frozen.
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
+from nighthawk.batch import heap
 
 
 pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 
 @pytest.fixture(autouse=True)
-def unfrozen_heap() -> Iterator[None]:
-    """Each test starts with nothing frozen and leaves nothing frozen, whatever it did."""
+def unfrozen_heap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with nothing frozen, as if a map had just handed the heap back, and leaves nothing
+    frozen, whatever it did."""
     gc.unfreeze()
+    monkeypatch.setattr(heap, "_passes_at_hand_back", heap._full_passes())
     enabled = gc.isenabled()
     yield
     gc.unfreeze()
@@ -53,6 +58,27 @@ def collects_then_looks(index: int) -> int:
 
 def test_a_map_that_meets_no_full_collection_freezes_nothing() -> None:
     assert nh.map(frozen_during_the_item, range(5), concurrency=1, progress=False) == [0] * 5
+
+
+def test_a_map_starts_with_the_heap_set_aside_when_a_full_collection_ran_since_the_last_map() -> None:
+    gc.collect()
+
+    counts = nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False)
+
+    assert min(counts) > 1000
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_map_right_after_one_that_set_the_heap_aside_waits_for_a_full_collection() -> None:
+    # Freezing at every map's start would keep young objects (garbage included) from ever counting towards a
+    # full pass, and a program of many small maps would pile up its cyclic garbage.
+    gc.collect()
+    first = nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False)
+
+    second = nh.map(frozen_during_the_item, range(10, 15), concurrency=1, progress=False)  # other items, none reused
+
+    assert min(first) > 1000
+    assert second == [0] * 5
 
 
 def test_after_a_full_collection_the_rest_of_the_map_runs_with_the_heap_set_aside() -> None:

@@ -1,4 +1,4 @@
-"""Once a running map has seen one full collection, the heap it found is left out of the next ones.
+"""While maps run, the heap they found is left out of the full collections.
 
 Python's collector runs a full pass (over every tracked object of the process) each time enough objects
 have survived younger passes. A map's items hold their conversation objects across a model's latency, so
@@ -7,13 +7,17 @@ items or so. Over the heap of a process that has loaded pydantic-ai and an SDK (
 kernel with pandas, several times that) each pass stops every thread for 70-150 ms, and every item in flight
 waits for it: 1,000 items at 200 ms took 5-6% longer for that alone, and bunched up after each pause.
 
-So after the first full pass that runs while a map does (a pass the process would have made anyway, which
-has just collected the garbage of the heap as it stands), that heap is set aside (`gc.freeze`): the later
-full passes of the map look at the objects made since. When the last running map ends it is handed back
-(`gc.unfreeze`). A map that sees no full pass (most short ones) changes nothing, so a program running many
-small maps keeps its ordinary collections. What becomes garbage among the set-aside objects while the map
-runs waits for the first full pass after it. A heap somebody else froze (a server before `fork`) is left
-as it is; one that user code freezes while a map runs is handed back with the map's.
+So that heap is set aside (`gc.freeze`) and the full passes of a map look at the objects made since; when
+the last running map ends it is handed back (`gc.unfreeze`). When is a question of garbage. Freezing moves
+every object, garbage included, out of the collector's sight, and when handed back they count as old
+objects that survived nothing, so a freeze at every map's start would starve the full passes of a program
+running many small maps (their cyclic garbage piles up). So a map sets the heap aside at its start only if a
+full pass has run since a map last handed it back (that pass collected what was garbage then); otherwise it
+waits for the first full pass during the map (one the process would have made anyway). Freezes then come at
+most once per full pass, and a map that meets none and follows another changes nothing. What becomes
+garbage among the set-aside objects while the map runs waits for the first full pass after it. A heap
+somebody else froze (a server before `fork`) is left as it is; one that user code freezes while a map runs
+is handed back with the map's.
 """
 
 from __future__ import annotations
@@ -30,9 +34,15 @@ _lock = threading.Lock()
 _running = 0
 """Maps running now, in any thread."""
 _due = False
-"""A full pass ran while maps were running and nothing was frozen: the heap may be set aside."""
+"""The heap may be set aside: a full pass ran since it was handed back (before a map's start or during it)."""
 _froze = False
 """Whether the running maps froze the heap (so the last of them unfreezes it)."""
+_passes_at_hand_back = 0
+"""The collector's count of full passes when maps last handed the heap back."""
+
+
+def _full_passes() -> int:
+    return gc.get_stats()[2]["collections"]
 
 
 def _watch(phase: str, info: dict[str, Any]) -> None:
@@ -45,16 +55,18 @@ def _watch(phase: str, info: dict[str, Any]) -> None:
 
 @contextmanager
 def set_aside_heap() -> Iterator[None]:
-    """Watch for full passes while the body (a map) runs; hand back what was set aside when the last ends."""
-    global _running, _due, _froze
+    """Set the heap aside for the body (a map) if a full pass ran since it was last handed back, else watch for
+    a full pass while the body runs; hand back what was set aside when the last running map ends."""
+    global _running, _due, _froze, _passes_at_hand_back
     entered = False
     try:
         with _lock:
             if _running == 0:
-                _due = False
+                _due = _full_passes() != _passes_at_hand_back
                 gc.callbacks.append(_watch)
             _running += 1
             entered = True
+        set_aside_if_due()
         yield
     finally:
         if entered:
@@ -65,10 +77,11 @@ def set_aside_heap() -> Iterator[None]:
                     if _froze:
                         _froze = False
                         gc.unfreeze()
+                        _passes_at_hand_back = _full_passes()
 
 
 def set_aside_if_due() -> None:
-    """Freeze the heap if a full pass ran during the running maps and nothing else froze it (cheap when not)."""
+    """Freeze the heap if it is due (see the module's note) and nothing else froze it; cheap when not due."""
     global _due, _froze
     if not _due:
         return
