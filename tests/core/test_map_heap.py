@@ -70,8 +70,8 @@ def test_a_map_starts_with_the_heap_set_aside_when_a_full_collection_ran_since_t
 
 
 def test_a_map_right_after_one_that_set_the_heap_aside_waits_for_a_full_collection() -> None:
-    # Freezing at every map's start would keep young objects (garbage included) from ever counting towards a
-    # full pass, and a program of many small maps would pile up its cyclic garbage.
+    # A freeze starts the collector's counts over: freezing at every map's start, a program of many small
+    # maps would never make a full pass again (see the next test).
     gc.collect()
     first = nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False)
 
@@ -79,6 +79,25 @@ def test_a_map_right_after_one_that_set_the_heap_aside_waits_for_a_full_collecti
 
     assert min(first) > 1000
     assert second == [0] * 5
+
+
+def test_a_program_of_many_small_maps_still_gets_full_collections() -> None:
+    full_passes = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            full_passes.append(gc.get_freeze_count())
+
+    kept = []
+    gc.callbacks.append(count)
+    try:
+        for n in range(200):
+            kept.extend([n] for _ in range(3000))  # objects that survive, as a program's data does
+            nh.map(frozen_during_the_item, [2 * n, 2 * n + 1], concurrency=1, progress=False)
+    finally:
+        gc.callbacks.remove(count)
+
+    assert 0 in full_passes  # at least one full pass over the whole heap
 
 
 def test_after_a_full_collection_the_rest_of_the_map_runs_with_the_heap_set_aside() -> None:

@@ -8,16 +8,16 @@ kernel with pandas, several times that) each pass stops every thread for 70-150 
 waits for it: 1,000 items at 200 ms took 5-6% longer for that alone, and bunched up after each pause.
 
 So that heap is set aside (`gc.freeze`) and the full passes of a map look at the objects made since; when
-the last running map ends it is handed back (`gc.unfreeze`). When is a question of garbage. Freezing moves
-every object, garbage included, out of the collector's sight, and when handed back they count as old
-objects that survived nothing, so a freeze at every map's start would starve the full passes of a program
-running many small maps (their cyclic garbage piles up). So a map sets the heap aside at its start only if a
-full pass has run since a map last handed it back (that pass collected what was garbage then); otherwise it
-waits for the first full pass during the map (one the process would have made anyway). Freezes then come at
-most once per full pass, and a map that meets none and follows another changes nothing. What becomes
-garbage among the set-aside objects while the map runs waits for the first full pass after it. A heap
-somebody else froze (a server before `fork`) is left as it is; one that user code freezes while a map runs
-is handed back with the map's.
+the last running map ends it is handed back (`gc.unfreeze`). When is the question: a freeze starts the
+collector's counts over (the young passes made towards the next full pass; checked on 3.11 and 3.13), so a
+freeze at every map's start would keep a program of many small maps from ever making a full pass again, and
+its cyclic garbage would pile up. So a map sets the heap aside at its start only if a full pass has run
+since a map last handed it back; otherwise it waits for the first full pass during the map (one the process
+would have made anyway, right after which the counts are zero). A freeze then comes at most once per full
+pass and costs at most the young passes counted since that pass: a short map right after another changes
+nothing. What becomes garbage among the set-aside objects while the map runs waits for the first full pass
+after it. A heap somebody else froze (a server before `fork`) is left as it is; one that user code freezes
+while a map runs is handed back with the map's.
 """
 
 from __future__ import annotations
