@@ -1,6 +1,6 @@
 """Models built from `provider:model` strings: the key check before any request, the retry count set on the
-SDK client once, tool schemas adapted to the provider once per set of tools, and what to say when the string
-names no provider.
+SDK client once, tool schemas adapted to the provider once per set of definitions (`_schema_adaptation`), and
+what to say when the string names no provider.
 
 `import nighthawk` leaves this out like the rest of the executor's step machinery: pydantic-ai is imported
 only to build a model.
@@ -9,10 +9,9 @@ only to build a model.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
-from dataclasses import replace
 from typing import Any
 
+from ._schema_adaptation import adapt_schemas_once
 from .agents import agent_model, is_agent_model, near_agent_model
 from .errors import ModelConfigurationError
 
@@ -44,58 +43,12 @@ def build_model(model: Any, max_retries: int | None) -> tuple[Any, bool]:
     if is_agent_model(model):
         return agent_model(model), False
     built = _infer_model(model)
-    _adapt_schemas_once(built)
+    adapt_schemas_once(built)
     client = getattr(built, "client", None)
     if max_retries is None or not isinstance(getattr(client, "max_retries", None), int):
         return built, False
     client.max_retries = max_retries
     return built, True
-
-
-def _adapt_schemas_once(model: Any) -> None:
-    """Let `model` adapt a set of tool and output schemas to its provider once, not on every request.
-
-    Before each request pydantic-ai walks every tool's JSON schema with the provider's transformer (about
-    0.2 ms a request for a step's three tools, 7% of a map item's client CPU), though a block's steps send the
-    same tool definitions every time. The base implementation replaces only the function tools, the output
-    tools and the output object, each from its definition alone; so for the same definition objects the
-    same replacements are reused. A model class that customizes more is left alone.
-    """
-    from pydantic_ai.models import Model
-
-    if type(model).customize_request_parameters is not Model.customize_request_parameters:
-        return
-    adapt = model.customize_request_parameters
-    adapted: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
-
-    def customize_request_parameters(parameters: Any) -> Any:
-        function_tools, output_tools, output_object = (
-            parameters.function_tools, parameters.output_tools, parameters.output_object
-        )
-        key = (*map(id, function_tools), None, *map(id, output_tools), None, id(output_object))
-        entry = adapted.get(key)
-        if entry is None:
-            # The originals are kept with the result so that no other object can take their ids while it is kept.
-            entry = ((list(function_tools), list(output_tools), output_object), adapt(parameters))
-            adapted[key] = entry
-            if len(adapted) > _ADAPTED_SETS:
-                adapted.popitem(last=False)
-        else:
-            adapted.move_to_end(key)
-        done = entry[1]
-        return replace(
-            parameters,
-            function_tools=list(done.function_tools),
-            output_tools=list(done.output_tools),
-            output_object=done.output_object,
-        )
-
-    model.customize_request_parameters = customize_request_parameters
-
-
-# Sets of tool definitions whose adapted schemas a model keeps: a block's steps reuse one set, and an agent
-# run may build new definitions on each run.
-_ADAPTED_SETS = 64
 
 
 def _infer_model(model: str) -> Any:

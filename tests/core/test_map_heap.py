@@ -137,6 +137,23 @@ def test_the_heap_is_handed_back_after_an_interrupt() -> None:
     assert gc.get_freeze_count() == 0
 
 
+def test_the_heap_is_handed_back_when_an_item_clears_the_collector_callbacks() -> None:
+    callbacks = list(gc.callbacks)
+
+    def clears_the_callbacks(_: object) -> int:
+        gc.callbacks.clear()
+        return gc.get_freeze_count()
+
+    gc.collect()  # so the map sets the heap aside at its start
+    try:
+        counts = nh.map(clears_the_callbacks, range(2), concurrency=1, progress=False)
+    finally:
+        gc.callbacks[:] = callbacks
+
+    assert min(counts) > 1000
+    assert gc.get_freeze_count() == 0
+
+
 def test_what_dies_among_the_set_aside_objects_is_collected_after_the_map() -> None:
     kept = [Cycle()]
     gone = weakref.ref(kept[0])

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 __all__ = ["set_aside_heap", "set_aside_if_due"]
@@ -63,9 +63,9 @@ def set_aside_heap() -> Iterator[None]:
         with _lock:
             if _running == 0:
                 _due = _full_passes() != _passes_at_hand_back
-                gc.callbacks.append(_watch)
-            _running += 1
-            entered = True
+                if _watch not in gc.callbacks:  # (left there by an interrupt on the way in)
+                    gc.callbacks.append(_watch)
+            _running, entered = _running + 1, True  # one statement: no interrupt between the two
         set_aside_if_due()
         yield
     finally:
@@ -73,11 +73,12 @@ def set_aside_heap() -> Iterator[None]:
             with _lock:
                 _running -= 1
                 if _running == 0:
-                    gc.callbacks.remove(_watch)
                     if _froze:
                         _froze = False
                         gc.unfreeze()
                         _passes_at_hand_back = _full_passes()
+                    with suppress(ValueError):  # user code may have cleared the callbacks
+                        gc.callbacks.remove(_watch)
 
 
 def set_aside_if_due() -> None:
