@@ -14,7 +14,7 @@ import weakref
 
 import pytest
 import pydantic_ai.models as pydantic_ai_models
-from pydantic_ai.models import Model, ModelRequestParameters, override_allow_model_requests
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.output import OutputObjectDefinition
 from pydantic_ai.tools import ToolDefinition
@@ -22,8 +22,7 @@ from pydantic_ai.tools import ToolDefinition
 import nighthawk as nh
 from nighthawk import _provider_models, _schema_adaptation, _tokens
 
-from support import openai_server
-from support.http_steps import assign_and_pass
+from support.http_steps import assign_and_pass, http_executor, serving
 
 
 @pytest.fixture
@@ -63,18 +62,10 @@ def increment(x: int) -> int:
 
 def test_the_steps_of_a_block_over_http_adapt_its_tool_schemas_once(monkeypatch, adaptations):
     monkeypatch.setenv(_tokens.ENVIRONMENT_VARIABLE, "estimate")
-    with (
-        openai_server.NetworkRecorder() as network,
-        openai_server.ScriptedOpenAIServer(lifetime=50.0) as server,
-        override_allow_model_requests(True),
-    ):
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with serving(monkeypatch, lifetime=50.0) as server:
         server.push(*[assign_and_pass() for _ in range(6)])
-        configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-test")
-        with nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
+        with nh.run(http_executor()):
             assert [increment(x) for x in range(6)] == [1, 2, 3, 4, 5, 6]
-    assert network.non_loopback == []
     assert server.request_count == 6
     assert sorted(adaptations) == ["nh_assign", "nh_assign", "nh_eval", "nh_eval", "nh_outcome", "nh_outcome"]
     first, *later = server.requests
