@@ -33,9 +33,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nighthawk import events
 
 if TYPE_CHECKING:
+    from nighthawk import events
     from ._display import CellView, StepView
 
 __all__ = ["StepDisplayer", "display_mode_override"]
@@ -123,6 +123,8 @@ class StepDisplayer:
     # --- events ------------------------------------------------------------------------------------
 
     def __call__(self, event: events.Event) -> None:
+        from nighthawk import events  # not at the top: `%load_ext` starts this listener before any event class exists
+
         invocation_id = getattr(event, "invocation_id", None)
         if invocation_id is None:
             return  # run and scope events do not belong to a step

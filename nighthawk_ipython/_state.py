@@ -49,7 +49,7 @@ class KernelState:
         self.settings.ensure_installed()
         if self.displayer is None:
             # Here, not at the top: the core and the displayer wait for the first step (module docstring).
-            from nighthawk.events import add_process_listener
+            from nighthawk._listeners import add_process_listener
 
             from ._live import StepDisplayer
 
@@ -110,7 +110,7 @@ class KernelState:
         """Keep the settings on the shell for the next load, stop listening and give the default executor back."""
         setattr(self.shell, _SAVED_SETTINGS, self.settings.snapshot())
         if self.displayer is not None:
-            from nighthawk.events import remove_process_listener  # imported with the displayer, a lookup only
+            from nighthawk._listeners import remove_process_listener  # imported with the displayer, a lookup only
 
             from nighthawk._map_renderers import use_renderer
 

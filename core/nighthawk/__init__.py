@@ -171,7 +171,7 @@ def __getattr__(name: str) -> _Any:
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
     # `nh.resilience.vote(...)`, `nh.oversight.read_only()`, `nh.ray.map_batches(...)`: imported on first use,
     # not by `import nighthawk`. `nh.redaction.DEFAULT_MASK_NAME_PATTERNS`: the rules' public module, which
-    # only names them again.
-    if name in ("ray", "redaction", *_SUBMODULES):
+    # only names them again. `nh.events.listen(...)`: the event classes, made once someone listens.
+    if name in ("events", "ray", "redaction", *_SUBMODULES):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,9 @@
 The runner reports what happens in a step as small frozen dataclasses. Listeners subscribe for a scope
 with `listen(...)`; the OpenTelemetry emitter and the IPython widgets are ordinary listeners. When no
 listener is registered the runner builds no events at all (`listening()` is checked first), so an
-unobserved step pays nothing for observability.
+unobserved step pays nothing for observability. The registry lives in `nighthawk._listeners` (re-exported
+here): making these twenty dataclasses takes about 11 ms, which `import nighthawk` and `%load_ext` do not
+pay; this module is imported where an event is built, once someone listens.
 
 Values inside events are already bounded, masked previews (strings), never the live objects (the one
 exception: a small image a step sent, as bytes, for a display's thumbnail), and `emit` scrubs every event of
@@ -13,12 +15,10 @@ the current step's secret values before any listener sees it.
 from __future__ import annotations
 
 import functools
-import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
+
+from ._listeners import EventListener, add_process_listener, emit, listen, listening, remove_process_listener
 
 
 if TYPE_CHECKING:
@@ -53,9 +53,6 @@ __all__ = [
     "listening",
     "remove_process_listener",
 ]
-
-_logger = logging.getLogger("nighthawk")
-
 
 @dataclass(frozen=True, kw_only=True)
 class RunStarted:
@@ -337,68 +334,3 @@ def event_type_adapter() -> pydantic.TypeAdapter[list[Event]]:
     # Thumbnails are bytes of an image: JSON carries them as base64.
     config = pydantic.ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
     return pydantic.TypeAdapter(list[Annotated[Event, pydantic.Discriminator("event_kind")]], config=config)
-
-EventListener: TypeAlias = Callable[[Event], None]
-
-_listeners: ContextVar[tuple[EventListener, ...]] = ContextVar("nighthawk_event_listeners", default=())
-
-
-_process_listeners: list[EventListener] = []
-
-
-def _active_listeners() -> tuple[EventListener, ...]:
-    scoped = _listeners.get()
-    if not _process_listeners:
-        return scoped
-    return (*[listener for listener in _process_listeners if getattr(listener, "active", True)], *scoped)
-
-
-def listening() -> bool:
-    """Whether any listener would receive an event now (check before building one)."""
-    return bool(_active_listeners())
-
-
-def emit(event: Event) -> None:
-    """Deliver an event to every active listener; a failing listener is logged, never raised.
-
-    Every string in the event is scrubbed of the current step's secrets first, once, so no listener (a
-    display, the OpenTelemetry spans, a user's own) can receive a secret value.
-    """
-    listeners = _active_listeners()
-    if not listeners:
-        return
-    # Here, not at the top: secret collection (base64, ast) is a step's; an event with a listener needs it.
-    from .secrets._scrubber import current_scrubber
-
-    event = current_scrubber().scrub_data(event)
-    for listener in listeners:
-        try:
-            listener(event)
-        except Exception:  # a display bug must never break the user's program
-            _logger.exception("nighthawk event listener %r failed", listener)
-
-
-def add_process_listener(listener: EventListener) -> None:
-    """Register a listener for every context of the process (used for the default OpenTelemetry emitter).
-
-    A listener object with an `active` attribute that is false is skipped, so a process-wide listener can
-    stay registered at no cost while it has nothing to do.
-    """
-    if listener not in _process_listeners:
-        _process_listeners.append(listener)
-
-
-def remove_process_listener(listener: EventListener) -> None:
-    """Undo `add_process_listener`."""
-    if listener in _process_listeners:
-        _process_listeners.remove(listener)
-
-
-@contextmanager
-def listen(listener: EventListener) -> Iterator[EventListener]:
-    """Register `listener` for the events emitted inside the `with` block (and tasks started from it)."""
-    token = _listeners.set((*_listeners.get(), listener))
-    try:
-        yield listener
-    finally:
-        _listeners.reset(token)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from . import events
+from . import _listeners
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
 from ._provider_models import build_model, check_credentials
 from ._step_agent import OUTCOME_RETRIES, TOOL_RETRIES, StepAgent, build_agent, output_spec, user_tool
@@ -200,7 +200,9 @@ class AgentStepExecutor:
         agent = step_agent.agent
         # Rendering the locals calls their `__repr__`, and a figure draws itself: user code, so on the user's thread.
         attachments, (system_prompt, user_prompt) = await on_user_thread(lambda: self._render(step))
-        if events.listening():
+        if _listeners.listening():
+            from . import events  # here: `%load_ext` loads this module; the event classes wait for a listener
+
             events.emit(
                 events.PromptRendered(
                     invocation_id=step.invocation_id,

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from . import events
+from . import _listeners
 from .budget import BudgetScope, StepUsage, UsageBudget, UsageTotals, active_budgets, budget_lock, replacing_budgets
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
@@ -340,7 +340,9 @@ def _enter(state: _Scope, *, is_run: bool) -> Iterator[_Scope]:
     assert state.context is not None
     context = state.context
     ensure_telemetry()
-    if events.listening():
+    if _listeners.listening():
+        from . import events  # here: making the event classes costs ~11 ms, paid only once someone listens
+
         starter = events.RunStarted if is_run else events.ScopeStarted
         events.emit(starter(run_id=context.run_id, scope_id=context.scope_id))
     token = _current.set(state)
@@ -356,7 +358,9 @@ def _enter(state: _Scope, *, is_run: bool) -> Iterator[_Scope]:
         raise
     finally:
         _current.reset(token)
-        if events.listening():
+        if _listeners.listening():
+            from . import events  # (see above)
+
             events.emit(
                 events.ScopeFinished(
                     run_id=context.run_id,

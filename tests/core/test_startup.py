@@ -31,6 +31,7 @@ STEP_ONLY = (
     "nighthawk.oversight._audit",
     "nighthawk.resilience",
     "nighthawk.batch",
+    "nighthawk.events",  # the event classes (about 11 ms to make): built once someone listens
     "pydantic",
     "pydantic_ai",
     "asyncio",
@@ -65,6 +66,18 @@ def test_decorating_a_natural_function_leaves_out_what_only_a_step_needs(tmp_pat
 @pytest.mark.parametrize("first", ["", "import nighthawk\n"], ids=["cold", "core imported"])
 def test_load_ext_leaves_out_what_only_a_step_needs(first: str, tmp_path: Path) -> None:
     assert loaded_after(first + LOAD_EXT, tmp_path) == []
+
+
+def test_a_listener_still_receives_the_events_of_a_run(tmp_path: Path) -> None:
+    code = (
+        "import nighthawk as nh\nseen = []\n"
+        "from pydantic_ai.models.function import FunctionModel\n"
+        "model = FunctionModel(lambda messages, info: None)  # never asked: the run makes no step\n"
+        "executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=model))\n"
+        "with nh.events.listen(seen.append):\n    with nh.run(executor):\n        pass\n"
+        "assert [(type(e).__name__, getattr(e, 'is_run', None)) for e in seen] == [('RunStarted', None), ('ScopeFinished', True)], seen\n"
+    )
+    assert "nighthawk.events" in loaded_after(code, tmp_path)
 
 
 def test_public_names_of_a_step_still_resolve_on_first_use(tmp_path: Path) -> None:

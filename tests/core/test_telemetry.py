@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import ProxyTracerProvider, StatusCode
 
-from nighthawk import events, telemetry
+from nighthawk import _listeners, events, telemetry
 
 RUN_ID = "run-1"
 SCOPE_ID = "scope-1"
@@ -519,14 +519,14 @@ def test_listener_on_real_global_provider_is_active(
 
 
 def test_install_default_listener_registers_one_listener_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events, "_process_listeners", [])
+    monkeypatch.setattr(_listeners, "_process_listeners", [])
     monkeypatch.setattr(telemetry, "_default_listener", None)
 
     first = telemetry.install_default_listener()
     second = telemetry.install_default_listener()
 
     assert first is second
-    assert events._process_listeners == [first]
+    assert _listeners._process_listeners == [first]
 
 
 def test_step_span_carries_the_usage_the_step_reported(

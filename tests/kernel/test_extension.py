@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk_ipython
-from nighthawk import events
+from nighthawk import _listeners, events
 from nighthawk_ipython._state import state_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_unload_stops_listening_to_steps(ip: Any) -> None:
     displayer = state_for(ip).displayer
     ip.run_line_magic("unload_ext", "nighthawk")
     try:
-        assert displayer not in events._process_listeners
+        assert displayer not in _listeners._process_listeners
     finally:
         ip.run_line_magic("load_ext", "nighthawk")
 
