@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import _listeners
 from ._report import connection_error_message, http_error_message, output_cap_message, trim_advice
-from ._provider_models import build_model, check_credentials
-from ._step_agent import OUTCOME_RETRIES, TOOL_RETRIES, StepAgent, build_agent, output_spec, user_tool
 from .budget import StepLimits, StepUsage, record_usage, running_step, step_limits
 from .configuration import StepExecutorConfiguration
 from .errors import BudgetExceededError, ExecutionError
@@ -24,10 +22,12 @@ from .step import StepContext
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Outcome
+    from ._step_agent import StepAgent
 
 # The kernel extension builds an executor when it loads, long before a step: the modules only a step needs
-# (the prompt and media stack with hashlib and pathlib, the tools with the oversight hooks, secret
-# scrubbing with base64) are imported by the functions below that run one, not at the top.
+# (the model builder, the step agent, the prompt and media stack with hashlib and pathlib, the tools with
+# the oversight hooks, secret scrubbing with base64) are imported by the functions below that run one, not
+# at the top.
 
 __all__ = ["OUTCOME_RETRIES", "TOOL_RETRIES", "AgentStepExecutor", "StepExecutor", "check_credentials"]
 
@@ -107,6 +107,8 @@ class AgentStepExecutor:
 
     def _resolve_model(self) -> Any:
         if self._model is None:
+            from ._provider_models import build_model  # (see the note at the top)
+
             retries = self._configuration.max_retries
             chain = [build_model(self._chosen_model(), retries)]
             chain += [build_model(fallback, retries) for fallback in self._configuration.fallback_models]
@@ -124,6 +126,8 @@ class AgentStepExecutor:
         """A copy whose requests go to `route(model)` (the provider's pydantic-ai model, built now) instead of
         the model itself, still behind the budget gate and the secret scrubber; its configuration, and so its
         label, is this one's. A batch-API map routes its requests to the provider's batches this way."""
+        from ._provider_models import build_model
+
         executor = AgentStepExecutor(self._configuration, agent=self._user_agent)
         executor._model = _gated(route(build_model(self._chosen_model(), None)[0]))  # retries as each request says
         return executor
@@ -134,6 +138,8 @@ class AgentStepExecutor:
         key = (step.allowed_outcomes, tuple(step.raise_types))
         agent = self._agents.get(key)
         if agent is None:
+            from ._step_agent import build_agent, output_spec
+
             agent = self._agents[key] = build_agent(output_spec(step.outcome_schema))
         return agent
 
@@ -192,6 +198,7 @@ class AgentStepExecutor:
         from . import _direct  # pydantic-ai's models
         from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
+        from ._step_agent import user_tool
         from ._watch import StepWatch
         from .prompt import prompt_cache_settings
 
@@ -419,3 +426,16 @@ def _direct_excluded(agent: Any) -> bool:
     from pydantic_ai import Agent
 
     return getattr(agent, "_instrument", None) is not None or getattr(Agent, "_instrument_default", True) is not False
+
+
+def __getattr__(name: str) -> Any:
+    # Still importable from here, where they were, without loading their modules with the executor.
+    if name in ("OUTCOME_RETRIES", "TOOL_RETRIES"):
+        from . import _step_agent
+
+        return getattr(_step_agent, name)
+    if name == "check_credentials":
+        from ._provider_models import check_credentials
+
+        return check_credentials
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

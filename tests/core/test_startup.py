@@ -32,6 +32,9 @@ STEP_ONLY = (
     "nighthawk.resilience",
     "nighthawk.batch",
     "nighthawk.events",  # the event classes (about 11 ms to make): built once someone listens
+    "nighthawk._step_agent",  # the executor's step machinery, though `%load_ext` builds an executor
+    "nighthawk._provider_models",
+    "nighthawk._schema_adaptation",
     "pydantic",
     "pydantic_ai",
     "asyncio",
@@ -83,3 +86,12 @@ def test_a_listener_still_receives_the_events_of_a_run(tmp_path: Path) -> None:
 def test_public_names_of_a_step_still_resolve_on_first_use(tmp_path: Path) -> None:
     code = "import nighthawk as nh\nnh.AgentStepExecutor; nh.tool; nh.estimate_tokens; nh.oversight.read_only\n"
     assert set(loaded_after(code, tmp_path)) >= {"nighthawk._tool_registry", "nighthawk._tokens", "nighthawk.oversight"}
+
+
+def test_the_executor_module_still_gives_its_retry_counts_and_key_check() -> None:
+    from nighthawk import _provider_models, _step_agent
+    from nighthawk.executor import OUTCOME_RETRIES, TOOL_RETRIES, check_credentials
+
+    assert (OUTCOME_RETRIES, TOOL_RETRIES) == (_step_agent.OUTCOME_RETRIES, _step_agent.TOOL_RETRIES)
+    assert check_credentials is _provider_models.check_credentials
+
