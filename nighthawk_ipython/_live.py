@@ -30,13 +30,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:
     from nighthawk import events
     from ._display import CellView, StepView
+    from ._widgets import LiveWidget
 
 __all__ = ["StepDisplayer", "display_mode_override"]
 
@@ -63,16 +63,6 @@ def _comms_live() -> bool:
     return getattr(get_ipython(), "kernel", None) is not None
 
 
-@dataclass(kw_only=True)
-class _Live:
-    """The live widget of the current cell, its output handle and its render throttle."""
-
-    widget: Any
-    handle: Any
-    sent_at: float = 0.0
-    timer: threading.Timer | None = None
-
-
 class StepDisplayer:
     """Process-wide event listener: one `CellView` per cell, displayed once when the cell ends.
 
@@ -93,7 +83,7 @@ class StepDisplayer:
         self._views: dict[str, StepView] = {}
         self._parents: dict[str, StepView] = {}
         self._cell: CellView | None = None
-        self._live: _Live | None = None
+        self._live: LiveWidget | None = None
         self._hooked: Any = None
         self._muted = 0
         self._lock = threading.RLock()
@@ -187,11 +177,11 @@ class StepDisplayer:
             shell.events.register("post_run_cell", self._cell_finished)
             self._hooked = shell
         if mode == "widget" and _comms_live():
-            from ._widgets import WIDGET_MIME, StepWidget  # imports ipywidgets: only for a live widget
+            from ._widgets import WIDGET_MIME, LiveWidget, StepWidget  # imports ipywidgets: only for a live widget
 
             widget = StepWidget.live()
             handle = self._show({WIDGET_MIME: widget.view_data()}, raw=True, display_id=True)
-            self._live = _Live(widget=widget, handle=handle)
+            self._live = LiveWidget(widget=widget, handle=handle)
         return cell
 
     # --- the live widget ---------------------------------------------------------------------------
@@ -210,7 +200,7 @@ class StepDisplayer:
                 return
         self._render(live)
 
-    def _render(self, live: _Live) -> None:
+    def _render(self, live: LiveWidget) -> None:
         with self._lock:
             live.timer = None
             cell = self._cell

@@ -14,8 +14,10 @@ widget manager from the network to show nothing. A frontend handles comm message
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextvars import ContextVar, copy_context
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import ipywidgets as widgets
@@ -23,9 +25,19 @@ from traitlets import TraitError, Unicode, validate
 
 from ._records import STEP_STATUSES
 
-__all__ = ["StepWidget"]
+__all__ = ["LiveWidget", "StepWidget"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass(kw_only=True)
+class LiveWidget:
+    """The live widget of the current cell, its output handle and its render throttle."""
+
+    widget: Any
+    handle: Any
+    sent_at: float = 0.0
+    timer: threading.Timer | None = None
 
 _T = TypeVar("_T")
 
