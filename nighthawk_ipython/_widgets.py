@@ -39,6 +39,7 @@ class LiveWidget:
     sent_at: float = 0.0
     timer: threading.Timer | None = None
 
+
 _T = TypeVar("_T")
 
 

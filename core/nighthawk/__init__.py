@@ -171,7 +171,12 @@ def __getattr__(name: str) -> _Any:
     # `nh.ray.map_batches(...)` after a plain `import nighthawk as nh`: Ray is imported on this first use only.
     # `nh.resilience.vote(...)`, `nh.oversight.read_only()`, `nh.ray.map_batches(...)`: imported on first use,
     # not by `import nighthawk`. `nh.redaction.DEFAULT_MASK_NAME_PATTERNS`: the rules' public module, which
-    # only names them again. `nh.events.listen(...)`: the event classes, made once someone listens.
+    # only names them again. `nh.events.listen(...)`: the event classes, which `import nighthawk` does not make.
     if name in ("events", "ray", "redaction", *_SUBMODULES):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The names loaded on first use (`__getattr__`) are listed too, as tab completion in a notebook expects.
+    return sorted({*globals(), *__all__, "events", "redaction"})  # not `ray`: listing it must not import Ray

@@ -5,7 +5,7 @@ with `listen(...)`; the OpenTelemetry emitter and the IPython widgets are ordina
 listener is registered the runner builds no events at all (`listening()` is checked first), so an
 unobserved step pays nothing for observability. The registry lives in `nighthawk._listeners` (re-exported
 here): making these twenty dataclasses takes about 11 ms, which `import nighthawk` and `%load_ext` do not
-pay; this module is imported where an event is built, once someone listens.
+pay; this module loads with the first run, scope or step.
 
 Values inside events are already bounded, masked previews (strings), never the live objects (the one
 exception: a small image a step sent, as bytes, for a display's thumbnail), and `emit` scrubs every event of
@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, Union
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
 
-from ._listeners import EventListener, add_process_listener, emit, listen, listening, remove_process_listener
+from ._listeners import add_process_listener, emit, listen, listening, remove_process_listener
 
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ __all__ = [
     "listening",
     "remove_process_listener",
 ]
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunStarted:
@@ -334,3 +336,7 @@ def event_type_adapter() -> pydantic.TypeAdapter[list[Event]]:
     # Thumbnails are bytes of an image: JSON carries them as base64.
     config = pydantic.ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
     return pydantic.TypeAdapter(list[Annotated[Event, pydantic.Discriminator("event_kind")]], config=config)
+
+
+EventListener: TypeAlias = Callable[[Event], None]
+"""A listener: called with each event (the registry in `nighthawk._listeners` takes any such callable)."""

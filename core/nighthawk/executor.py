@@ -208,7 +208,7 @@ class AgentStepExecutor:
         # Rendering the locals calls their `__repr__`, and a figure draws itself: user code, so on the user's thread.
         attachments, (system_prompt, user_prompt) = await on_user_thread(lambda: self._render(step))
         if _listeners.listening():
-            from . import events  # here: `%load_ext` loads this module; the event classes wait for a listener
+            from . import events  # here, not at the top: `%load_ext` loads this module, not the event classes
 
             events.emit(
                 events.PromptRendered(
@@ -439,3 +439,7 @@ def __getattr__(name: str) -> Any:
 
         return check_credentials
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -95,3 +95,12 @@ def test_the_executor_module_still_gives_its_retry_counts_and_key_check() -> Non
     assert (OUTCOME_RETRIES, TOOL_RETRIES) == (_step_agent.OUTCOME_RETRIES, _step_agent.TOOL_RETRIES)
     assert check_credentials is _provider_models.check_credentials
 
+
+
+def test_the_names_loaded_on_first_use_are_listed_for_tab_completion(tmp_path: Path) -> None:
+    code = (
+        "import nighthawk, nighthawk.executor\n"
+        "assert {'events', 'AgentStepExecutor', 'map', 'oversight'} <= set(dir(nighthawk)), dir(nighthawk)\n"
+        "assert {'OUTCOME_RETRIES', 'check_credentials'} <= set(dir(nighthawk.executor))\n"
+    )
+    assert loaded_after(code, tmp_path) == []  # listed, not loaded
