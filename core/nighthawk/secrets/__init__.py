@@ -515,12 +515,8 @@ class ContextRedaction:
             if isinstance(value, str):
                 raise TypeError(f"`ContextRedaction.{field_name}` must be a tuple of strings, got {value!r}")
             object.__setattr__(self, field_name, tuple(value))
-        checks = (
-            ("mask_name_patterns", _name_matcher, DEFAULT_MASK_NAME_PATTERNS),
-            ("mask_value_patterns", _value_matcher, DEFAULT_MASK_VALUE_PATTERNS),
-        )
-        for field_name, compile_, default in checks:
-            if getattr(self, field_name) == default:
+        for field_name, compile_ in (("mask_name_patterns", _name_matcher), ("mask_value_patterns", _value_matcher)):
+            if getattr(self, field_name) in (DEFAULT_MASK_NAME_PATTERNS, DEFAULT_MASK_VALUE_PATTERNS):
                 continue  # ours compile; done on first use, not whenever a configuration is made (`%load_ext`: 2-3 ms)
             try:
                 compile_(getattr(self, field_name))
