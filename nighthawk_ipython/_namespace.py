@@ -117,6 +117,7 @@ def build_frame(shell: Any, program: Program, *, step_id: str, filename: str, li
         is_async=False,
         step_id=step_id,
         infer_types=False,
+        module_namespace=True,
         filename=filename,
         line=line,
     )

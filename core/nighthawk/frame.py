@@ -35,5 +35,8 @@ class Frame:
     infer_types: bool = True
     """Whether an unannotated write binding takes the type of its initial value (functions: yes; notebook
     cells: no, since rebinding a notebook variable to another type is ordinary notebook Python)."""
+    module_namespace: bool = False
+    """Whether the locals are a module's namespace standing in for a function's (a notebook cell's): the
+    prompt then ranks them (what the program mentions, the user's data, then imports in one line)."""
     filename: str | None = None
     line: int | None = None

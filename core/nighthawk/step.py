@@ -162,6 +162,8 @@ class StepContext:
     """What the executor notes of the model's responses while it runs the step (read by the budget gate)."""
     handover: Any = None
     """A first round made without the agent and handed to it (a `_direct.Handover`: its tool results and retry)."""
+    module_namespace: bool = False
+    """Whether `step_locals` are a module's namespace (a notebook cell's; see `Frame.module_namespace`)."""
     implicit_references: Mapping[str, object] = field(default_factory=dict)
     """Names the enclosing scopes offer the model (`nighthawk.scope(implicit_references=...)`); they are in
     `step_globals` too, and the prompt lists them with the globals the block mentions."""
@@ -321,4 +323,5 @@ def build_step(
         tools=dict(tools or {}),
         outcome_schema=outcome_schema(allowed, tuple(raise_types)),
         implicit_references=dict(implicit_references or {}),
+        module_namespace=frame.module_namespace,
     )

@@ -10,6 +10,7 @@ from ..runtime import prompt_suffix_fragments
 from ..secrets._scrubber import current_scrubber
 from ..step import StepContext
 from ._media import Attachment, media_placeholders
+from ._namespace import mentioned_names, render_namespace_summary
 from ._summaries import render_globals_summary, render_locals_summary
 
 __all__ = ["prompt_cache_settings", "render_prompts"]
@@ -32,14 +33,27 @@ def render_prompts(
     visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
     # A read binding holding a global is the same for every call of the function: listed first, it joins the
     # prompt's shared start (what differs per call, the arguments, comes last).
-    shared = [name for name, value in visible_locals.items() if step.step_globals.get(name, _ABSENT) is value]
-    locals_summary = render_locals_summary(
-        visible_locals,
-        priority=(*step.program.reads, *step.program.writes),
-        placeholders=media_placeholders(attachments),
-        shared=shared,
-        **options,
-    )
+    placeholders = media_placeholders(attachments)
+    if step.module_namespace:
+        # A notebook's hundred names, ranked: see `_namespace.py`. The globals summary lists the names the
+        # program binds that are not locals (its modules); they are not repeated.
+        locals_summary = render_namespace_summary(
+            visible_locals,
+            step.step_globals,
+            mentioned=mentioned_names(step.program),
+            shown_elsewhere=[name for name in step.global_references() if name not in visible_locals],
+            placeholders=placeholders,
+            **options,
+        )
+    else:
+        shared = [name for name, value in visible_locals.items() if step.step_globals.get(name, _ABSENT) is value]
+        locals_summary = render_locals_summary(
+            visible_locals,
+            priority=(*step.program.reads, *step.program.writes),
+            placeholders=placeholders,
+            shared=shared,
+            **options,
+        )
     globals_summary = render_globals_summary(step.global_references(), visible_locals, step.step_globals, **options)
     scope_system, scope_user = prompt_suffix_fragments()
     system = configuration.prompts.step_system_prompt_template

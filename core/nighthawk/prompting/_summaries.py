@@ -34,18 +34,29 @@ if TYPE_CHECKING:
     from ..secrets import ContextRedaction
     from ._tokens import TokenCounter
 
-__all__ = ["SNIPPED_MARKER", "render_entry", "render_globals_summary", "render_locals_summary"]
+__all__ = [
+    "MISSING",
+    "SNIPPED_MARKER",
+    "Entry",
+    "alias_target",
+    "build_entry",
+    "disambiguate",
+    "render_entry",
+    "render_globals_summary",
+    "render_locals_summary",
+]
 
 SNIPPED_MARKER = "<snipped>"
 
 _logger = logging.getLogger("nighthawk")
 _MAX_DEFAULT_CHARS = 40
 _MAX_INTENT_CHARS = 160
-_MISSING = object()
+MISSING = object()
+"""What `alias_target` answers for a value that is no type alias."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class _Entry:
+class Entry:
     """One rendered summary line."""
 
     name: str
@@ -114,8 +125,8 @@ def _intent(value: object) -> str | None:
     return _cut(first, _MAX_INTENT_CHARS)
 
 
-def _alias_target(value: object) -> object:
-    """Return what a type alias stands for, or `_MISSING` when `value` is not an alias."""
+def alias_target(value: object) -> object:
+    """Return what a type alias stands for, or `MISSING` when `value` is not an alias."""
     if type(value).__name__ == "TypeAliasType" and hasattr(type(value), "__value__"):
         try:
             return value.__value__  # type: ignore[attr-defined]
@@ -123,10 +134,10 @@ def _alias_target(value: object) -> object:
             return _Literal("<unresolved>")
     if not isinstance(value, type) and typing.get_origin(value) is not None:
         return value  # list[int], int | None, Optional[str]: the alias is its own best description
-    return _MISSING
+    return MISSING
 
 
-def _build_entry(
+def build_entry(
     name: str,
     value: object,
     *,
@@ -135,25 +146,26 @@ def _build_entry(
     counter: TokenCounter,
     redaction: ContextRedaction,
     placeholder: str | None = None,
-) -> _Entry:
+) -> Entry:
+    """The summary line of one name (see the module notes), with the signature text disambiguation compares."""
     if placeholder is not None:  # an image or document sent beside the prompt: named here, not rendered
-        return _Entry(name=name, line=f"{name}: {type_name(value)} = {placeholder}", signature=None)
+        return Entry(name=name, line=f"{name}: {type_name(value)} = {placeholder}", signature=None)
     max_chars = limits.value_max_tokens * 4
-    target = _alias_target(value)
-    if target is not _MISSING:
+    target = alias_target(value)
+    if target is not MISSING:
         text = _cut(inspect.formatannotation(target), max_chars)
-        return _Entry(name=name, line=f"{name}: type = {redaction.scrub_text(text)}", signature=None)
+        return Entry(name=name, line=f"{name}: type = {redaction.scrub_text(text)}", signature=None)
     if isinstance(value, types.ModuleType):
-        return _Entry(name=name, line=f"{name}: module", signature=None)
+        return Entry(name=name, line=f"{name}: module", signature=None)
     if callable(value):
         # A signature is never a secret, so callables are shown even under a sensitive-looking name.
         signature = _signature_text(value, max_chars)
         if signature is None:
-            return _Entry(name=name, line=f"{name}: <callable; signature-unavailable>", signature=None)
+            return Entry(name=name, line=f"{name}: <callable; signature-unavailable>", signature=None)
         signature = redaction.scrub_text(signature)  # defaults may hold credentials
         intent = _intent(value)
         note = f"  # intent: {redaction.scrub_text(intent)}" if intent else ""
-        return _Entry(name=name, line=f"{name}: {signature}{note}", signature=signature)
+        return Entry(name=name, line=f"{name}: {signature}{note}", signature=signature)
     shown = redaction.mask_value(name, value)
     rendered = render_value(
         shown, max_tokens=limits.value_max_tokens, style=style, counter=counter, redaction=redaction
@@ -161,7 +173,7 @@ def _build_entry(
     line = f"{name}: {type_name(value)} = {rendered}"
     if limits.object_max_methods and shown is value:
         line = "\n".join((line, *_method_lines(name, value, limits.object_max_methods, max_chars, redaction)))
-    return _Entry(name=name, line=line, signature=None)
+    return Entry(name=name, line=line, signature=None)
 
 
 def _method_lines(name: str, value: object, most: int, max_chars: int, redaction: ContextRedaction) -> list[str]:
@@ -206,7 +218,7 @@ def render_entry(
     Returns:
         The line, without a trailing newline and without a disambiguation note.
     """
-    return _build_entry(name, value, limits=limits, style=style, counter=counter, redaction=redaction).line
+    return build_entry(name, value, limits=limits, style=style, counter=counter, redaction=redaction).line
 
 
 def _summarize(
@@ -228,12 +240,12 @@ def _summarize(
     if total == 0:
         return ""
     snipped_cost = counter.count(SNIPPED_MARKER) + 1
-    chosen: list[_Entry] = []
+    chosen: list[Entry] = []
     used = 0
     for name, value in candidates:
         if len(chosen) >= max_items:
             break
-        entry = _build_entry(
+        entry = build_entry(
             name, value, limits=limits, style=style, counter=counter, redaction=redaction, placeholder=placeholders.get(name)
         )
         cost = counter.count(entry.line) + 1  # +1 for the newline
@@ -242,7 +254,7 @@ def _summarize(
             break
         chosen.append(entry)
         used += cost
-    chosen, costs = _disambiguate(chosen, counter)
+    chosen, costs = disambiguate(chosen, counter)
     used = sum(costs)
     # Disambiguation notes cost tokens too; give back the last selected entries until the budget holds.
     while chosen and used + (snipped_cost if len(chosen) < total else 0) > max_tokens:
@@ -262,7 +274,9 @@ def _summarize(
     return "\n".join(lines)
 
 
-def _disambiguate(entries: list[_Entry], counter: TokenCounter) -> tuple[list[_Entry], list[int]]:
+def disambiguate(entries: list[Entry], counter: TokenCounter) -> tuple[list[Entry], list[int]]:
+    """The entries with a `# disambiguation` note on each callable whose signature another one shares, and
+    the token cost of each line."""
     seen: dict[str, int] = {}
     for entry in entries:
         if entry.signature is not None:
@@ -333,8 +347,8 @@ def _resolve_global(name: str, step_globals: Mapping[str, object]) -> object:
         return step_globals[name]
     namespace = step_globals.get("__builtins__", builtins)
     if isinstance(namespace, Mapping):  # outside `__main__`, `__builtins__` is the builtins dict
-        return namespace.get(name, _MISSING)
-    return getattr(namespace, name, _MISSING)
+        return namespace.get(name, MISSING)
+    return getattr(namespace, name, MISSING)
 
 
 def render_globals_summary(
@@ -369,7 +383,7 @@ def render_globals_summary(
         if name.startswith("__") or name in step_locals:
             continue
         value = _resolve_global(name, step_globals)
-        if value is not _MISSING:
+        if value is not MISSING:
             resolved.append((name, value))
     return _summarize(
         iter(resolved),

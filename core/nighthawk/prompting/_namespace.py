@@ -1,0 +1,214 @@
+"""The locals summary of a step whose locals are a module namespace (a notebook's, in a `%%natural` cell).
+
+A function has a few locals, and the specification's summary lists them all in name order. A notebook holds
+a hundred names, most of them imported, and a model that knows what `Counter` is still has to be told what
+`sales` holds. So this summary ranks the names, prints them in rank order and cuts from the bottom:
+
+1. every name the program mentions, as a binding (`<sales>`, `<:total>`, `<sales.amount>`) or as a plain
+   word or dotted name in its text (`sum the amount in zsales`): never cut by a limit (a large value is
+   shown by its bounded preview, like any other);
+2. the user's data values;
+3. functions and classes of the notebook (or any callable that is not a library's), with their signatures;
+4. what was imported from libraries (modules, and functions, classes and typing forms a library module
+   defines), one line, grouped by source module, names only:
+   `imported: collections (Counter, deque), math (sqrt), pandas as pd`.
+
+Within a rank, names are in name order. When the item or token limit leaves names out, a last line starting
+with `<snipped>` names them (up to `_MAX_LISTED`) and says `nh_eval` can inspect them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import types
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ._summaries import MISSING, SNIPPED_MARKER, Entry, alias_target, build_entry, disambiguate
+
+if TYPE_CHECKING:
+    from ..block import Program
+    from ..configuration import JsonRendererStyle, StepContextLimits
+    from ..secrets import ContextRedaction
+    from ._tokens import TokenCounter
+
+__all__ = ["library_module", "mentioned_names", "render_namespace_summary"]
+
+_logger = logging.getLogger("nighthawk")
+_MAX_LISTED = 20
+# A word of the program that could be a Python name, and the root of a dotted one (`zsales` of `zsales.amount`).
+_WORD = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*")
+
+
+def mentioned_names(program: Program) -> tuple[str, ...]:
+    """Every name the program mentions: its bindings, then each word of its text, in order of appearance."""
+    words = _WORD.findall(program.prompt_text)
+    return tuple(dict.fromkeys((*program.reads, *program.writes, *program.references, *words)))
+
+
+def _public_paths(module: str) -> list[str]:
+    """Where a library may export a name from `module`, shortest first (`pandas` before `pandas.core.frame`);
+    an underscore module is tried after its public twin (`functools` before `_functools`)."""
+    parts = module.split(".")
+    paths: list[str] = []
+    for end in range(1, len(parts) + 1):
+        path = ".".join(parts[:end])
+        if parts[end - 1].startswith("_"):
+            paths.append(".".join((*parts[: end - 1], parts[end - 1].lstrip("_"))))
+        paths.append(path)
+    return paths
+
+
+def library_module(name: str, value: object, home: str) -> str | None:
+    """The library module `value` (bound to `name`) was imported from, or `None` when it is the notebook's own.
+
+    A module is its own source. A function, class or typing form counts as imported when a module other than
+    `home` (the notebook's `__name__`) holds it under its own name; data, instances and aliases the notebook
+    wrote (`Rows = list[dict]`) are the notebook's.
+    """
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    if not callable(value) and alias_target(value) is MISSING:
+        return None
+    try:
+        module = getattr(value, "__module__", None)
+        if module is None and hasattr(value, "__self__"):  # `random.random`: a method of the module's instance
+            module = type(value.__self__).__module__
+        own = getattr(value, "__name__", name)
+    except Exception:  # a custom __getattr__
+        return None
+    if not isinstance(module, str) or module in (home, "__main__"):
+        return None
+    for path in _public_paths(module):
+        source = sys.modules.get(path)
+        if source is not None and any(getattr(source, key, None) is value for key in {own, name} if isinstance(key, str)):
+            return path
+    return None
+
+
+def _imported_line(imports: Iterable[tuple[str, object, str]]) -> list[str]:
+    """The parts of the `imported:` line, one per source module in order of first import."""
+    modules: dict[str, list[str]] = {}
+    names: dict[str, list[str]] = {}
+    for name, value, source in imports:
+        if isinstance(value, types.ModuleType):
+            modules.setdefault(source, []).append(source if name == source else f"{source} as {name}")
+        else:
+            own = getattr(value, "__name__", name)
+            names.setdefault(source, []).append(name if own == name else f"{own} as {name}")
+    parts: list[str] = []
+    for source in dict.fromkeys((*modules, *names)):
+        parts.extend(modules.get(source, ()))
+        if source in names:
+            parts.append(f"{source} ({', '.join(names[source])})")
+    return parts
+
+
+def render_namespace_summary(
+    step_locals: Mapping[str, object],
+    step_globals: Mapping[str, object],
+    *,
+    mentioned: Collection[str],
+    shown_elsewhere: Collection[str] = (),
+    limits: StepContextLimits,
+    style: JsonRendererStyle,
+    counter: TokenCounter,
+    redaction: ContextRedaction,
+    placeholders: Mapping[str, str] = types.MappingProxyType({}),
+) -> str:
+    """Render the locals summary of a module namespace (see the module notes for the ranks).
+
+    Args:
+        step_locals: The step's locals (a notebook's user variables).
+        step_globals: The module namespace itself: its modules are listed with the imports.
+        mentioned: Names the program mentions (`mentioned_names`).
+        shown_elsewhere: Names the globals summary lists; not repeated here.
+        limits: `locals_max_tokens` and `locals_max_items` bound ranks 2 to 4.
+        style: Rendering style of values.
+        counter: Token counter for the budgets.
+        redaction: Masking rules.
+        placeholders: For the names whose values are sent as media, the text shown instead of the value.
+
+    Returns:
+        The summary lines joined by newlines, or `""` when there is nothing to show.
+    """
+    home = step_globals.get("__name__", "__main__")
+    namespace = {name: value for name, value in step_locals.items() if not name.startswith("__")}
+    for name, value in step_globals.items():
+        if isinstance(value, types.ModuleType) and not name.startswith("_") and name not in namespace:
+            namespace[name] = value
+    for name in shown_elsewhere:
+        namespace.pop(name, None)
+    options = {"limits": limits, "style": style, "counter": counter, "redaction": redaction}
+    kept: list[Entry] = []
+    ranked: list[tuple[str, object]] = []
+    data: list[tuple[str, object]] = []
+    imports: list[tuple[str, object, str]] = []
+    for name, value in namespace.items():
+        source = library_module(name, value, home) if isinstance(home, str) else None
+        if name in mentioned:
+            kept.append(build_entry(name, value, placeholder=placeholders.get(name), **options))
+        elif source is not None:
+            imports.append((name, value, source))
+        elif callable(value) or alias_target(value) is not MISSING:
+            ranked.append((name, value))
+        else:
+            data.append((name, value))
+    kept.sort(key=lambda entry: entry.name)
+    candidates = [
+        build_entry(name, value, placeholder=placeholders.get(name), **options)
+        for name, value in (*sorted(data, key=lambda pair: pair[0]), *sorted(ranked, key=lambda pair: pair[0]))
+    ]
+    return _fit(kept, candidates, imports, limits=limits, counter=counter, total=len(namespace))
+
+
+def _fit(
+    kept: list[Entry],
+    candidates: list[Entry],
+    imports: list[tuple[str, object, str]],
+    *,
+    limits: StepContextLimits,
+    counter: TokenCounter,
+    total: int,
+) -> str:
+    """The lines: `kept` whole, then as many candidates and imports as the limits hold, then what was left out."""
+    chosen = len(candidates)
+    imported = len(imports)
+
+    def lines_for(chosen: int, imported: int) -> tuple[list[str], int]:
+        entries, _ = disambiguate([*kept, *candidates[:chosen]], counter)
+        lines = [entry.line for entry in entries]
+        parts = _imported_line(imports[:imported])
+        if parts:
+            lines.append("imported: " + ", ".join(parts))
+        left = [entry.name for entry in candidates[chosen:]] + [name for name, _, _ in imports[imported:]]
+        if left:
+            listed = ", ".join(left[:_MAX_LISTED]) + (f" and {len(left) - _MAX_LISTED} more" if len(left) > _MAX_LISTED else "")
+            lines.append(f"{SNIPPED_MARKER} {len(left)} names not shown ({listed}); nh_eval can inspect them")
+        return lines, len(left)
+
+    def fits(chosen: int, imported: int) -> bool:
+        lines, _ = lines_for(chosen, imported)
+        items = len(kept) + chosen + (1 if imported else 0)
+        return items <= limits.locals_max_items and sum(counter.count(line) + 1 for line in lines) <= limits.locals_max_tokens
+
+    # Cut from the bottom of the ranking: the imports first, then the definitions and the data, last first.
+    chosen = min(chosen, max(limits.locals_max_items - len(kept), 0))
+    while (chosen or imported) and not fits(chosen, imported):
+        if imported:
+            imported -= 1
+        else:
+            chosen -= 1
+    lines, left = lines_for(chosen, imported)
+    if left:
+        _logger.info(
+            "locals summary snipped: %d of %d entries left out (limits: %d tokens, %d items)",
+            left,
+            total,
+            limits.locals_max_tokens,
+            limits.locals_max_items,
+        )
+    return "\n".join(lines)
+
