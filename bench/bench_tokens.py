@@ -97,10 +97,9 @@ def first_request(call) -> dict[str, str | list[str]]:
     return captured
 
 
-def main() -> None:
-    count, label = counter()
-    print(f"first-request tokens ({label})")
-    print(f"{'block':<10}{'total':>7}{'system':>8}{'user':>6}{'tools':>7}  tool names")
+def reference_blocks(count) -> list[tuple[str, int, int, int, int]]:
+    """`(block, total, system, user, tools)` tokens of each reference block's first request."""
+    rows = []
     for name, call in (
         ("compute", lambda: compute([10.0, 20.0], 0.1)),
         ("triage", lambda: triage(["hello"])),
@@ -110,7 +109,16 @@ def main() -> None:
         system = count(str(request["instructions"]))
         user = count(str(request["user"]))
         tools = sum(count(tool) for tool in request["tools"])
-        print(f"{name:<10}{system + user + tools:>7}{system:>8}{user:>6}{tools:>7}  {', '.join(request['names'])}")
+        rows.append((name, system + user + tools, system, user, tools))
+    return rows
+
+
+def main() -> None:
+    count, label = counter()
+    print(f"first-request tokens ({label})")
+    print(f"{'block':<10}{'total':>7}{'system':>8}{'user':>6}{'tools':>7}")
+    for name, total, system, user, tools in reference_blocks(count):
+        print(f"{name:<10}{total:>7}{system:>8}{user:>6}{tools:>7}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ __all__ = ["library_module", "mentioned_names", "render_namespace_summary"]
 
 _logger = logging.getLogger("nighthawk")
 _MAX_LISTED = 20
+# Names listed per source module on the `imported:` line; the model asks `nh_eval` (`dir()`) for the rest.
+_NAMES_PER_MODULE = 3
 # A word of the program that could be a Python name, and the root of a dotted one (`zsales` of `zsales.amount`).
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*")
 
@@ -102,7 +104,8 @@ def _imported_line(imports: Iterable[tuple[str, object, str]]) -> list[str]:
     for source in dict.fromkeys((*modules, *names)):
         parts.extend(modules.get(source, ()))
         if source in names:
-            parts.append(f"{source} ({', '.join(names[source])})")
+            listed = names[source][:_NAMES_PER_MODULE] + (["…"] if len(names[source]) > _NAMES_PER_MODULE else [])
+            parts.append(f"{source} ({', '.join(listed)})")
     return parts
 
 
@@ -142,12 +145,19 @@ def render_namespace_summary(
     for name in shown_elsewhere:
         namespace.pop(name, None)
     options = {"limits": limits, "style": style, "counter": counter, "redaction": redaction}
+    sources = {name: library_module(name, value, home) if isinstance(home, str) else None for name, value in namespace.items()}
+    # A constant imported with functions (`from math import pi, sqrt`) is the library's too: found by identity
+    # in a module something else was imported from.
+    modules = [sys.modules[source] for source in dict.fromkeys(sources.values()) if source in sys.modules]
+    for name, value in namespace.items():
+        if sources[name] is None and not callable(value):
+            sources[name] = next((module.__name__ for module in modules if getattr(module, name, MISSING) is value), None)
     kept: list[Entry] = []
     ranked: list[tuple[str, object]] = []
     data: list[tuple[str, object]] = []
     imports: list[tuple[str, object, str]] = []
     for name, value in namespace.items():
-        source = library_module(name, value, home) if isinstance(home, str) else None
+        source = sources[name]
         if name in mentioned:
             kept.append(build_entry(name, value, placeholder=placeholders.get(name), **options))
         elif source is not None:

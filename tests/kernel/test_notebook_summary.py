@@ -1,0 +1,124 @@
+"""What a `%%natural` cell shows the model of a real notebook: the names the program mentions, the user's
+data, the notebook's own functions, and the imports in one line (core/nighthawk/prompting/_namespace.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from data_notebook import DATA, IMPORTS, MORE, first_request, prompt_section
+
+from nighthawk.prompting._tokens import estimate_tokens
+
+pytest.importorskip("pandas")
+
+SUM_BY_REGION = "Add up the amount of <sales> per region and store the totals in <:totals>."
+
+
+def locals_of(shell: Any, program: str) -> list[str]:
+    _, user = first_request(shell, program, "--display none")
+    return prompt_section(user, "LOCALS").splitlines()
+
+
+def names_of(lines: list[str]) -> list[str]:
+    return [line.split(":", 1)[0] for line in lines]
+
+
+@pytest.fixture
+def notebook(shell: Any) -> Any:
+    """The data notebook with the usual import cell above it."""
+    shell.run_cell(IMPORTS)
+    shell.run_cell(DATA)
+    return shell
+
+
+def test_45_imported_names_take_one_line_grouped_by_module(notebook: Any) -> None:
+    lines = locals_of(notebook, SUM_BY_REGION)
+    (imported,) = [line for line in lines if line.startswith("imported: ")]
+    assert "collections (Counter, defaultdict, deque, …)" in imported
+    assert "pandas as pd" in imported and "numpy as np" in imported
+    assert "math (sqrt, log, exp, …)" in imported  # `pi` and `inf` went with them: they are the library's
+    for name in ("Counter", "dumps", "partial", "Optional", "Path", "pi", "chain"):
+        assert name not in names_of(lines)
+
+
+def test_the_import_cell_adds_little_to_what_the_model_reads(shell: Any) -> None:
+    shell.run_cell(DATA)
+    _, plain = first_request(shell, SUM_BY_REGION, "--display none")
+    shell.run_cell(IMPORTS)
+    _, imported = first_request(shell, SUM_BY_REGION, "--display none")
+
+    def sections(user: str) -> int:
+        return sum(estimate_tokens(prompt_section(user, name)) for name in ("LOCALS", "GLOBALS"))
+
+    assert sections(imported) <= 1.15 * sections(plain)
+
+
+def test_the_summary_ranks_mentioned_names_then_data_then_definitions_then_imports(notebook: Any) -> None:
+    lines = locals_of(notebook, "Use <share> to turn <by_region> into fractions of the total in <:shares>; Counter may help.")
+    assert names_of(lines) == [
+        "Counter",  # imported, but mentioned: shown whole, with its signature
+        "by_region",
+        "share",
+        "config",
+        "grid",
+        "notes",
+        "rng",
+        "sales",
+        "target",
+        "Target",
+        "imported",
+    ]
+    assert lines[0].startswith("Counter: (")
+
+
+def test_a_name_mentioned_only_in_the_text_survives_the_item_limit(shell: Any) -> None:
+    for cell in (IMPORTS, DATA, MORE):
+        shell.run_cell(cell)
+    assert len([name for name in shell.user_ns if not name.startswith("_")]) >= 95
+    lines = locals_of(shell, "Add <year_total> to the sum of amount in zsales and store it in <:result>.")
+    assert "zsales" in names_of(lines)
+    assert len(lines) <= 80
+
+
+def test_mentioned_names_survive_any_limit_and_the_cut_is_named(shell: Any) -> None:
+    for cell in (IMPORTS, DATA, MORE):
+        shell.run_cell(cell)
+    shell.run_line_magic("nighthawk", "limits locals_max_items=3 locals_max_tokens=40")
+    lines = locals_of(shell, "Add <year_total> to the sum of amount in zsales and store it in <:result>.")
+    assert names_of(lines[:2]) == ["year_total", "zsales"]  # the DataFrame alone is over the token limit
+    assert lines[2].startswith("<snipped> ") and "nh_eval" in lines[2]
+    assert len(lines) == 3
+
+
+def test_limits_cut_the_imports_first_then_definitions_then_data(notebook: Any) -> None:
+    notebook.run_line_magic("nighthawk", "limits locals_max_items=8")
+    lines = locals_of(notebook, SUM_BY_REGION)
+    assert names_of(lines[:-1]) == ["sales", "by_region", "config", "grid", "notes", "rng", "target", "Target"]
+    assert lines[-1].startswith("<snipped> ")
+    assert "share" in lines[-1] and "Counter" in lines[-1] and "nh_eval can inspect them" in lines[-1]
+
+
+def test_ipython_history_and_helpers_never_appear(notebook: Any) -> None:
+    notebook.run_cell("1 + 1", store_history=True)
+    notebook.run_cell("len(notes)", store_history=True)
+    assert "_" in notebook.user_ns and "Out" in notebook.user_ns
+    lines = locals_of(notebook, "Show In and Out, exit and quit, and _ beside <notes>.")
+    shown = set(names_of(lines))
+    assert not shown & {"In", "Out", "_", "__", "___", "_ih", "_oh", "_dh", "get_ipython", "exit", "quit", "open"}
+    assert not any(re.fullmatch(r"_i*\d*", name) for name in shown)
+
+
+def test_notebook_functions_with_one_signature_are_told_apart(notebook: Any) -> None:
+    notebook.run_cell("def add(a: int, b: int) -> int:\n    return a + b\n\ndef mul(a: int, b: int) -> int:\n    return a * b\n")
+    lines = locals_of(notebook, SUM_BY_REGION)
+    assert "add: (a: int, b: int) -> int  # disambiguation: use add" in lines
+    assert "mul: (a: int, b: int) -> int  # disambiguation: use mul" in lines
+
+
+def test_a_module_the_program_binds_leaves_the_imports_line(notebook: Any) -> None:
+    lines = locals_of(notebook, "Use <pd> to read the totals of <sales> into <:totals>.")
+    assert lines[0] == "pd: module"
+    (imported,) = [line for line in lines if line.startswith("imported: ")]
+    assert "pandas as pd" not in imported and "numpy as np" in imported
