@@ -68,7 +68,7 @@ for python in "${pythons[@]}"; do
         echo "=== Python $version: the notebooks again, with an exact tokenizer available"
         (cd "$root/build" && PYTHONPATH="$root/tests/support/exact_tokenizer" "$venv/bin/python" -m pytest \
             -c "$root/pyproject.toml" --rootdir "$root" "${notebooks[@]}" "$@")
-        # The token estimate against the real o200k and cl100k vocabularies, built offline from a PyPI package
+        # The token estimate against the real o200k vocabulary (and cl100k, for tests/core/test_tokens.py), built offline from a PyPI package
         # by the shared tool when it is beside the checkout (the suite above skips these checks, saying so).
         vocabulary_tool="$root/../shared/tools/tiktoken_offline_cache.sh"
         if [ -f "$vocabulary_tool" ] && bash "$vocabulary_tool" "$root/build/tiktoken-vocabulary"; then

@@ -370,15 +370,15 @@ def test_default_style_marks_omitted_items_with_their_count():
 
 
 def test_detailed_style_counts_omitted_items():
-    assert render(list(range(100)), max_tokens=30, style="detailed") == "[0,1,2,3,4,5,6,7,/* 92 more */]"
+    assert render(list(range(100)), max_tokens=30, style="detailed") == "[0,1,2,3,4,5,6,7,8,/* 91 more */]"
 
 
 def test_default_style_cuts_strings_with_ellipsis():
-    assert render("abcdefghij" * 10, max_tokens=7) == '"abcdefgh…"'
+    assert render("abcdefghij" * 10, max_tokens=7) == '"abcdefghijabcd…"'
 
 
 def test_detailed_style_counts_omitted_characters():
-    assert render("a" * 100, max_tokens=18, style="detailed") == '"' + "a" * 9 + '…"/* 91 more chars */'
+    assert render("a" * 100, max_tokens=18, style="detailed") == '"' + "a" * 23 + '…"/* 77 more chars */'
 
 
 def test_truncation_keeps_every_key_of_a_small_dict():

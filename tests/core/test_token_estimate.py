@@ -1,4 +1,6 @@
-"""The tokenizer-free estimate never undercounts the real o200k/cl100k count by more than 10%.
+"""The tokenizer-free estimate stays within reach of the real o200k count for every kind of text: never
+under 0.9 of it (budgets hold in real tokens), never over 1.5 (a budget shows about as much of a Russian,
+Arabic, Japanese or JSON text as of an English one).
 
 Runs against the exact vocabularies where TIKTOKEN_CACHE_DIR holds them (build the folder offline with
 `../shared/tools/tiktoken_offline_cache.sh DIR`); elsewhere each test is skipped, saying so. The project's
@@ -21,30 +23,26 @@ import nighthawk as nh
 from nighthawk.prompting._tokens import estimate_tokens
 from scripting import call, finish, scripted_executor
 
-ENCODINGS = ("o200k_base", "cl100k_base")
-_URLS = {
-    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-}
+_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 
 
-def _cached(name: str) -> bool:
+def _cached() -> bool:
     folder = os.environ.get("TIKTOKEN_CACHE_DIR")
-    return bool(folder) and os.path.exists(os.path.join(folder, hashlib.sha1(_URLS[name].encode()).hexdigest()))
+    return bool(folder) and os.path.exists(os.path.join(folder, hashlib.sha1(_URL.encode()).hexdigest()))
 
 
 pytestmark = pytest.mark.skipif(
-    not all(map(_cached, ENCODINGS)),
-    reason="the o200k_base and cl100k_base vocabularies are not in TIKTOKEN_CACHE_DIR "
+    not _cached(),
+    reason="the o200k_base vocabulary is not in TIKTOKEN_CACHE_DIR "
     "(build it with ../shared/tools/tiktoken_offline_cache.sh DIR)",
 )
 
 
 def exact(text: str) -> int:
-    """The larger of the two real counts."""
+    """The real o200k_base count (the encoding of today's OpenAI models)."""
     import tiktoken
 
-    return max(len(tiktoken.get_encoding(name).encode_ordinary(text)) for name in ENCODINGS)
+    return len(tiktoken.get_encoding("o200k_base").encode_ordinary(text))
 
 
 def corpus() -> dict[str, str]:
@@ -88,9 +86,9 @@ CORPUS = corpus()
 
 
 @pytest.mark.parametrize("kind", list(CORPUS))
-def test_the_estimate_is_at_least_nine_tenths_of_the_real_count(kind: str) -> None:
+def test_the_estimate_is_between_nine_tenths_and_one_and_a_half_of_the_real_count(kind: str) -> None:
     text = CORPUS[kind]
-    assert estimate_tokens(text) >= 0.9 * exact(text)
+    assert 0.9 <= estimate_tokens(text) / exact(text) <= 1.5
 
 
 @pytest.mark.parametrize("kind", ["dict of number lists", "json records", "chinese", "base64"])
