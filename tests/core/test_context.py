@@ -76,7 +76,7 @@ def test_value_entry_shows_type_and_json():
 
 def test_value_entry_is_bounded_by_value_max_tokens():
     line = entry("data", list(range(10**6)), value_max_tokens=24)
-    assert line.startswith("data: list = [0,1,2") and line.endswith(",…(+999994)]") and len(line) <= len("data: list = ") + 40
+    assert line.startswith("data: list = [0,1,2") and line.endswith(",…(+999993)]") and len(line) <= len("data: list = ") + 40
 
 
 def test_callable_entry_shows_signature_with_annotations_and_intent():

@@ -366,7 +366,7 @@ def test_strict_style_omits_item_markers():
 
 
 def test_default_style_marks_omitted_items_with_their_count():
-    assert render(list(range(100)), max_tokens=18, style="default") == "[0,1,2,…(+97)]"
+    assert render(list(range(100)), max_tokens=18, style="default") == "[0,1,2,3,4,…(+95)]"
 
 
 def test_detailed_style_counts_omitted_items():
@@ -378,7 +378,7 @@ def test_default_style_cuts_strings_with_ellipsis():
 
 
 def test_detailed_style_counts_omitted_characters():
-    assert render("a" * 100, max_tokens=18, style="detailed") == '"' + "a" * 23 + '…"/* 77 more chars */'
+    assert render("a" * 100, max_tokens=18, style="detailed") == '"' + "a" * 25 + '…"/* 75 more chars */'
 
 
 def test_truncation_keeps_every_key_of_a_small_dict():

@@ -99,7 +99,7 @@ def _remembered_cost(text: str) -> int:
 # What o200k_base makes of each kind of character, counted with one regex pass per kind (C speed). A Latin
 # word (accents included) up to 8 letters is one token, a longer one one per 4 letters as long compounds
 # split, and each accented letter adds half a token; digits go in groups of 3; a run of ASCII punctuation is
-# one token and 0.6 per further character (`":`, `}],` are single tokens), and a single one glued to the
+# one token and 0.6 per character past the second (`":`, `}],` are single tokens), and a single one glued to the
 # word after it (`(items`, `/path`, `?id`) half a token less; a space joins the word after it but not a
 # digit, other whitespace is a token per run; a long run of mixed-case letters (base64, ids) is about 0.75
 # tokens a letter. Other alphabets (Cyrillic, Greek, Arabic, Hebrew, Indic, Thai) cost a token per 4
@@ -115,6 +115,7 @@ _DIGITS = re.compile(r"[0-9]{1,3}")
 _SPACES = re.compile(r" {2,}|\n+|\t+|\r+|[^\S \n\t\r]| (?=[0-9])")
 _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]+")
 _PUNCTUATION_CHARACTER = re.compile(r"[!-/:-@\[-`{-~]")
+_PUNCTUATION_PAIRS = re.compile(r"[!-/:-@\[-`{-~]{2,}")
 _GLUED = re.compile(r"(?<![!-/:-@\[-`{-~])[(/\[.=?_@#$-](?=[A-Za-z])")
 _LETTER_RUNS = re.compile(r"[A-Za-z]{16,}")
 _ALPHABET_WORDS = re.compile("[\u0370-\u052f\u0530-\u06ff\u0750-\u077f\u0900-\u0dff\u0e00-\u0e7f\u10a0-\u10ff]+")
@@ -131,8 +132,8 @@ def _class_cost(text: str) -> int:
     if not text:
         return 0
     cost: float = sum(len(pattern.findall(text)) for pattern in (_WORDS, _DIGITS, _SPACES))
-    runs = len(_PUNCTUATION.findall(text))
-    cost += 0.4 * runs + 0.6 * len(_PUNCTUATION_CHARACTER.findall(text)) - 0.5 * len(_GLUED.findall(text))
+    runs, pairs = len(_PUNCTUATION.findall(text)), len(_PUNCTUATION_PAIRS.findall(text))
+    cost += 0.4 * runs + 0.6 * len(_PUNCTUATION_CHARACTER.findall(text)) - 0.6 * pairs - 0.5 * len(_GLUED.findall(text))
     for run in _LETTER_RUNS.findall(text):
         upper = len(run) - len(run.translate(_UPPER_LETTERS))  # the run is ASCII letters: counted in C
         if len(run) <= 4 * upper <= 3 * len(run):  # mixed case throughout: random text, not camelCase words
