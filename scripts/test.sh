@@ -74,7 +74,7 @@ for python in "${pythons[@]}"; do
         if [ -f "$vocabulary_tool" ] && bash "$vocabulary_tool" "$root/build/tiktoken-vocabulary"; then
             echo "=== Python $version: the token estimate against the exact vocabularies"
             (cd "$root/build" && TIKTOKEN_CACHE_DIR="$root/build/tiktoken-vocabulary" "$venv/bin/python" -m pytest \
-                -c "$root/pyproject.toml" --rootdir "$root" "$root/tests/core/test_token_estimate.py" \
+                -c "$root/pyproject.toml" --rootdir "$root" "$root/tests/core/test_token_estimate.py" "$root/tests/core/test_fixed_prompt.py" \
                 "$root/tests/core/test_tokens.py" "$@")
         else
             echo "=== Python $version: no exact vocabulary could be built; the token estimate was checked only where it needs none"

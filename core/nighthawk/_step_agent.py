@@ -33,7 +33,7 @@ def output_spec(schema: Mapping[str, object]) -> Any:
     return ToolOutput(
         StructuredDict(dict(schema)),
         name=OUTCOME_TOOL,
-        description="End the step with its outcome.",
+        description="End the step.",
         max_retries=OUTCOME_RETRIES,
     )
 
@@ -58,9 +58,9 @@ def build_agent(output_spec: list[Any]) -> StepAgent:
     from .outcome import resolve_outcome  # here: it imports pydantic
     from .tools import assign_value, eval_expression, evaluated_value, guarded, invoke_tool
 
-    # Short docstrings: they become the tool descriptions, and the system prompt already explains both.
+    # Short docstrings: they become the tool descriptions, sent with every request.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
-        """Evaluate a Python expression; returns its value."""
+        """Evaluate a Python expression (objects may be changed in place)."""
         step = _enter_round(ctx)
         made = replayed_result(ctx)
         if made is not None:
@@ -87,7 +87,7 @@ def build_agent(output_spec: list[Any]) -> StepAgent:
         return envelope if media is None else [envelope, media]  # type: ignore[return-value]
 
     async def nh_assign(ctx: RunContext[StepContext], target_path: str, expression: str) -> str:
-        """Store an expression's value in `name` or `name.attr`."""
+        """Set `name` or `name.attr` to a Python expression's value."""
         step = _enter_round(ctx)
         made = replayed_result(ctx)
         if made is not None:
