@@ -45,7 +45,7 @@ __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
 """Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
 
-_SUBCOMMANDS = ("model", "display", "limits", "confirm", "status", "usage", "replay", "traceback", "help")
+_SUBCOMMANDS = ("model", "display", "limits", "confirm", "status", "usage", "replay", "traceback", "help", "prompt")
 _SWITCH = {"on": True, "off": False}
 
 # The program starts on the line after `%%natural`, which is line 1 of the cell.
@@ -237,9 +237,16 @@ class NighthawkMagics(Magics):
         `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
         `%nighthawk replay PATH [--record|--auto]` (answer from
         a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block),
+        `%nighthawk prompt PROGRAM` (what the next step of PROGRAM would send, with each part's tokens),
         `%nighthawk help` (this text). The same settings are `%config NighthawkSettings.*` and
         `nighthawk_ipython.configure(...)`. A `#` starts a comment, as in Python.
         """
+        command, _, rest = line.strip().partition(" ")
+        if command == "prompt":  # the rest of the line is a program, taken as written (quotes, `#` and all)
+            from ._prompt_view import prompt_report
+
+            print(prompt_report(self.shell, self._state, rest))
+            return
         args = parse_argstring(self.nighthawk, _without_comment(line))
         values = [_unquote(value) for value in args.values]
         if (args.record or args.auto) and args.command != "replay":

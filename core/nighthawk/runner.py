@@ -8,10 +8,10 @@ before a result exists, so nothing is committed.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import events
 from ._deadline import DeadlinePassed, bounded_by
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Resolution
 
-__all__ = ["BlockResult", "run_block", "run_block_async"]
+__all__ = ["BlockResult", "prepared_step", "run_block", "run_block_async"]
 
 _DEFAULT_CONFIGURATION = StepExecutorConfiguration()
 
@@ -80,6 +80,17 @@ async def run_block_async(program: Program, frame: Frame) -> BlockResult:
 async def _run_block(program: Program, frame: Frame) -> BlockResult:
     executor = get_step_executor()
     ensure_telemetry()
+    step, configuration = _new_step(program, frame, executor)
+    # The wall-time budget runs from here: rendering the prompt and every call of user code count.
+    deadline = step_deadline(configuration.step_budget)
+    with _scrubbing(step) as scrubber, bounded_by(deadline):
+        result = await _run_step(program, executor, step, deadline)
+        if result.exception is not None:
+            scrub_exception(result.exception, scrubber)
+        return result
+
+
+def _new_step(program: Program, frame: Frame, executor: object) -> tuple[StepContext, StepExecutorConfiguration]:
     configuration = getattr(executor, "configuration", None) or _DEFAULT_CONFIGURATION
     step = build_step(
         program,
@@ -89,22 +100,33 @@ async def _run_block(program: Program, frame: Frame) -> BlockResult:
         tools=visible_tools(),
         implicit_references=scope_implicit_references(),
     )
-    # The wall-time budget runs from here: rendering the prompt and every call of user code count.
-    deadline = step_deadline(configuration.step_budget)
+    return step, configuration
+
+
+def _scrubbing(step: StepContext) -> Any:
     # Everything the step sends out (model requests, events, logs, the exception it raises) is scrubbed of
     # the secret values in its scope while this is current.
-    secrets = scrubbing_step(
+    return scrubbing_step(
         step.rendering.redaction,
         step_locals=step.step_locals,
         step_globals=step.step_globals,
         reads=step.program.reads,
         interpolated=step.program.interpolated,
     )
-    with secrets as scrubber, bounded_by(deadline):
-        result = await _run_step(program, executor, step, deadline)
-        if result.exception is not None:
-            scrub_exception(result.exception, scrubber)
-        return result
+
+
+@contextmanager
+def prepared_step(program: Program, frame: Frame) -> Iterator[tuple[StepContext, StepExecutorConfiguration]]:
+    """The step `run_block` would run for `program` in `frame`, and its executor's configuration, without
+    running it: inside the `with`, what the step renders is scrubbed of its scope's secrets, as when it runs
+    (`%nighthawk prompt` shows a step's prompts this way).
+
+    Raises:
+        NighthawkError: No executor is set, or the frame leaves the block no outcome.
+    """
+    step, configuration = _new_step(program, frame, get_step_executor())
+    with _scrubbing(step):
+        yield step, configuration
 
 
 async def _run_step(program: Program, executor: object, step: StepContext, deadline: Deadline | None) -> BlockResult:
