@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests" / "kernel")]
 
-from bench_tokens import counter, reference_blocks  # noqa: E402
+from bench_tokens import counter, print_reference_blocks  # noqa: E402
 from data_notebook import DATA, IMPORTS, MORE, first_request, prompt_section  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
@@ -45,9 +45,7 @@ def main() -> None:
     print(f"  data only                 {plain:6}")
     print(f"  data + 45 imported names  {imported:6}  ({imported / plain:.2f}x; goal at most 1.15x)")
     print(f"  + 44 more names           {longer:6}")
-    print(f"first-request tokens of the reference blocks ({label}; goal at most 600)")
-    for name, total, system, user, tools in reference_blocks(count):
-        print(f"  {name:<9}{total:6}  (system {system}, user {user}, tools {tools})")
+    print_reference_blocks(count, label)
 
 
 if __name__ == "__main__":

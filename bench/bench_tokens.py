@@ -46,12 +46,16 @@ def reference_blocks(count) -> list[tuple[str, int, int, int, int]]:
     return rows
 
 
-def main() -> None:
-    count, label = counter()
-    print(f"first-request tokens ({label})")
+def print_reference_blocks(count, label: str) -> None:
+    """Print the table of the reference blocks' first-request tokens (goal: at most 600 each)."""
+    print(f"first-request tokens ({label}; goal at most 600)")
     print(f"{'block':<10}{'total':>7}{'system':>8}{'user':>6}{'tools':>7}")
     for name, total, system, user, tools in reference_blocks(count):
         print(f"{name:<10}{total:>7}{system:>8}{user:>6}{tools:>7}")
+
+
+def main() -> None:
+    print_reference_blocks(*counter())
 
 
 if __name__ == "__main__":

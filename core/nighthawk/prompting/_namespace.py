@@ -85,7 +85,8 @@ def library_module(name: str, value: object, home: str) -> str | None:
         return None
     for path in _public_paths(module):
         source = sys.modules.get(path)
-        if source is not None and any(getattr(source, key, None) is value for key in {own, name} if isinstance(key, str)):
+        # The module's own dict, not getattr: a lazy module `__getattr__` would import or warn.
+        if source is not None and any(vars(source).get(key) is value for key in {own, name} if isinstance(key, str)):
             return path
     return None
 
@@ -151,7 +152,7 @@ def render_namespace_summary(
     modules = [sys.modules[source] for source in dict.fromkeys(sources.values()) if source in sys.modules]
     for name, value in namespace.items():
         if sources[name] is None and not callable(value):
-            sources[name] = next((module.__name__ for module in modules if getattr(module, name, MISSING) is value), None)
+            sources[name] = next((module.__name__ for module in modules if vars(module).get(name, MISSING) is value), None)
     kept: list[Entry] = []
     ranked: list[tuple[str, object]] = []
     data: list[tuple[str, object]] = []
@@ -167,23 +168,26 @@ def render_namespace_summary(
         else:
             data.append((name, value))
     kept.sort(key=lambda entry: entry.name)
-    candidates = [
-        build_entry(name, value, placeholder=placeholders.get(name), **options)
-        for name, value in (*sorted(data, key=lambda pair: pair[0]), *sorted(ranked, key=lambda pair: pair[0]))
-    ]
-    return _fit(kept, candidates, imports, limits=limits, counter=counter, total=len(namespace))
+    order = [*sorted(data, key=lambda pair: pair[0]), *sorted(ranked, key=lambda pair: pair[0])]
+    # Only what the item limit can hold is rendered: a notebook of a thousand names costs what 80 cost.
+    room = min(len(order), max(limits.locals_max_items - len(kept), 0))
+    candidates = [build_entry(name, value, placeholder=placeholders.get(name), **options) for name, value in order[:room]]
+    rest = [name for name, _ in order[room:]]
+    return _fit(kept, candidates, rest, imports, limits=limits, counter=counter, total=len(namespace))
 
 
 def _fit(
     kept: list[Entry],
     candidates: list[Entry],
+    rest: list[str],
     imports: list[tuple[str, object, str]],
     *,
     limits: StepContextLimits,
     counter: TokenCounter,
     total: int,
 ) -> str:
-    """The lines: `kept` whole, then as many candidates and imports as the limits hold, then what was left out."""
+    """The lines: `kept` whole, then as many candidates and imports as the limits hold, then what was left
+    out (the candidates cut, the `rest` never rendered, the imports cut)."""
     chosen = len(candidates)
     imported = len(imports)
 
@@ -193,7 +197,7 @@ def _fit(
         parts = _imported_line(imports[:imported])
         if parts:
             lines.append("imported: " + ", ".join(parts))
-        left = [entry.name for entry in candidates[chosen:]] + [name for name, _, _ in imports[imported:]]
+        left = [entry.name for entry in candidates[chosen:]] + rest + [name for name, _, _ in imports[imported:]]
         if left:
             listed = ", ".join(left[:_MAX_LISTED]) + (f" and {len(left) - _MAX_LISTED} more" if len(left) > _MAX_LISTED else "")
             lines.append(f"{SNIPPED_MARKER} {len(left)} names not shown ({listed}); nh_eval can inspect them")
@@ -205,7 +209,6 @@ def _fit(
         return items <= limits.locals_max_items and sum(counter.count(line) + 1 for line in lines) <= limits.locals_max_tokens
 
     # Cut from the bottom of the ranking: the imports first, then the definitions and the data, last first.
-    chosen = min(chosen, max(limits.locals_max_items - len(kept), 0))
     while (chosen or imported) and not fits(chosen, imported):
         if imported:
             imported -= 1
