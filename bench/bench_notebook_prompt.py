@@ -19,9 +19,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests" / "kernel")]
 
-from bench_tokens import counter, print_reference_blocks  # noqa: E402
-from data_notebook import DATA, IMPORTS, MORE, first_request, prompt_section  # noqa: E402
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from bench_tokens import counter, print_reference_blocks
+from data_notebook import DATA, IMPORTS, MORE, first_request, prompt_section
+from IPython.core.interactiveshell import InteractiveShell
 
 PROGRAM = "Add up the amount of <sales> per region and store the totals in <:totals>."
 

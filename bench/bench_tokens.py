@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "tests")]
 
-from support.reference_blocks import REFERENCE_CALLS, first_request  # noqa: E402
+from support.reference_blocks import REFERENCE_CALLS, first_request
 
 
 def counter():

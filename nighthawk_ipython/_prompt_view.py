@@ -13,7 +13,6 @@ import textwrap
 from typing import Any
 
 from IPython.core.error import UsageError
-
 from nighthawk.block import parse_program
 from nighthawk.configuration import StepExecutorConfiguration
 from nighthawk.errors import NighthawkError

@@ -13,9 +13,8 @@ import hashlib
 import os
 
 import pytest
-from support.reference_blocks import REFERENCE_CALLS, request_texts
-
 from nighthawk.prompting._tokens import estimate_tokens
+from support.reference_blocks import REFERENCE_CALLS, request_texts
 
 _URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 

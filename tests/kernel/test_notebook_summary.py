@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from data_notebook import DATA, IMPORTS, MORE, first_request, prompt_section
-
 from nighthawk.prompting._tokens import estimate_tokens
 
 pytest.importorskip("pandas")

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 
+import nighthawk as nh
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-import nighthawk as nh
 
 __all__ = ["REFERENCE_CALLS", "compute", "first_request", "request_texts", "tidy", "triage"]
 

@@ -26,7 +26,14 @@ import types
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ._summaries import MISSING, SNIPPED_MARKER, Entry, alias_target, build_entry, disambiguate
+from ._summaries import (
+    MISSING,
+    SNIPPED_MARKER,
+    Entry,
+    alias_target,
+    build_entry,
+    disambiguate,
+)
 
 if TYPE_CHECKING:
     from ..block import Program

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 import re
 import threading
