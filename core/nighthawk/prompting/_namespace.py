@@ -11,14 +11,18 @@ a hundred names, most of them imported, and a model that knows what `Counter` is
 3. functions and classes of the notebook (or any callable that is not a library's), with their signatures;
 4. what was imported from libraries (modules, and functions, classes and typing forms a library module
    defines), one line, grouped by source module, names only:
-   `imported: collections (Counter, deque), math (sqrt), pandas as pd`.
+   `imported: pandas as pd, collections (Counter, deque), math (sqrt)`: the sources imported as modules
+   first, then the others, each in name order.
 
-Within a rank, names are in name order. When the item or token limit leaves names out, a last line starting
+Within a rank, names are in name order: a star import binds names in its module's `__all__` order, which
+some libraries (numpy) build from a set, so any other order would change the prompt from one kernel to the
+next. When the item or token limit leaves names out, a last line starting
 with `<snipped>` names them (up to `_MAX_LISTED`) and says `nh_eval` can inspect them.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import sys
@@ -99,7 +103,7 @@ def library_module(name: str, value: object, home: str) -> str | None:
 
 
 def _imported_line(imports: Iterable[tuple[str, object, str]]) -> list[str]:
-    """The parts of the `imported:` line, one per source module in order of first import."""
+    """The parts of the `imported:` line: the modules, then one part per source module of the other names."""
     modules: dict[str, list[str]] = {}
     names: dict[str, list[str]] = {}
     for name, value, source in imports:
@@ -175,6 +179,7 @@ def render_namespace_summary(
         else:
             data.append((name, value))
     kept.sort(key=lambda entry: entry.name)
+    imports.sort(key=lambda item: (item[2], item[0]))
     order = [*sorted(data, key=lambda pair: pair[0]), *sorted(ranked, key=lambda pair: pair[0])]
     # Only what the item limit can hold is rendered: a notebook of a thousand names costs what 80 cost.
     room = min(len(order), max(limits.locals_max_items - len(kept), 0))
@@ -194,11 +199,18 @@ def _fit(
     total: int,
 ) -> str:
     """The lines: `kept` whole, then as many candidates and imports as the limits hold, then what was left
-    out (the candidates cut, the `rest` never rendered, the imports cut)."""
-    chosen = len(candidates)
-    imported = len(imports)
+    out (the candidates cut, the `rest` never rendered, the imports cut).
 
-    def lines_for(chosen: int, imported: int) -> tuple[list[str], int]:
+    `imports` is sorted by source module; they are cut a source module at a time, since a module shows at
+    most `_NAMES_PER_MODULE` names and cutting one it does not show would save nothing.
+    """
+    groups = [len(list(group)) for _, group in itertools.groupby(imports, key=lambda item: item[2])]
+    # Cut number `cut` leaves this many candidates and imported names: the imports go first, the last first.
+    def shape(cut: int) -> tuple[int, int]:
+        return len(candidates) - max(cut - len(groups), 0), sum(groups[: max(len(groups) - cut, 0)])
+
+    def lines_for(cut: int) -> tuple[list[str], int]:
+        chosen, imported = shape(cut)
         entries, _ = disambiguate([*kept, *candidates[:chosen]], counter)
         lines = [entry.line for entry in entries]
         parts = _imported_line(imports[:imported])
@@ -210,18 +222,23 @@ def _fit(
             lines.append(f"{SNIPPED_MARKER} {len(left)} names not shown ({listed}); nh_eval can inspect them")
         return lines, len(left)
 
-    def fits(chosen: int, imported: int) -> bool:
-        lines, _ = lines_for(chosen, imported)
+    def fits(cut: int) -> bool:
+        lines, _ = lines_for(cut)
+        chosen, imported = shape(cut)
         items = len(kept) + chosen + (1 if imported else 0)
         return items <= limits.locals_max_items and sum(counter.count(line) + 1 for line in lines) <= limits.locals_max_tokens
 
-    # Cut from the bottom of the ranking: the imports first, then the definitions and the data, last first.
-    while (chosen or imported) and not fits(chosen, imported):
-        if imported:
-            imported -= 1
+    # The fewest cuts that fit, found by bisection: each try renders every line, so trying one cut after
+    # another would cost a thousand-name notebook a million counts. More cuts never cost more tokens, but for
+    # the few names the `<snipped>` line lists; the last cut (only `kept`) is taken even when it does not fit.
+    low, high = 0, len(groups) + len(candidates)
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
         else:
-            chosen -= 1
-    lines, left = lines_for(chosen, imported)
+            low = middle + 1
+    lines, left = lines_for(low)
     if left:
         _logger.info(
             "locals summary snipped: %d of %d entries left out (limits: %d tokens, %d items)",
@@ -231,4 +248,3 @@ def _fit(
             limits.locals_max_items,
         )
     return "\n".join(lines)
-
