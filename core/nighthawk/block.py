@@ -36,6 +36,8 @@ _BINDING = re.compile(rf"(\\?)<(:?)({_IDENT}(?:\.{_IDENT})*)>")
 _FRONTMATTER_KEYS = frozenset({"deny"})
 # `<: total>`: meant as a write binding, but the space makes it plain text; refused instead of ignored.
 _SPACED_WRITE = re.compile(rf"(?<!\\)<:\s+({_IDENT}(?:\.{_IDENT})*)\s*>")
+# A word of the text that could be a Python name, or the root of a dotted one (`sales` of `sales.amount`).
+_WORD = re.compile(rf"(?<![\w.]){_IDENT}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +62,12 @@ class Program:
         """The program as the model sees it: the prompt template gives it lines of its own between markers,
         so its outer blank lines and final newline are dropped there (they would only add empty lines)."""
         return self.text.strip("\n").rstrip()
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Each word of the program text that could name a Python variable (`sales`, and `sales` of
+        `sales.amount`), once, in order of first appearance; whether it names one is for the caller to see."""
+        return tuple(dict.fromkeys(_WORD.findall(self.prompt_text)))
 
 
 def strip_sentinel(literal: str) -> str | None:

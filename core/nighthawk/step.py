@@ -38,16 +38,16 @@ if TYPE_CHECKING:
 
 __all__ = ["ExecutionContext", "RenderingPolicy", "StepContext", "get_current_step_context"]
 
-# Exception types every step may raise by name, on top of exception classes found in its scope. Each name is
-# paid in every request's outcome schema, so only those a step raises on its own judgment are here: not
-# AssertionError and AttributeError (signs of a bug), TimeoutError (a step does not time out on its own),
-# ArithmeticError and OverflowError (a step reports those as ZeroDivisionError or ValueError). A class the
-# block's scope holds is offered whatever its base.
+# Exception types every step may raise by name, on top of exception classes found in its scope and builtin
+# ones its program names (`raise TimeoutError when ...`). Each name is paid in every request's outcome schema,
+# so only those a step raises on its own judgment are here: not AssertionError and AttributeError (signs of a
+# bug), TimeoutError (a step does not time out on its own), nor the bases ArithmeticError and LookupError (a
+# step reports ZeroDivisionError, KeyError or IndexError, which `except` of the base catches) and
+# OverflowError (reported as ValueError).
 _BUILTIN_RAISE_TYPES: tuple[str, ...] = (
     "FileNotFoundError",
     "IndexError",
     "KeyError",
-    "LookupError",
     "NotImplementedError",
     "PermissionError",
     "RuntimeError",
@@ -257,8 +257,14 @@ def allowed_outcomes(program: Program, frame: Frame) -> tuple[str, ...]:
     return allowed
 
 
-def _raise_types(step_locals: Mapping[str, object], globals_: Mapping[str, object], references: tuple[str, ...]) -> dict[str, type[BaseException]]:
+def _raise_types(
+    step_locals: Mapping[str, object], globals_: Mapping[str, object], references: tuple[str, ...], words: tuple[str, ...]
+) -> dict[str, type[BaseException]]:
     found: dict[str, type[BaseException]] = {name: getattr(builtins, name) for name in _BUILTIN_RAISE_TYPES}
+    for word in words:
+        named = getattr(builtins, word, None)
+        if isinstance(named, type) and issubclass(named, Exception):
+            found[word] = named
     candidates = [(name, step_locals[name]) for name in step_locals if not name.startswith("_")]
     candidates += [(name, globals_[name]) for name in references if name in globals_ and name not in step_locals]
     for _, value in candidates:
@@ -303,7 +309,7 @@ def build_step(
         binding_types[name] = infer_binding_type(declared, step_locals.get(name)) if frame.infer_types else declared
     allowed = allowed_outcomes(program, frame)
     references = program.references + tuple(implicit_references or ())
-    raise_types = _raise_types(step_locals, step_globals, references)
+    raise_types = _raise_types(step_locals, step_globals, references, program.words)
     return StepContext(
         step_id=frame.step_id,
         invocation_id=uuid.uuid4().hex,

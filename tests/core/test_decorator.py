@@ -183,6 +183,35 @@ def test_raise_outcome_can_name_an_exception_class_in_scope() -> None:
     assert "QuotaExceeded" in offered_raise_types(script.infos[0])
 
 
+def test_a_builtin_exception_the_program_names_can_be_raised() -> None:
+    executor, script = scripted_executor([finish("raise", raise_message="the feed is late", raise_error_type="TimeoutError")])
+
+    @nh.natural_function
+    def fetch(feed: str) -> None:
+        """natural
+        Raise TimeoutError if <feed> says it is late.
+        """
+
+    with nh.run(executor), pytest.raises(TimeoutError, match="the feed is late"):
+        fetch("late")
+    assert "TimeoutError" in offered_raise_types(script.infos[0])
+
+
+def test_builtin_exceptions_the_program_does_not_name_stay_out_of_the_schema() -> None:
+    executor, script = scripted_executor([finish()])
+
+    @nh.natural_function
+    def fetch(feed: str) -> None:
+        """natural
+        Check <feed>.
+        """
+
+    with nh.run(executor):
+        fetch("late")
+    offered = offered_raise_types(script.infos[0])
+    assert "ValueError" in offered and not {"TimeoutError", "LookupError", "AttributeError"} & set(offered)
+
+
 def test_read_binding_of_unknown_name_raises_name_error_before_the_model_runs() -> None:
     executor, script = scripted_executor()
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import sys
 import types
 from collections.abc import Collection, Iterable, Mapping
@@ -51,14 +50,11 @@ _logger = logging.getLogger("nighthawk")
 _MAX_LISTED = 20
 # Names listed per source module on the `imported:` line; the model asks `nh_eval` (`dir()`) for the rest.
 _NAMES_PER_MODULE = 3
-# A word of the program that could be a Python name, and the root of a dotted one (`zsales` of `zsales.amount`).
-_WORD = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*")
 
 
 def mentioned_names(program: Program) -> tuple[str, ...]:
     """Every name the program mentions: its bindings, then each word of its text, in order of appearance."""
-    words = _WORD.findall(program.prompt_text)
-    return tuple(dict.fromkeys((*program.reads, *program.writes, *program.references, *words)))
+    return tuple(dict.fromkeys((*program.reads, *program.writes, *program.references, *program.words)))
 
 
 def _public_paths(module: str) -> list[str]:
