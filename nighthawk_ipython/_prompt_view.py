@@ -53,8 +53,8 @@ def prompt_report(shell: Any, state: Any, text: str) -> str:
             system, user = render_prompts(step, configuration or StepExecutorConfiguration(), attachments)
     except (NighthawkError, NameError) as exc:
         raise UsageError(f"{_WHERE}: {exc}") from exc
-    agent = build_agent(output_spec(step.outcome_schema))
     outcome = output_spec(step.outcome_schema)
+    agent = build_agent(outcome)
     definitions = [Tool(agent.tools[name], takes_ctx=True).tool_def for name in ("nh_eval", "nh_assign")]
     definitions += [user_tool(definition).tool_def for definition in step.tools.values()]
     tools = [

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ..secrets import ContextRedaction
     from ._tokens import TokenCounter
 
-__all__ = ["library_module", "mentioned_names", "render_namespace_summary"]
+__all__ = ["mentioned_names", "render_namespace_summary"]
 
 _logger = logging.getLogger("nighthawk")
 _MAX_LISTED = 20
@@ -70,7 +70,7 @@ def _public_paths(module: str) -> list[str]:
     return paths
 
 
-def library_module(name: str, value: object, home: str) -> str | None:
+def _library_module(name: str, value: object, home: str) -> str | None:
     """The library module `value` (bound to `name`) was imported from, or `None` when it is the notebook's own.
 
     A module is its own source. A function, class or typing form counts as imported when a module other than
@@ -153,7 +153,7 @@ def render_namespace_summary(
     for name in shown_elsewhere:
         namespace.pop(name, None)
     options = {"limits": limits, "style": style, "counter": counter, "redaction": redaction}
-    sources = {name: library_module(name, value, home) if isinstance(home, str) else None for name, value in namespace.items()}
+    sources = {name: _library_module(name, value, home) if isinstance(home, str) else None for name, value in namespace.items()}
     # A constant imported with functions (`from math import pi, sqrt`) is the library's too: found by identity
     # in a module something else was imported from.
     modules = [sys.modules[source] for source in dict.fromkeys(sources.values()) if source in sys.modules]

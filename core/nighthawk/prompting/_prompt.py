@@ -31,8 +31,6 @@ def render_prompts(
         "redaction": policy.redaction,
     }
     visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
-    # A read binding holding a global is the same for every call of the function: listed first, it joins the
-    # prompt's shared start (what differs per call, the arguments, comes last).
     placeholders = media_placeholders(attachments)
     if step.module_namespace:
         # A notebook's hundred names, ranked: see `_namespace.py`. The globals summary lists the names the
@@ -46,6 +44,8 @@ def render_prompts(
             **options,
         )
     else:
+        # A read binding holding a global is the same for every call of the function: listed first, it joins
+        # the prompt's shared start (what differs per call, the arguments, comes last).
         shared = [name for name, value in visible_locals.items() if step.step_globals.get(name, _ABSENT) is value]
         locals_summary = render_locals_summary(
             visible_locals,
