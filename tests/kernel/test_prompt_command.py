@@ -58,8 +58,11 @@ def test_a_secret_in_scope_is_masked_as_in_a_real_step(orders: Any, capsys: pyte
     assert "api_key: str = " in printed
 
 
-def test_an_unbound_name_or_no_program_is_a_usage_error(orders: Any) -> None:
+def test_a_program_reading_an_unbound_name_is_a_usage_error(orders: Any) -> None:
     with pytest.raises(UsageError, match="name 'missing' is not defined"):
         orders.run_line_magic("nighthawk", "prompt Sum <missing>.")
+
+
+def test_no_program_is_a_usage_error(orders: Any) -> None:
     with pytest.raises(UsageError, match="give the program"):
         orders.run_line_magic("nighthawk", "prompt")
