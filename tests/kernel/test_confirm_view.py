@@ -194,3 +194,18 @@ def test_a_string_of_code_for_exec_is_shown_as_code(confirm: Any, channel: str) 
 def test_a_masked_string_is_said_to_be_masked(confirm: Any) -> None:
     printed = confirm(model_code("nh_eval", "len('sk-proj-abcdefghijklmnopqrstuvwxyz012345')")).seen_before[0]
     assert "    len('<masked>')\n    (<masked> stands for text inside a string literal that looks like a secret)" in printed
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_planted_secret_cannot_hide_which_function_getattr_calls(confirm: Any, channel: str) -> None:
+    plant = ToolCallPart("nh_eval", {"expression": "{'password': '__import__'}"})
+    expression = "getattr(__builtins__, '__import__')('os').remove(p)"
+    person = confirm(plant, model_code(channel, expression), answers=("y",))
+    assert unfolded(person.seen_before[1]) == as_shown(channel, expression)
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_an_invisible_name_is_shown(confirm: Any, channel: str) -> None:
+    # U+3164 is a letter Python takes in a name, and it prints as blank space.
+    shown = confirm(model_code(channel, "(\u3164 := os.remove)")).seen_before[0]
+    assert unfolded(shown) == as_shown(channel, "(<U+3164> := os.remove)")

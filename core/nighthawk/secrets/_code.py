@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -116,11 +117,17 @@ def _mask_group(
 
 
 def _is_code(value: str) -> bool:
-    """Whether `value` is Python code that runs something (a call, an import, an assignment)."""
+    """Whether `value` is Python code that runs something (a call, an import, a loop), or a name or dotted
+    name (`'os.remove'`, `'__import__'` for `getattr` or `importlib`): what code does with it is part of
+    what runs. A real secret never has to be shown as one: the model only ever reads secrets masked, so a
+    name-like "secret" in its code is one it planted to hide a name."""
+    stripped = value.strip()
+    if stripped and all(part.isidentifier() for part in stripped.split(".")):
+        return True
     if "(" not in value and "import" not in value and ":" not in value:
         return False
     try:
-        tree = ast.parse(value.strip())
+        tree = ast.parse(stripped)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return any(isinstance(node, _RUNS) for node in ast.walk(tree))
@@ -212,7 +219,9 @@ def _literal(text: str, start: int, end: int) -> _Literal | None:
 
 def _value(source: str) -> str | None:
     try:
-        value = ast.literal_eval(source)
+        with warnings.catch_warnings():  # an invalid escape warns when the model's code runs, not here
+            warnings.simplefilter("ignore")
+            value = ast.literal_eval(source)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return value.decode("latin-1") if isinstance(value, bytes) else value if isinstance(value, str) else None
@@ -335,13 +344,15 @@ def _parsed_strings(text: str) -> dict[tuple[int, int], str] | None:
     own text only). None when `text` is no expression or statement Python reads."""
     lead = len(text) - len(text.lstrip())
     source = text[lead:].rstrip()
-    try:
-        tree = ast.parse(source, mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
-            tree = ast.parse(source)
+            tree = ast.parse(source, mode="eval")
         except (SyntaxError, ValueError, MemoryError, RecursionError):
-            return None
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                return None
     lines = source.split("\n")
     starts = _offsets(source)
 
@@ -371,14 +382,19 @@ def _group_value(group: list[_Literal]) -> str | None:
 # --- showing ------------------------------------------------------------------------------------------
 
 
+# Code points that render as nothing though they are printable (Unicode's default-ignorable ones outside the
+# format and control categories): the Hangul fillers are even valid in a Python name, an invisible one.
+_INVISIBLE = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10)]
+    + [*range(0xE0100, 0xE01F0)]
+)
+
+
 def visible_controls(text: str) -> str:
     """`text` with every character that moves the cursor, erases, reorders or hides text when printed
-    (carriage returns, escapes, backspaces, bidirectional and zero-width marks) shown as `<U+XXXX>`; line
-    breaks and tabs stay."""
-    if text.isprintable() or all(char.isprintable() or char in "\n\t" for char in text):
-        return text
+    (carriage returns, escapes, backspaces, bidirectional and zero-width marks, invisible fillers) shown as
+    `<U+XXXX>`; line breaks and tabs stay."""
     return "".join(
-        char if char.isprintable() or char in "\n\t" else f"<U+{ord(char):04X}>"
+        f"<U+{ord(char):04X}>" if (not char.isprintable() and char not in "\n\t") or ord(char) in _INVISIBLE else char
         for char in text
     )
-
