@@ -5,10 +5,10 @@ too ordinary to be either (`ContextRedaction`, public as `nighthawk.ContextRedac
 re-exports it with the default patterns). The rules know nothing else of ours and import nothing heavy, so
 every module below can use them; which long random-looking runs are credentials, and which public values
 only look like one, is `_random`'s, which the rules use. The other modules, each with one job, lowest
-first: `_values` (finding
-the secret values inside data), `_scrubber` (a step's secret values and the scrubber every outgoing text
-passes through) and `_model` (the pydantic-ai model wrapper that scrubs every request; imported only when
-an executor builds its model).
+first: `_values` (finding the secret values inside data), `_scrubber` (a step's secret values and the
+scrubber every outgoing text passes through), `_model` (the pydantic-ai model wrapper that scrubs every
+request; imported only when an executor builds its model) and `_code` (secrets in code shown to a person,
+masked only inside its string literals; imported by confirm mode).
 
 The rules:
 
