@@ -73,13 +73,24 @@ DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
     r"salt",
 )
 
-_DISCORD = ("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT")
+# A Discord bot token is one run of at least 58 letters, digits, `_`, `-` and dots: one scan finds a text that
+# may hold one (its nine possible first letters, tested as literals, cost a scan each).
+_DOTTED_TOKEN_TABLE = bytes(
+    ord("a") if byte in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-." else ord(" ")
+    for byte in range(256)
+)
+
+
+def _long_dotted_run(text: str) -> bool:
+    return "." in text and b"a" * 58 in text.encode("utf-8", "surrogatepass").translate(_DOTTED_TOKEN_TABLE)
+
+
 # Credential shapes issued by common providers, each with the literal texts one of which any match holds
-# (`None`: the bearer pattern, found by a case-insensitive test). Only the patterns whose literal is in a
+# (`None`: the bearer pattern, found by a case-insensitive test; a function: a test of its own). Only the patterns whose literal is in a
 # text are run on it: running them all at every position of every tool result, prompt and event costs
 # several times more. Lookbehinds keep the scheme visible where that helps the reader (`Bearer <masked>`,
 # `postgres://<masked>@host`).
-_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | Callable[[str], bool] | None], ...] = (
     (r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),  # OpenAI and Anthropic
     (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),  # Google API keys
     (r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
@@ -97,7 +108,7 @@ _PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)", ("-----BEGIN",)),
     # Discord bot tokens: the base64 of the bot's numeric id (so `MT`, `Nz`, `OD`... for its first digit), a
     # timestamp and an HMAC, joined by dots.
-    (r"(?<![\w\-])(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9]{21,25}\.[\w\-]{6}\.[\w\-]{27,38}(?![\w\-])", _DISCORD),
+    (r"(?<![\w\-])(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9]{21,25}\.[\w\-]{6}\.[\w\-]{27,38}(?![\w\-])", _long_dotted_run),
     # user:password in a URL; the password runs to the last `@` before the host, as URL parsers read it.
     (r"(?<=://)[^/\s:@]+:[^/\s?#'\"\\`]+(?=@)", ("://",)),
 )
@@ -236,6 +247,9 @@ def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
             if bearer is None:
                 bearer = "bearer " in text.lower()
             if bearer:
+                chosen.append(pattern)
+        elif callable(anchors):
+            if anchors(text):
                 chosen.append(pattern)
         elif any(anchor in text for anchor in anchors):
             chosen.append(pattern)
