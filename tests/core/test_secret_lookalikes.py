@@ -14,9 +14,8 @@ import struct
 import zlib
 from typing import Any
 
-import pytest
-
 import nighthawk as nh
+import pytest
 from scripting import Script, call, finish, scripted_executor
 
 

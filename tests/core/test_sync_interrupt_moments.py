@@ -16,9 +16,8 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 
-import pytest
-
 import nighthawk as nh
+import pytest
 from nighthawk import _loop
 from scripting import call, finish, scripted_executor
 

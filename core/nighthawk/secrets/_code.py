@@ -155,22 +155,23 @@ def _tokens(text: str) -> Iterator[tokenize.TokenInfo]:
 
 def _literals(text: str) -> Iterator[_Literal]:
     lines = _offsets(text)
-    position = lambda point: lines[point[0]] + point[1]  # noqa: E731
-    opened: int | None = None  # where the outermost f-string in pieces started (3.12+)
-    nested = 0
+
+    def at(point: tuple[int, int]) -> int:
+        return lines[point[0]] + point[1]
+
+    opened = nested = 0  # where the outermost f-string in pieces started (3.12+), and how deep we are in it
     for token in _tokens(text):
+        span: tuple[int, int] | None = None
         if token.type in _PIECE_STARTS:
-            if nested == 0:
-                opened = position(token.start)
+            opened = at(token.start) if nested == 0 else opened
             nested += 1
         elif token.type in _PIECE_ENDS and nested:
             nested -= 1
-            if nested == 0 and opened is not None:
-                if (literal := _literal(text, opened, position(token.end))) is not None:
-                    yield literal
+            span = (opened, at(token.end)) if nested == 0 else None
         elif token.type == tokenize.STRING and nested == 0:
-            if (literal := _literal(text, position(token.start), position(token.end))) is not None:
-                yield literal
+            span = (at(token.start), at(token.end))
+        if span is not None and (literal := _literal(text, *span)) is not None:
+            yield literal
 
 
 def _joined(text: str, literals: list[_Literal]) -> Iterator[list[_Literal]]:
