@@ -209,3 +209,20 @@ def test_an_invisible_name_is_shown(confirm: Any, channel: str) -> None:
     # U+3164 is a letter Python takes in a name, and it prints as blank space.
     shown = confirm(model_code(channel, "(\u3164 := os.remove)")).seen_before[0]
     assert unfolded(shown) == as_shown(channel, "(<U+3164> := os.remove)")
+
+
+def test_a_user_tools_arguments_are_masked_only_inside_their_strings() -> None:
+    from nighthawk.oversight import ToolCall
+    from nighthawk.step import ExecutionContext
+    from nighthawk_ipython._confirm import describe
+
+    call = ToolCall(
+        tool_name="upload",
+        argument_name_to_value={"path": "/tmp/report.csv", "note": "Password=x1y2z3w4v5; then delete", "count": 3},
+        step_id="In[1]:1",
+        execution_context=ExecutionContext(run_id="run", scope_id="scope"),
+        processed_natural_program="",
+        step_locals={},
+        step_globals={},
+    )
+    assert describe(call) == "upload(path='/tmp/report.csv', note='Password=<masked>; then delete', count=3)"
