@@ -5,6 +5,10 @@ thread, where the cell runs, so `input()` goes through the kernel's stdin channe
 frontend shows (JupyterLab, the classic notebook, VS Code, the terminal), and an interrupt while it waits
 stops the cell like any other. A widget would not do: its clicks are only handled once the cell ends.
 
+The call is shown as it will run: names, calls and operators as the model wrote them, with secrets masked
+only inside string literals (`nighthawk.secrets._code`), characters that would move or hide printed text
+shown as `<U+XXXX>`, and long code shown whole, a page at a time, before the question.
+
 A return expression is asked for too (shown as `nh_outcome`, `return <expression>`), unless it is a plain
 literal, which runs no code. Only `y` or `yes` lets the call run; an empty answer refuses it, and any other
 text is passed to the model as the reason (a refused return expression stops the step instead). A frontend
@@ -18,7 +22,7 @@ import ast
 
 from IPython.core.error import StdinNotImplementedError
 
-from nighthawk._evaluate import clip
+from nighthawk.secrets._code import mask_code_strings, visible_controls
 from nighthawk.secrets._scrubber import current_scrubber
 from nighthawk.errors import OversightRejectedError, not_committed
 from nighthawk.oversight import (
@@ -31,29 +35,49 @@ from nighthawk.oversight import (
     remove_process_oversight,
 )
 
-__all__ = ["CONFIRM", "PROMPT", "ask", "describe", "use_confirm"]
+__all__ = ["CONFIRM", "PAGE_LINES", "PROMPT", "ask", "describe", "pages", "use_confirm"]
 
 PROMPT = "Run it? [y/N] "
 """The question under the call shown; only `y` or `yes` runs it."""
 
 _YES = frozenset({"y", "yes"})
+_NO = frozenset({"n", "no"})
+
+PAGE_LINES = 40
+"""Lines of code shown before asking for the next page."""
+_FOLD_COLUMNS = 160
+"""A longer line is folded onto the next lines (marked `↪`), so no code runs off the side of a prompt."""
 
 
 def describe(call: ToolCall) -> str:
     """The call as the person reads it: the expression of `nh_eval`, the assignment of `nh_assign`, a user
-    tool with its arguments."""
+    tool with its arguments; whole, with secrets masked only inside its string literals."""
     arguments = call.argument_name_to_value
+    scrubber = current_scrubber()
+
+    def code(text: object) -> str:
+        # Model-written text can quote a secret the step holds: masked, but never past a literal's quotes.
+        return mask_code_strings(str(text), scrubber.scrub, scrubber.redaction.placeholder)
+
     match call.tool_name:
         case "nh_eval":
-            text = str(arguments.get("expression", ""))
+            text = code(arguments.get("expression", ""))
         case "nh_assign":
-            text = f"{arguments.get('target_path', '')} = {arguments.get('expression', '')}"
+            text = f"{arguments.get('target_path', '')} = {code(arguments.get('expression', ''))}"
         case "nh_outcome":
-            text = f"return {arguments.get('return_expression', '')}"
+            text = f"return {code(arguments.get('return_expression', ''))}"
         case name:
-            text = f"{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
-    # Model-written text can quote a secret the step holds: masked like everything else the step shows.
-    return clip(current_scrubber().scrub(text))
+            text = f"{name}({', '.join(f'{key}={code(repr(value))}' for key, value in arguments.items())})"
+    return visible_controls(text)
+
+
+def pages(text: str) -> list[str]:
+    """`text` as shown: each line indented, lines past the fold width folded, in pages of `PAGE_LINES`."""
+    lines = []
+    for line in text.split("\n"):
+        chunks = [line[at : at + _FOLD_COLUMNS] for at in range(0, len(line), _FOLD_COLUMNS)] or [""]
+        lines += [f"    {chunks[0]}", *(f"  ↪ {chunk}" for chunk in chunks[1:])]
+    return ["\n".join(lines[at : at + PAGE_LINES]) for at in range(0, len(lines), PAGE_LINES)]
 
 
 def ask(call: ToolCall) -> ToolCallDecision:
@@ -61,9 +85,25 @@ def ask(call: ToolCall) -> ToolCallDecision:
     runs no code, so it is let through without asking."""
     if call.tool_name == "nh_outcome" and _is_literal(str(call.argument_name_to_value.get("return_expression", ""))):
         return Accept("a literal runs no code")
-    print(f"Nighthawk wants to run ({call.step_id}) {call.tool_name}:\n    {describe(call)}", flush=True)
+    shown = pages(describe(call))
+    size = f" ({len(shown)} pages)" if len(shown) > 1 else ""
+    print(f"Nighthawk wants to run ({call.step_id}) {call.tool_name}{size}:", flush=True)
+    for number, page in enumerate(shown, start=1):
+        print(page, flush=True)
+        if number < len(shown):
+            answer = _answer(call, f"-- page {number} of {len(shown)}: Enter shows more, n refuses -- ")
+            if answer and answer.lower() not in _YES:
+                return _refusal(answer)
+    placeholder = current_scrubber().redaction.placeholder
+    if any(placeholder in page for page in shown):
+        print(f"    ({placeholder} stands for text inside a string literal that looks like a secret)", flush=True)
+    answer = _answer(call, PROMPT)
+    return Accept() if answer.lower() in _YES else _refusal(answer)
+
+
+def _answer(call: ToolCall, prompt: str) -> str:
     try:
-        answer = input(PROMPT).strip()
+        return input(prompt).strip()
     except StdinNotImplementedError as exc:
         raise OversightRejectedError(
             f"confirm mode could not ask before `{call.tool_name}` ran: this frontend does not answer input "
@@ -71,10 +111,11 @@ def ask(call: ToolCall) -> ToolCallDecision:
             f"stopped; {not_committed()}. Run `%nighthawk confirm off` (or drop `--confirm`) to run unattended"
         ) from exc
     except EOFError:
-        answer = ""
-    if answer.lower() in _YES:
-        return Accept()
-    if not answer or answer.lower() in ("n", "no"):
+        return ""
+
+
+def _refusal(answer: str) -> Reject:
+    if not answer or answer.lower() in _NO:
         return Reject("the user did not allow this call")
     return Reject(f"the user did not allow this call and said: {answer}")
 

@@ -165,13 +165,15 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
         task.add_done_callback(finished)
 
-    loop.call_soon_threadsafe(start)
     try:
+        # Inside the `try`: an interrupt that lands while the start is being scheduled must cancel the step
+        # too, or it would run on, unserved and uncancelled, after the caller has gone.
+        loop.call_soon_threadsafe(start)
         _serve(caller)
     except BaseException:
         # An interrupt, a `SystemExit` a signal handler raised, or any error out of the serving itself: the
         # step must not go on without its caller (a coding agent would keep running with a live token).
-        _cancel_and_wait(loop, task_box, caller)
+        _cancel_and_wait(loop, coroutine, task_box, caller, result)
         raise
     finally:
         for request in caller.close():
@@ -195,14 +197,33 @@ def _serve(caller: _Caller) -> None:
         item()
 
 
-def _cancel_and_wait(loop: asyncio.AbstractEventLoop, task_box: list[asyncio.Task[Any]], caller: _Caller) -> None:
+def _cancel_and_wait(
+    loop: asyncio.AbstractEventLoop,
+    coroutine: Coroutine[Any, Any, Any],
+    task_box: list[asyncio.Task[Any]],
+    caller: _Caller,
+    result: concurrent.futures.Future[Any],
+) -> None:
+    """Cancel the step's task and wait until it has ended, refusing the user code it still asks for.
+
+    Two moments of the interrupt need care. Landing before `start` was queued, the task is never made: the
+    cancel (queued after it, and the loop runs its callbacks in order) then closes the coroutine and ends the
+    wait itself. Landing just after `_serve` took `_DONE` (the step had just ended), no second `_DONE` will
+    come: the wait would last until a second interrupt. `finished` settles `result` before it posts `_DONE`,
+    so a settled `result` means the step is over, and an unsettled one that `_DONE` is still to come.
+    """
+
     def cancel() -> None:
-        for task in task_box:
-            task.cancel()
+        if task_box:
+            task_box[0].cancel()
+            return
+        coroutine.close()
+        result.cancel()
+        caller.requests.put(_DONE)
 
     loop.call_soon_threadsafe(cancel)
     try:
-        while True:
+        while not result.done():
             item = caller.requests.get()
             if isinstance(item, _Done):
                 return

@@ -3,10 +3,12 @@
 This package face holds the rules, what counts as a secret: credential names, credential shapes, and text
 too ordinary to be either (`ContextRedaction`, public as `nighthawk.ContextRedaction`; `nighthawk.redaction`
 re-exports it with the default patterns). The rules know nothing else of ours and import nothing heavy, so
-every module below can use them. The other modules, each with one job, lowest first: `_values` (finding
-the secret values inside data), `_scrubber` (a step's secret values and the scrubber every outgoing text
-passes through) and `_model` (the pydantic-ai model wrapper that scrubs every request; imported only when
-an executor builds its model).
+every module below can use them; which long random-looking runs are credentials, and which public values
+only look like one, is `_random`'s, which the rules use. The other modules, each with one job, lowest
+first: `_values` (finding the secret values inside data), `_scrubber` (a step's secret values and the
+scrubber every outgoing text passes through), `_model` (the pydantic-ai model wrapper that scrubs every
+request; imported only when an executor builds its model) and `_code` (secrets in code shown to a person,
+masked only inside its string literals; imported by confirm mode).
 
 The rules:
 
@@ -25,12 +27,12 @@ those values and masks them, and their simple derived forms, wherever the step s
 from __future__ import annotations
 
 import base64
-import math
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from ._random import TOKEN_BYTES, TOKEN_RUN, is_random_token, random_tokens
 
 __all__ = [
     "DEFAULT_MASK_NAME_PATTERNS",
@@ -71,12 +73,24 @@ DEFAULT_MASK_NAME_PATTERNS: tuple[str, ...] = (
     r"salt",
 )
 
+# A Discord bot token is one run of at least 58 letters, digits, `_`, `-` and dots: one scan finds a text that
+# may hold one (its nine possible first letters, tested as literals, cost a scan each).
+_DOTTED_TOKEN_TABLE = bytes(
+    ord("a") if byte in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-." else ord(" ")
+    for byte in range(256)
+)
+
+
+def _long_dotted_run(text: str) -> bool:
+    return "." in text and b"a" * 58 in text.encode("utf-8", "surrogatepass").translate(_DOTTED_TOKEN_TABLE)
+
+
 # Credential shapes issued by common providers, each with the literal texts one of which any match holds
-# (`None`: the bearer pattern, found by a case-insensitive test). Only the patterns whose literal is in a
+# (`None`: the bearer pattern, found by a case-insensitive test; a function: a test of its own). Only the patterns whose literal is in a
 # text are run on it: running them all at every position of every tool result, prompt and event costs
 # several times more. Lookbehinds keep the scheme visible where that helps the reader (`Bearer <masked>`,
 # `postgres://<masked>@host`).
-_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+_PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | Callable[[str], bool] | None], ...] = (
     (r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),  # OpenAI and Anthropic
     (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),  # Google API keys
     (r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
@@ -92,7 +106,11 @@ _PROVIDER_PATTERNS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyJ",)),  # JWT
     # A PEM private key; the block may have been cut before its END line by a caller's budget.
     (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*\Z)", ("-----BEGIN",)),
-    (r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),  # user:password in a URL
+    # Discord bot tokens: the base64 of the bot's numeric id (so `MT`, `Nz`, `OD`... for its first digit), a
+    # timestamp and an HMAC, joined by dots.
+    (r"(?<![\w\-])(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9]{21,25}\.[\w\-]{6}\.[\w\-]{27,38}(?![\w\-])", _long_dotted_run),
+    # user:password in a URL; the password runs to the last `@` before the host, as URL parsers read it.
+    (r"(?<=://)[^/\s:@]+:[^/\s?#'\"\\`]+(?=@)", ("://",)),
 )
 DEFAULT_MASK_VALUE_PATTERNS: tuple[str, ...] = tuple(pattern for pattern, _ in _PROVIDER_PATTERNS)
 
@@ -137,7 +155,7 @@ _DESCRIPTOR_PARTS = frozenset(
     " ttl expiry expires expiration timeout format header prefix suffix scope scopes env var version"
     " policy policies budget budgets ids index idx offsets mapping mask usage used algorithm algorithms alg"
     " provider providers method methods enabled disabled required rounds strategy backend flow level status"
-    " rule rules pattern regex issuer audience".split()
+    " rule rules pattern regex issuer audience hint hints banner consent santa label labels tooltip question".split()
 )
 
 # Short credential words that are parts of innocent names too (`pass_rate`, `pin_memory`, `sig_filter`): one
@@ -230,66 +248,12 @@ def _patterns_in(patterns: tuple[str, ...], text: str) -> tuple[str, ...]:
                 bearer = "bearer " in text.lower()
             if bearer:
                 chosen.append(pattern)
+        elif callable(anchors):
+            if anchors(text):
+                chosen.append(pattern)
         elif any(anchor in text for anchor in anchors):
             chosen.append(pattern)
     return tuple(chosen)
-
-
-# A long run of token characters is a candidate random token (API secrets with no known prefix, the
-# `Zm9v...` of a basic-auth header). Hex digests and UUIDs have no upper-case letter and stay visible, and so
-# does a run longer than any credential (a base64 image is data).
-_TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,256}={0,2}(?![A-Za-z0-9+/_\-=])")
-_SHORTEST_RANDOM_TOKEN = 32
-# Bits per character: random base62 text of 32 characters stays above 4.3 nineteen times in twenty, English
-# camelCase identifiers (`ThisIsAVeryLongCamelCase2Identifier`) stay below it. A slash makes a path look
-# random, so a token with one needs more.
-_RANDOM_BITS = 4.3
-_RANDOM_BITS_WITH_SLASH = 4.5
-
-
-def _entropy(text: str) -> float:
-    size = len(text)
-    return -sum(count / size * math.log2(count / size) for count in Counter(text).values())
-
-
-# A subresource-integrity hash (`sha384-oqVu...`): random-looking, public, and in every HTML page that loads a
-# script. Only the exact sizes of the three digests count, so a key cannot hide behind a `sha256-` prefix.
-_INTEGRITY = _lazy(r"sha256-[A-Za-z0-9+/]{43}=|sha384-[A-Za-z0-9+/]{64}|sha512-[A-Za-z0-9+/]{86}==")
-# The start of one, at the end of a text cut to a budget (rendering scrubs the window it shows).
-_CUT_INTEGRITY = _lazy(r"sha(?:256|384|512)-[A-Za-z0-9+/]{1,85}")
-
-
-def is_random_token(token: str) -> bool:
-    """Whether a run of token characters looks generated: upper, lower and digits mixed, and high entropy
-    (an integrity hash is not a token)."""
-    if _INTEGRITY().fullmatch(token):
-        return False
-    if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and sum(c.isdigit() for c in token) >= 2):
-        return False
-    return _entropy(token) >= (_RANDOM_BITS_WITH_SLASH if "/" in token else _RANDOM_BITS)
-
-
-# Token characters become `a`, everything else (non-ASCII bytes included) a space: one `in` test on the
-# translated bytes then tells whether any run is long enough, several times faster than the regex scan.
-_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
-_TOKEN_TABLE = bytes(ord("a") if byte in _TOKEN_BYTES else ord(" ") for byte in range(256))
-_LONG_RUN = b"a" * _SHORTEST_RANDOM_TOKEN
-
-
-def _random_tokens(text: str) -> list[tuple[int, int]]:
-    if len(text) < _SHORTEST_RANDOM_TOKEN or _LONG_RUN not in text.encode("utf-8", "surrogatepass").translate(_TOKEN_TABLE):
-        return []
-    return [
-        match.span()
-        for match in _TOKEN_RUN.finditer(text)
-        if is_random_token(match.group(0))
-        and not (match.end() == len(text) and _CUT_INTEGRITY().fullmatch(match.group(0)))
-        and not _MEDIA_DATA_URI().search(text, max(0, match.start() - 128), match.start())
-    ]
-
-
-# The base64 of an image, a sound, a video or a font in a data URI (`data:image/png;base64,iVBOR...`) is data.
-_MEDIA_DATA_URI = _lazy(r"data:(?:image|audio|video|font)/[\w.+\-]+(?:;[\w.\-]+=[\w.\-]+)*;base64,\Z", re.IGNORECASE)
 
 
 # --- credentials inside structured text, whatever their name -----------------------------------------------
@@ -414,7 +378,7 @@ def _is_url_credential_word(name: str) -> bool:
 # URL's password), an `Authorization` scheme word, or else a run of at least 10 token characters (a
 # PEM's `-----BEGIN`, a JWT's first part; provider keys and random tokens are longer). Checked first, so
 # that the thousand short texts of a table row or a list of sentences skip every regex.
-_WIDE_TOKEN_BYTES = _TOKEN_BYTES | frozenset(b".~%")
+_WIDE_TOKEN_BYTES = TOKEN_BYTES | frozenset(b".~%")
 _WIDE_TOKEN_TABLE = bytes(ord("a") if byte in _WIDE_TOKEN_BYTES else ord(" ") for byte in range(256))
 _SHORTEST_SHAPE_RUN = b"a" * 10
 
@@ -574,9 +538,13 @@ class ContextRedaction:
         if matcher is not None:
             text = matcher.sub(lambda match: masked(match.group(0)), text)
         if self.mask_random_tokens:
-            for start, end in reversed(_random_tokens(text)):
+            for start, end in reversed(random_tokens(text, self._holds_credential)):
                 text = text[:start] + masked(text[start:end]) + text[end:]
         return text
+
+    def _holds_credential(self, text: str) -> bool:
+        """Whether `text` (the decoded base64 of a payload) holds a credential these rules mask."""
+        return self.scrub_text(text) != text
 
     def mask_value(self, name: str | None, value: object) -> object:
         """Return the placeholder when `name` hides `value` (see `hides`) or `value` is wholly a credential,
@@ -593,6 +561,6 @@ class ContextRedaction:
             stripped = value.strip()
             if matcher is not None and matcher.fullmatch(stripped):
                 return self.placeholder
-            if self.mask_random_tokens and _TOKEN_RUN.fullmatch(stripped) and is_random_token(stripped):
+            if self.mask_random_tokens and TOKEN_RUN.fullmatch(stripped) and is_random_token(stripped, self._holds_credential):
                 return self.placeholder
         return value

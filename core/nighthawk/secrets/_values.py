@@ -49,8 +49,9 @@ _MAX_DEPTH = 8
 # Strings longer than this are neither collected nor searched for credential shapes while collecting (they
 # are still scrubbed by shape wherever they are sent; a PEM key, the longest credential, is ~3,300 chars).
 _MAX_SCANNED_CHARS = 8_192
-# The password of `scheme://user:password@host`, so that `urlparse(dsn).password` is masked on its own too.
-_URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
+# The password of `scheme://user:password@host` (up to the last `@`: it may hold one), so that
+# `urlparse(dsn).password` is masked on its own too.
+_URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s?#'\"\\`]+)@")
 
 
 @lru_cache(maxsize=256)
@@ -369,8 +370,11 @@ _QUOTES = ('""', "''", "{}")
 def _decoded_forms(part: str) -> Iterator[str]:
     """`part` and what a program gets from it in one call: the value inside a connection string's quotes
     or braces, its percent-decoded text (a URL's query), and the `user:password` of a `Basic` token with
-    the password alone."""
+    the password alone, and the signature of a token in three dotted parts (a JWT, a Discord bot token),
+    which `split('.')` gives and which is its secret part."""
     yield part
+    if part.count(".") == 2 and " " not in part:
+        yield part.rsplit(".", 1)[1]
     if len(part) >= 2 and part[0] + part[-1] in _QUOTES:
         part = part[1:-1]
         yield part
