@@ -159,6 +159,11 @@ class ToolCallStarted:
     tool_name: str
     arguments: str
     """The arguments as bounded, masked JSON text."""
+    expression: str | None = None
+    """The whole expression of an `nh_eval` or `nh_assign` call as the model wrote it (masked like the rest
+    of the event), so a display can show the step as Python; `None` for other tools."""
+    target: str | None = None
+    """The `target_path` of an `nh_assign` call."""
     event_kind: Literal["tool_call_started"] = "tool_call_started"
 
 

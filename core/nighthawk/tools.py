@@ -277,6 +277,16 @@ def _validate_attribute(owner: object, attribute: str, value: object) -> object:
 # --- the call boundary ------------------------------------------------------------------------------
 
 
+def _code_of(tool_name: str, arguments: Mapping[str, object]) -> dict[str, str]:
+    """The expression (and target) of a built-in call, whole: a display writes the step out as Python from
+    them, where the bounded preview of the arguments may be cut."""
+    expression = arguments.get("expression")
+    if tool_name not in _MODEL_VALUED or not isinstance(expression, str):
+        return {}
+    target = arguments.get("target_path")
+    return {"expression": expression, **({"target": target} if isinstance(target, str) else {})}
+
+
 async def invoke_tool(
     step: StepContext, tool_name: str, arguments: Mapping[str, object], call: Callable[[], Any], call_id: str = ""
 ) -> str:
@@ -292,6 +302,7 @@ async def invoke_tool(
                 call_id=call_id,
                 tool_name=tool_name,
                 arguments=step.rendering.preview(dict(arguments)),
+                **_code_of(tool_name, arguments),
             )
         )
     started = time.perf_counter()
