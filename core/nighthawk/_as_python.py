@@ -52,29 +52,28 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _expression(expression: str, *, alone: bool) -> str:
-    """`expression` ready to stand as a statement (`alone`) or as the right side of an assignment.
+def _statement(expression: str, target: str | None = None) -> list[str]:
+    """`expression` as a statement, or as the value assigned to `target`.
 
-    `nh_eval` accepts any expression, some of which are no statement as they stand: a bare `x := 1`, text
-    continued over lines outside brackets. Those are put in parentheses, which changes nothing of their value.
+    An expression the runtime ran is one as it stands; should its text not read as the statement (a form
+    the expression grammar takes and the statement grammar does not), it is put in parentheses, which
+    changes nothing of its value. Text that still does not parse had a secret masked inside it (the mask
+    may take a quote with it): it stays masked, as a comment, for the reader to fill in.
     """
     text = expression.strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:  # the call succeeded, so it parsed as the runtime parses it; keep it as it is
-        return text
-    probe = text if alone else f"_ = {text}"
-    if isinstance(tree.body, ast.NamedExpr) or not _parses(probe):
-        return f"({text})" if "\n" not in text else f"(\n{text}\n)"
-    return text
+    head = "" if target is None else f"{target} = "
+    for candidate in (text, f"({text})" if "\n" not in text else f"(\n{text}\n)"):
+        if _parses(head + candidate):
+            return [head + candidate]
+    return ["# masked, so not runnable as it stands:", *(f"# {line}" for line in (head + text).splitlines())]
 
 
 def _call_lines(call: CallCode) -> list[str]:
     match call.tool_name:
         case "nh_eval" if call.expression is not None:
-            return [_expression(call.expression, alone=True)]
+            return _statement(call.expression)
         case "nh_assign" if call.expression is not None and call.target is not None:
-            return [f"{call.target} = {_expression(call.expression, alone=False)}"]
+            return _statement(call.expression, call.target)
         case "nh_eval" | "nh_assign":
             return [f"# {call.tool_name} {_one_line(call.arguments)} (a value given without an expression)"]
         case name:
@@ -91,16 +90,17 @@ def _outcome_lines(outcome: OutcomeReached, *, cell: bool) -> list[str]:
             return []
         case "return" if outcome.return_expression is not None:
             if cell:  # the cell's last expression is its value, `Out[n]`, as the `return` made it
-                return [_expression(outcome.return_expression, alone=True)]
-            return [f"result = {_expression(outcome.return_expression, alone=False)}  # the block returns this"]
+                return _statement(outcome.return_expression)
+            lines = _statement(outcome.return_expression, "result")
+            return [*lines[:-1], lines[-1] + "  # the block returns this"]
         case "raise":
             error = outcome.raise_error_type or "ExecutionError"
             lines = [] if outcome.raise_error_type else ["from nighthawk import ExecutionError"]
             return [*lines, f"raise {error}({outcome.raise_message or ''!r})"]
-        case "break" | "continue" if cell:
-            return [f"# {outcome.kind}: the step ended the enclosing loop's {'run' if outcome.kind == 'break' else 'iteration'}"]
-        case "break" | "continue":
-            return [outcome.kind]
+        case "break":  # a comment even in a function's step: the code must run in a cell, outside the loop
+            return ["# break: the step left the loop around the block"]
+        case "continue":
+            return ["# continue: the step went on with the next turn of the loop around the block"]
         case kind:
             return [f"# the step ended with {kind}"]
 
@@ -118,8 +118,9 @@ def step_as_python(
     Args:
         calls: The step's tool calls in the order they started.
         outcome: How the step ended, `None` when it failed or was interrupted.
-        cell: The block is a notebook cell: a `return` becomes the cell's last expression, `break` and
-            `continue` (which need the loop of a function) become comments.
+        cell: The block is a notebook cell: a `return` becomes the cell's last expression (in a function's
+            block, the value of `result`). `break` and `continue` are comments either way, so that the code
+            runs as a cell of its own.
         failure: Why the step failed or stopped (it committed nothing), said in a closing comment.
         rewritten: Write bindings an oversight hook replaced before the commit (their committed values came
             from the hook, not from this code).
