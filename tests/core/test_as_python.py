@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from nighthawk._as_python import CallCode, step_as_python
 from nighthawk.events import OutcomeReached
 
