@@ -250,14 +250,16 @@ class StepDisplayer:
             self._show(cell)
 
     def find_step(self, key: str | None) -> StepRecord | None:
-        """A finished top-level step: the last one (`key` is `None`), the last of the cell with execution
-        count `key`, or the last with step id `key`; the running cell's steps count too."""
+        """A finished step: the last top-level one (`key` is `None`), the last of the cell with execution
+        count `key`, or the last with step id `key` (nested steps too); the running cell's steps count too."""
         with self._lock:
             cell, count = self._cell, self._count
         if cell is not None:
+            from ._records import with_nested  # a cell is open: its views loaded the records already
+
             steps = [step for step in cell.snapshot() if step.finished]
             if key is not None and key != str(count):
-                steps = [step for step in steps if step.step_id == key]
+                steps = [step for step in with_nested(steps) if step.step_id == key]
             if steps:
                 return steps[-1]
         return None if self.history is None else self.history.find(key)

@@ -15,7 +15,7 @@ from typing import assert_never
 from nighthawk import events
 from nighthawk._as_python import CallCode, step_as_python
 
-__all__ = ["CELL_STEP_PREFIX", "STEP_STATUSES", "StepRecord", "ToolCallRecord", "shown_indices"]
+__all__ = ["CELL_STEP_PREFIX", "STEP_STATUSES", "StepHistory", "StepRecord", "ToolCallRecord", "shown_indices", "with_nested"]
 
 CELL_STEP_PREFIX = "In["
 """How the step id of a `%%natural` cell starts (`In[7]:2`); a natural function's is `module:line`."""
@@ -207,8 +207,18 @@ class StepRecord:
             return step_as_python(calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten)
 
 
+def with_nested(steps: list[StepRecord]) -> list[StepRecord]:
+    """`steps` and, after each, the finished steps started inside it (a natural function a tool called), depth first."""
+    found: list[StepRecord] = []
+    for step in steps:
+        found.append(step)
+        found.extend(with_nested([child for child in list(step.children) if child.finished]))
+    return found
+
+
 class StepHistory:
-    """The latest finished top-level steps by cell (execution count) and by step id, for `%nighthawk code`.
+    """The latest finished steps by cell (execution count; its last top-level step) and by step id (nested
+    steps too), for `%nighthawk code`.
 
     Bounded: `keep` cells and `keep` step ids, the oldest dropped first, and one step each (a cell that ran a
     natural function 300 times keeps its last step), so a long session holds a few hundred records at most.
@@ -227,7 +237,7 @@ class StepHistory:
         if not finished:
             return
         with self._lock:
-            for step in finished:
+            for step in with_nested(finished):
                 self._by_id.pop(step.step_id, None)
                 self._by_id[step.step_id] = step
             self._last = finished[-1]

@@ -179,6 +179,30 @@ def test_a_natural_functions_step_is_code_that_gives_its_values(shell: Any, use_
     assert (namespace["big"], namespace["result"]) == ([120, 300], shell.user_ns["count"])
 
 
+def test_a_nested_natural_functions_step_is_found_by_its_step_id(shell: Any, use_model: Any) -> None:
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.models.function import FunctionModel
+
+    inner = [[assign("big", "[o for o in orders if o > threshold]")], [outcome("return", return_expression="len(big)")]]
+    outer = [[evaluate("counts.append(above([120, 80, 300], 100))")], [outcome("pass")]]
+
+    def script(messages: list[Any], info: Any) -> ModelResponse:
+        rounds = inner if "Keep the <orders>" in str(messages[0]) else outer
+        requests = sum(1 for message in messages if message.kind == "request")
+        return ModelResponse(parts=rounds[requests - 1])
+
+    use_model(FunctionModel(script, model_name="scripted"))
+    shell.run_cell(FUNCTION_CELL)
+    shell.user_ns["counts"] = []
+    run_natural(shell, "Count the big orders with `above` into <counts>.")
+    assert shell.user_ns["counts"] == [2]
+    assert produced_code(shell) == "counts.append(above([120, 80, 300], 100))\n"
+    nested = next(step.step_id for step in _displayer(shell).last_view.steps[0].children)
+    assert produced_code(shell, nested) == (
+        "big = [o for o in orders if o > threshold]\nresult = len(big)  # the block returns this\n"
+    )
+
+
 def test_an_unknown_step_is_refused_with_the_recent_ones(shell: Any, orders: Any) -> None:
     with pytest.raises(UsageError, match=r"no recorded step for 'In\[999\]:2'.* one of the recent ones: .*In\["):
         shell.run_line_magic("nighthawk", "code In[999]:2")
