@@ -105,6 +105,7 @@ class StepRecord:
         """What the model wrote in the latest of those responses (clipped and masked by the core)."""
         self.duration_s: float | None = None
         self.children: list[StepRecord] = []
+        self._code: str | None = None
         self._lock = threading.RLock()
 
     # --- events ------------------------------------------------------------------------------------
@@ -192,8 +193,11 @@ class StepRecord:
         return self.step_id.startswith(CELL_STEP_PREFIX) and self.parent_invocation_id is None
 
     def as_python(self) -> str:
-        """The Python this step ran (`nighthawk._as_python`), from what its events said."""
+        """The Python this step ran (`nighthawk._as_python`), from what its events said; made once the step
+        finished (nothing it shows changes after that, and the live view asks again at every render)."""
         with self._lock:
+            if self._code is not None:
+                return self._code
             failure = None
             if self.failure is not None:
                 failure = "was interrupted" if self.failure.interrupted else f"failed ({self.failure.error_type})"
@@ -204,7 +208,10 @@ class StepRecord:
                 for name in decision.names
             ]
             calls = [call.code() for call in self.tool_calls]
-            return step_as_python(calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten)
+            code = step_as_python(calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten)
+            if self.finished:
+                self._code = code
+            return code
 
 
 def with_nested(steps: list[StepRecord]) -> list[StepRecord]:
