@@ -62,7 +62,8 @@ def _statement(expression: str, target: str | None = None) -> list[str]:
     """
     text = expression.strip()
     head = "" if target is None else f"{target} = "
-    for candidate in (text, f"({text})" if "\n" not in text else f"(\n{text}\n)"):
+    # On lines of their own, the parentheses stay out of a trailing comment's way.
+    for candidate in (text, f"({text})" if "\n" not in text and "#" not in text else f"(\n{text}\n)"):
         if _parses(head + candidate):
             return [head + candidate]
     return ["# masked, so not runnable as it stands:", *(f"# {line}" for line in (head + text).splitlines())]
