@@ -4,28 +4,41 @@ A step changes Python only through its calls of `nh_eval` (an expression run for
 `items.append(x)`) and `nh_assign` (a value stored under a name or an attribute), then ends with an
 outcome. Written in order as statements, the calls that succeeded do again what the step did, without a
 model: run in the namespace the step started from, they leave its write bindings with the values it
-committed. Calls that failed changed nothing and are left out (a comment counts them); the outcome becomes
-the code it stands for.
+committed. Calls that failed are left out (a comment counts them); the outcome becomes the code it stands
+for.
 
-The text comes from the step's events, which `events.emit` has scrubbed: a secret appears as the model saw
-it, masked, and since the code is made of the model's own expressions, a value it saw only as a placeholder
-stays the name that holds it. No value is ever written into the code.
+The text comes from the step's events, which `events.emit` has scrubbed: since the code is made of the
+model's own expressions, a value it saw only as a placeholder stays the name that holds it, and an
+expression in which a secret was masked is a comment, never code that would run with the placeholder. No
+value is ever written into the code.
+
+The user reads the code before running it, so it shows what it does: a character that would hide or
+reorder text (a bidi override, a zero-width space, a terminal escape) and a string over several lines
+(whose lines could pass for comments) are written the way `ast.unparse` writes them, escaped on one line.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .secrets import ContextRedaction
 
 if TYPE_CHECKING:
     from .events import OutcomeReached
 
 __all__ = ["CallCode", "step_as_python"]
 
-# `await` at the top of a cell runs in IPython and in a natural function's async block alike.
-_PARSE_FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Unicode categories of characters a reader does not see as they are: controls (a carriage return or a
+terminal escape redraws the line), bidi overrides and zero-width marks (they reorder or hide what follows,
+as in "Trojan Source"), line separators, unassigned code points. The user runs this code after reading it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,62 +54,105 @@ class CallCode:
     arguments: str = ""
     """The bounded preview of the arguments, shown for calls that cannot be written as code."""
     succeeded: bool
-    """Whether the call finished without an error (a failed call changed nothing the step kept)."""
+    """Whether the call finished without an error."""
 
 
-def _parses(text: str) -> bool:
+def _hidden(character: str) -> bool:
+    return character not in "\n\t" and unicodedata.category(character) in _HIDDEN
+
+
+def _shown(text: str) -> str:
+    """`text` with each character a reader would not see written as its escape (`\\u202e`), for a comment."""
+    return "".join(c.encode("unicode_escape").decode("ascii") if _hidden(c) else c for c in text)
+
+
+def _misleading(text: str) -> bool:
+    """Whether the text, shown as it stands, could read as other code than it is: it holds a character a
+    reader does not see, or a string over several lines (whose lines may look like comments or statements)."""
+    if any(_hidden(character) for character in text):
+        return True
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return any(token.start[0] != token.end[0] for token in tokens)
+
+
+def _reads_as(source: str, value: str) -> bool:
+    """Whether `source` is one statement whose expression is the one dumped in `value` (and nothing else)."""
     try:
-        compile(text, "<as-python>", "exec", flags=_PARSE_FLAGS)
+        body = ast.parse(source).body
     except SyntaxError:
         return False
-    return True
+    return len(body) == 1 and isinstance(body[0], ast.Expr | ast.Assign) and ast.dump(body[0].value) == value
 
 
-def _statement(expression: str, target: str | None = None) -> list[str]:
-    """`expression` as a statement, or as the value assigned to `target`.
+def _comment(why: str, text: str) -> list[str]:
+    return [f"# {why}:", *(f"# {_shown(line)}" for line in text.split("\n"))]
 
-    An expression the runtime ran is one as it stands; should its text not read as the statement (a form
-    the expression grammar takes and the statement grammar does not), it is put in parentheses, which
-    changes nothing of its value. Text that still does not parse had a secret masked inside it (the mask
-    may take a quote with it): it stays masked, as a comment, for the reader to fill in.
+
+def _statement(expression: str, target: str | None, placeholder: str) -> list[str]:
+    """`expression` as a statement, or as the value assigned to `target`, that does what the runtime ran.
+
+    Text a reader could misread (see `_misleading`) is written the way `ast.unparse` writes it: on one line,
+    strings with escapes, without the model's comments. An expression that does not read as the statement
+    as it stands gets parentheses. A masked secret keeps the line from running: as a comment, it shows where
+    the value goes (the mask may even have taken a quote with it, leaving text that no longer parses).
     """
     text = expression.strip()
     head = "" if target is None else f"{target} = "
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return _comment("masked, so not runnable as it stands", head + text)
+    if placeholder in text:
+        return _comment(f"a secret in it is masked ({placeholder}): put it back to run it", head + text)
+    if _misleading(text):
+        text = ast.unparse(tree)
+    value = ast.dump(tree.body)
     # On lines of their own, the parentheses stay out of a trailing comment's way.
     for candidate in (text, f"({text})" if "\n" not in text and "#" not in text else f"(\n{text}\n)"):
-        if _parses(head + candidate):
+        if _reads_as(head + candidate, value):
             return [head + candidate]
-    return ["# masked, so not runnable as it stands:", *(f"# {line}" for line in (head + text).splitlines())]
+    return _comment("not runnable as a statement", head + text)
 
 
-def _call_lines(call: CallCode) -> list[str]:
+def _call_lines(call: CallCode, placeholder: str) -> list[str]:
     match call.tool_name:
         case "nh_eval" if call.expression is not None:
-            return _statement(call.expression)
+            return _statement(call.expression, None, placeholder)
         case "nh_assign" if call.expression is not None and call.target is not None:
-            return _statement(call.expression, call.target)
+            return _statement(call.expression, call.target, placeholder)
         case "nh_eval" | "nh_assign":
             return [f"# {call.tool_name} {_one_line(call.arguments)} (a value given without an expression)"]
         case name:
-            return [f"# called the tool {name} with {_one_line(call.arguments)} (not written out as code)"]
+            return [f"# called the tool {_shown(name)} with {_one_line(call.arguments)} (not written out as code)"]
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return _shown(" ".join(text.split()))
 
 
-def _outcome_lines(outcome: OutcomeReached, *, cell: bool) -> list[str]:
+def _free_name(lines: list[str]) -> str:
+    """`result`, or `result_2`, ... when the code uses that name already (a binding called `result`)."""
+    used = set(re.findall(r"\w+", "\n".join(lines)))
+    return next(name for name in ("result", *(f"result_{n}" for n in range(2, len(used) + 3))) if name not in used)
+
+
+def _outcome_lines(
+    outcome: OutcomeReached, *, cell: bool, code: list[str], assigned: bool, placeholder: str
+) -> list[str]:
     match outcome.kind:
         case "pass":
             return []
         case "return" if outcome.return_expression is not None:
             if cell:  # the cell's last expression is its value, `Out[n]`, as the `return` made it
-                return _statement(outcome.return_expression)
-            lines = _statement(outcome.return_expression, "result")
+                return _statement(outcome.return_expression, None, placeholder)
+            name = _free_name([*code, outcome.return_expression])
+            lines = _statement(outcome.return_expression, name, placeholder)
             return [*lines[:-1], lines[-1] + "  # the block returns this"]
         case "raise":
             error = outcome.raise_error_type or "ExecutionError"
             lines = [] if outcome.raise_error_type else ["from nighthawk import ExecutionError"]
+            if assigned:  # run, the code above does assign them
+                lines.append("# the step raised here, so none of its write bindings was committed")
             return [*lines, f"raise {error}({outcome.raise_message or ''!r})"]
         case "break":  # a comment even in a function's step: the code must run in a cell, outside the loop
             return ["# break: the step left the loop around the block"]
@@ -113,6 +169,7 @@ def step_as_python(
     cell: bool,
     failure: str | None = None,
     rewritten: Sequence[str] = (),
+    placeholder: str = ContextRedaction.placeholder,
 ) -> str:
     """The Python a step ran: its successful built-in calls in order, then its outcome.
 
@@ -120,29 +177,34 @@ def step_as_python(
         calls: The step's tool calls in the order they started.
         outcome: How the step ended, `None` when it failed or was interrupted.
         cell: The block is a notebook cell: a `return` becomes the cell's last expression (in a function's
-            block, the value of `result`). `break` and `continue` are comments either way, so that the code
-            runs as a cell of its own.
+            block, the value of `result`, or of another name when the code uses `result`). `break` and
+            `continue` are comments either way, so that the code runs as a cell of its own.
         failure: Why the step failed or stopped (it committed nothing), said in a closing comment.
         rewritten: Write bindings an oversight hook replaced before the commit (their committed values came
             from the hook, not from this code).
+        placeholder: The text that replaced secrets in the events (`ContextRedaction.placeholder`): a line
+            holding it is a comment, not code that would run with the placeholder as the value.
 
     Returns:
         The code, one statement or comment per line, ending with a newline; only comments when the step
-        ran no code.
+        ran no code. No character in it hides or reorders what a reader sees (see `_HIDDEN`).
     """
     failed = sum(1 for call in calls if not call.succeeded)
     lines: list[str] = []
     if failed:
-        lines.append(f"# {failed} call{'s' if failed != 1 else ''} that failed left out: {'they' if failed != 1 else 'it'} changed nothing")
+        # The runtime undoes nothing a failed call did to an object before its error (`xs.append(1) or 1/0`).
+        lines.append(f"# left out: {failed} call{'s' if failed != 1 else ''} that failed (what a failed call changed before its error stays changed)")
     for call in calls:
         if call.succeeded:
-            lines.extend(_call_lines(call))
+            lines.extend(_call_lines(call, placeholder))
     if outcome is not None and failure is None:
-        lines.extend(_outcome_lines(outcome, cell=cell))
+        # Names a `raise` leaves uncommitted: those of `nh_assign` calls, and of `:=` (a rough test, on the text).
+        assigned = any(call.succeeded and (call.tool_name == "nh_assign" or ":=" in (call.expression or "")) for call in calls)
+        lines.extend(_outcome_lines(outcome, cell=cell, code=lines, assigned=assigned, placeholder=placeholder))
     if rewritten:
-        lines.append(f"# an oversight hook replaced {', '.join(rewritten)} before the commit: the committed values are its own")
+        lines.append(f"# an oversight hook replaced {_shown(', '.join(rewritten))} before the commit: the committed values are its own")
     if failure is not None:
-        lines.append(f"# the step {failure}: none of its write bindings was committed")
+        lines.append(f"# the step {_shown(failure)}: none of its write bindings was committed")
     if not lines:
         lines.append("# the step ran no code")
     return "\n".join(lines) + "\n"

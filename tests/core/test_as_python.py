@@ -30,7 +30,7 @@ def test_evaluations_and_assignments_are_statements_in_the_order_they_ran() -> N
 def test_failed_calls_are_left_out_and_counted() -> None:
     calls = [evaluated("undefined_name + 1", ok=False), assigned("total", "sum(items)"), assigned("x", "1 / 0", ok=False)]
     assert step_as_python(calls, PASSED, cell=True) == (
-        "# 2 calls that failed left out: they changed nothing\ntotal = sum(items)\n"
+        "# left out: 2 calls that failed (what a failed call changed before its error stays changed)\ntotal = sum(items)\n"
     )
 
 
@@ -102,3 +102,54 @@ def test_a_step_that_ran_no_code_says_so() -> None:
 def test_a_binding_an_oversight_hook_replaced_is_named() -> None:
     code = step_as_python([assigned("total", "1")], PASSED, cell=True, rewritten=["total"])
     assert code.splitlines()[1] == "# an oversight hook replaced total before the commit: the committed values are its own"
+
+
+def _hides(code: str) -> bool:
+    """Whether `code` holds a character that reads as nothing, or as something else (see `_HIDDEN`)."""
+    import unicodedata
+
+    return any(c not in "\n\t" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"} for c in code)
+
+
+# U+202E and U+2066 reorder what follows ("Trojan Source"), U+200B is invisible, ESC and a backspace redraw
+# a terminal line, U+2028 reads as a line break to an editor but not to Python.
+@pytest.mark.parametrize("hidden", ["\u202e", "\u2066", "\u200b", "\x1b[2K", "\x08", "\u2028"])
+def test_a_character_that_hides_or_reorders_code_is_written_as_its_escape(hidden: str) -> None:
+    expression = f"len('ok{hidden}') + 1  # {hidden} is_admin = True"
+    code = step_as_python([assigned("total", expression)], PASSED, cell=True)
+    assert not _hides(code)
+    assert "is_admin" not in code  # the model's comment, which showed other text than it held, is dropped
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    assert namespace["total"] == eval(expression)
+
+
+def test_a_string_over_several_lines_is_written_on_one_line_so_none_of_its_lines_passes_for_a_comment() -> None:
+    expression = "len('''\n# left out: the next line\n''') or delete_everything()"
+    code = step_as_python([evaluated(expression)], PASSED, cell=True)
+    assert code == "len('\\n# left out: the next line\\n') or delete_everything()\n"
+
+
+def test_a_user_tools_arguments_show_hidden_characters_as_escapes() -> None:
+    call = CallCode(tool_name="lookup", expression=None, arguments='{"city": "Paris\u202e"}', succeeded=True)
+    assert step_as_python([call], PASSED, cell=True) == (
+        '# called the tool lookup with {"city": "Paris\\u202e"} (not written out as code)\n'
+    )
+
+
+def test_an_expression_holding_a_masked_secret_is_a_comment_not_code_that_would_assign_the_mask() -> None:
+    code = step_as_python([assigned("token", "'<masked>'.strip()"), assigned("n", "1")], PASSED, cell=True)
+    assert code == "# a secret in it is masked (<masked>): put it back to run it:\n# token = '<masked>'.strip()\nn = 1\n"
+
+
+def test_a_functions_return_takes_another_name_when_the_code_assigns_result() -> None:
+    code = step_as_python([assigned("result", "x * 2")], ended("return", return_expression="result + 1"), cell=False)
+    assert code == "result = x * 2\nresult_2 = result + 1  # the block returns this\n"
+    namespace = {"x": 5}
+    exec(code, namespace)
+    assert (namespace["result"], namespace["result_2"]) == (10, 11)
+
+
+def test_a_raise_after_assignments_says_they_were_not_committed() -> None:
+    code = step_as_python([assigned("total", "sum(items)")], ended("raise", raise_error_type="ValueError", raise_message="no"), cell=True)
+    assert code == "total = sum(items)\n# the step raised here, so none of its write bindings was committed\nraise ValueError('no')\n"

@@ -101,7 +101,10 @@ def test_failed_calls_are_left_out_and_counted(shell: Any, use_model: Any) -> No
         )
     )
     run_natural(shell, "Sum <prices> into <:total>.")
-    assert produced_code(shell) == "# 1 call that failed left out: it changed nothing\ntotal = sum(prices)\n"
+    assert produced_code(shell) == (
+        "# left out: 1 call that failed (what a failed call changed before its error stays changed)\n"
+        "total = sum(prices)\n"
+    )
 
 
 def test_a_raise_outcome_is_a_raise_statement(shell: Any, use_model: Any) -> None:
@@ -109,6 +112,30 @@ def test_a_raise_outcome_is_a_raise_statement(shell: Any, use_model: Any) -> Non
     use_model(scripted([outcome("raise", raise_error_type="ValueError", raise_message="no rows to sum")]))
     run_natural(shell, "Give up with a ValueError when <rows> is empty.")
     assert produced_code(shell) == "raise ValueError('no rows to sum')\n"
+
+
+def test_a_raise_after_an_assignment_says_the_assignment_was_not_committed(shell: Any, use_model: Any) -> None:
+    shell.user_ns["rows"] = [3, -1]
+    use_model(scripted([assign("total", "sum(rows)")], [outcome("raise", raise_error_type="ValueError", raise_message="a negative row")]))
+    run_natural(shell, "Give up with a ValueError when one of <rows> is negative; else sum them into <:total>.")
+    assert "total" not in shell.user_ns
+    assert produced_code(shell) == (
+        "total = sum(rows)\n"
+        "# the step raised here, so none of its write bindings was committed\n"
+        "raise ValueError('a negative row')\n"
+    )
+
+
+def test_a_bidi_override_the_model_wrote_reaches_neither_the_next_cell_nor_the_display(shell: Any, use_model: Any) -> None:
+    shell.user_ns["name"] = "ada"
+    # Shown as it stands, the override would make the line read `greeting = 'hi ' + name  # is_admin = True`.
+    expression = "'hi ' + name  # \u202e eurT = nimda_si"
+    use_model(scripted([assign("greeting", expression)], [outcome("pass")]))
+    captured = run_natural(shell, "Greet <name> in <:greeting>.")
+    assert produced_code(shell) == "greeting = 'hi ' + name\n"
+    page = captured.outputs[0].data["text/html"]
+    section = page[page.index('<details class="nh-python">') :]
+    assert "\u202e" not in section[: section.index("</details>")]
 
 
 def test_a_pass_outcome_adds_nothing(shell: Any, use_model: Any) -> None:
@@ -129,7 +156,11 @@ def test_a_secret_read_by_name_stays_the_name_and_a_written_secret_stays_masked(
     )
     captured = run_natural(shell, "Build <:headers> for <api_key>.")
     code = produced_code(shell)
-    assert code == "len('<masked>') == len(api_key)\nheaders = {'Authorization': 'Bearer ' + api_key}\n"
+    assert code == (
+        "# a secret in it is masked (<masked>): put it back to run it:\n"
+        "# len('<masked>') == len(api_key)\n"
+        "headers = {'Authorization': 'Bearer ' + api_key}\n"
+    )
     shown = captured.outputs[0].data
     assert SECRET not in shown["text/html"] and SECRET not in shown["text/plain"]
     committed = shell.user_ns.pop("headers")
