@@ -50,12 +50,19 @@ class ToolCallRecord:
     """The whole expression of an `nh_eval` or `nh_assign` call (masked), for the step's code."""
     target: str | None = None
     """Where an `nh_assign` call stored its value."""
+    awaited: bool = False
+    """The runtime awaited the value the expression gave (see `events.ToolCallFinished.awaited`)."""
 
     def code(self) -> CallCode:
         """The call as the step's code reads it: finished without an error, or not."""
         succeeded = self.error_kind is None and self.duration_s is not None
         return CallCode(
-            tool_name=self.tool_name, expression=self.expression, target=self.target, arguments=self.arguments, succeeded=succeeded
+            tool_name=self.tool_name,
+            expression=self.expression,
+            target=self.target,
+            arguments=self.arguments,
+            succeeded=succeeded,
+            awaited=self.awaited,
         )
 
 
@@ -141,6 +148,7 @@ class StepRecord:
                 record.error_kind = event.error_kind
                 record.error_message = event.error_message
                 record.duration_s = event.duration_s
+                record.awaited = event.awaited
             case events.PromptRendered():
                 if self.prompt is not None:  # the first request's prompt is the one that matters
                     return False

@@ -55,6 +55,8 @@ class CallCode:
     """The bounded preview of the arguments, shown for calls that cannot be written as code."""
     succeeded: bool
     """Whether the call finished without an error."""
+    awaited: bool = False
+    """The runtime awaited the value the expression gave (`fetch()` of an `async def`): the code awaits it."""
 
 
 def _hidden(character: str) -> bool:
@@ -88,12 +90,12 @@ def _comment(why: str, text: str) -> list[str]:
     return [f"# {why}:", *(f"# {_shown(line)}" for line in text.split("\n"))]
 
 
-def _statement(expression: str, target: str | None, placeholder: str) -> list[str]:
+def _statement(expression: str, target: str | None, placeholder: str, *, awaited: bool = False) -> list[str]:
     """`expression` as a statement, or as the value assigned to `target`, that does what the runtime ran.
 
     Text a reader could misread (see `_misleading`) is written the way `ast.unparse` writes it: on one line,
     strings with escapes, without the model's comments. An expression that does not read as the statement
-    as it stands gets parentheses. A masked secret keeps the line from running: as a comment, it shows where
+    as it stands gets parentheses; one whose value the runtime awaited gets `await`. A masked secret keeps the line from running: as a comment, it shows where
     the value goes (the mask may even have taken a quote with it, leaving text that no longer parses).
     """
     text = expression.strip()
@@ -106,9 +108,12 @@ def _statement(expression: str, target: str | None, placeholder: str) -> list[st
         return _comment(f"a secret in it is masked ({placeholder}): put it back to run it", head + text)
     if _misleading(text):
         text = ast.unparse(tree)
-    value = ast.dump(tree.body)
+    value = ast.dump(ast.Await(value=tree.body) if awaited else tree.body)
     # On lines of their own, the parentheses stay out of a trailing comment's way.
-    for candidate in (text, f"({text})" if "\n" not in text and "#" not in text else f"(\n{text}\n)"):
+    wrapped = f"({text})" if "\n" not in text and "#" not in text else f"(\n{text}\n)"
+    for candidate in (text, wrapped):
+        if awaited:
+            candidate = f"await {candidate}"
         if _reads_as(head + candidate, value):
             return [head + candidate]
     return _comment("not runnable as a statement", head + text)
@@ -117,9 +122,9 @@ def _statement(expression: str, target: str | None, placeholder: str) -> list[st
 def _call_lines(call: CallCode, placeholder: str) -> list[str]:
     match call.tool_name:
         case "nh_eval" if call.expression is not None:
-            return _statement(call.expression, None, placeholder)
+            return _statement(call.expression, None, placeholder, awaited=call.awaited)
         case "nh_assign" if call.expression is not None and call.target is not None:
-            return _statement(call.expression, call.target, placeholder)
+            return _statement(call.expression, call.target, placeholder, awaited=call.awaited)
         case "nh_eval" | "nh_assign":
             return [f"# {call.tool_name} {_one_line(call.arguments)} (a value given without an expression)"]
         case name:

@@ -180,6 +180,9 @@ class ToolCallFinished:
     """One of `invalid_input`, `resolution`, `execution`, `transient`, `internal`, or `None`."""
     error_message: str | None
     duration_s: float
+    awaited: bool = False
+    """The runtime awaited the value an `nh_eval` or `nh_assign` expression gave (`fetch()` of an `async
+    def`, written without `await`): the step's code is `await fetch()`."""
     event_kind: Literal["tool_call_finished"] = "tool_call_finished"
 
 

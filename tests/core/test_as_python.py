@@ -153,3 +153,8 @@ def test_a_functions_return_takes_another_name_when_the_code_assigns_result() ->
 def test_a_raise_after_assignments_says_they_were_not_committed() -> None:
     code = step_as_python([assigned("total", "sum(items)")], ended("raise", raise_error_type="ValueError", raise_message="no"), cell=True)
     assert code == "total = sum(items)\n# the step raised here, so none of its write bindings was committed\nraise ValueError('no')\n"
+
+
+def test_a_value_the_runtime_awaited_is_awaited_in_the_code() -> None:
+    call = CallCode(tool_name="nh_assign", expression="fetch(a) if a else fetch(b)", target="rate", succeeded=True, awaited=True)
+    assert step_as_python([call], PASSED, cell=True) == "rate = await (fetch(a) if a else fetch(b))\n"

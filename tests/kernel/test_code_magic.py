@@ -138,6 +138,27 @@ def test_a_bidi_override_the_model_wrote_reaches_neither_the_next_cell_nor_the_d
     assert "\u202e" not in section[: section.index("</details>")]
 
 
+ASYNC_CELL = """
+async def fetch_rate(currency):
+    fetched.append(currency)
+    return {"USD": 0.92}[currency]
+"""
+
+
+def test_an_async_call_the_runtime_awaited_is_awaited_in_the_code(shell: Any, use_model: Any) -> None:
+    shell.run_cell(ASYNC_CELL)
+    shell.user_ns["fetched"] = []
+    # The model calls the coroutine function without `await`: the runtime awaits the value for it.
+    use_model(scripted([evaluate("fetch_rate('USD')")], [assign("rate", "fetch_rate('USD')")], [outcome("pass")]))
+    run_natural(shell, "Fetch the USD rate into <:rate>, noting it in <fetched>.")
+    committed = (shell.user_ns.pop("rate"), shell.user_ns["fetched"])
+    code = produced_code(shell)
+    assert code == "await fetch_rate('USD')\nrate = await fetch_rate('USD')\n"
+    shell.user_ns["fetched"] = []
+    shell.run_cell(code)
+    assert (shell.user_ns["rate"], shell.user_ns["fetched"]) == committed == (0.92, ["USD", "USD"])
+
+
 def test_a_pass_outcome_adds_nothing(shell: Any, use_model: Any) -> None:
     shell.user_ns["name"] = "ada"
     use_model(scripted([assign("greeting", "f'Hello, {name.title()}!'")], [outcome("pass")]))
