@@ -40,6 +40,12 @@ _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 terminal escape redraws the line), bidi overrides and zero-width marks (they reorder or hide what follows,
 as in "Trojan Source"), line separators, unassigned code points. The user runs this code after reading it."""
 
+_BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800") | frozenset(
+    chr(code) for start, end in ((0x180B, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)) for code in range(start, end + 1)
+)
+"""Characters of other categories that show as nothing, yet Python takes in a name: `\u3164 = 1` binds a
+name that looks like a space, and `a\ufe00` (a variation selector) is another name than `a` that looks the same."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CallCode:
@@ -60,7 +66,7 @@ class CallCode:
 
 
 def _hidden(character: str) -> bool:
-    return character not in "\n\t" and unicodedata.category(character) in _HIDDEN
+    return character not in "\n\t" and (character in _BLANK or unicodedata.category(character) in _HIDDEN)
 
 
 def _shown(text: str) -> str:
@@ -108,6 +114,8 @@ def _statement(expression: str, target: str | None, placeholder: str, *, awaited
         return _comment(f"a secret in it is masked ({placeholder}): put it back to run it", head + text)
     if _misleading(text):
         text = ast.unparse(tree)
+        if any(_hidden(character) for character in text):  # in a name, which no escape can write
+            return _comment("not runnable as shown: a name in it holds a character that shows as nothing", head + text)
     value = ast.dump(ast.Await(value=tree.body) if awaited else tree.body)
     # On lines of their own, the parentheses stay out of a trailing comment's way.
     wrapped = f"({text})" if "\n" not in text and "#" not in text else f"(\n{text}\n)"

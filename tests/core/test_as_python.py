@@ -158,3 +158,11 @@ def test_a_raise_after_assignments_says_they_were_not_committed() -> None:
 def test_a_value_the_runtime_awaited_is_awaited_in_the_code() -> None:
     call = CallCode(tool_name="nh_assign", expression="fetch(a) if a else fetch(b)", target="rate", succeeded=True, awaited=True)
     assert step_as_python([call], PASSED, cell=True) == "rate = await (fetch(a) if a else fetch(b))\n"
+
+
+def test_a_name_that_looks_like_another_is_a_comment_with_the_difference_escaped() -> None:
+    # `a\ufe00` (a variation selector after `a`) is another variable than `a`, and looks the same.
+    code = step_as_python([assigned("total", "a\ufe00 + 1")], PASSED, cell=True)
+    assert code == (
+        "# not runnable as shown: a name in it holds a character that shows as nothing:\n# total = a\\ufe00 + 1\n"
+    )
