@@ -8,9 +8,12 @@ nbclient or nbval has no frontend to take it, hence `--print`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+
+if TYPE_CHECKING:
+    from ._live import StepDisplayer
 
 __all__ = ["put_step_code"]
 
@@ -18,8 +21,8 @@ _SHOWN_KEYS = 8
 """Recent cells and step ids an error names when the one asked for is unknown."""
 
 
-def put_step_code(shell: Any, displayer: Any, key: str | None, *, echo: bool, display_mode: str) -> str:
-    """Put the code of a step in the next cell (and print it with `echo`); return it.
+def put_step_code(shell: Any, displayer: StepDisplayer | None, key: str | None, *, echo: bool, display_mode: str) -> None:
+    """Put the code of a step in the next cell (and print it with `echo`).
 
     Args:
         shell: The shell whose next input receives the code.
@@ -38,10 +41,9 @@ def put_step_code(shell: Any, displayer: Any, key: str | None, *, echo: bool, di
     shell.set_next_input(code, replace=False)
     if echo:
         print(code, end="")
-    return code
 
 
-def _missing(displayer: Any, key: str | None, display_mode: str) -> str:
+def _missing(displayer: StepDisplayer | None, key: str | None, display_mode: str) -> str:
     history = None if displayer is None else displayer.history
     known = [] if history is None else history.known()
     if key is None or not known:

@@ -90,7 +90,8 @@ class StepDisplayer:
         self._lock = threading.RLock()
         self.last_view: CellView | None = None
         """The most recently displayed cell (for tests and `%nighthawk status`)."""
-        self._count: int | None = None
+        self._cell_count: int | None = None
+        """The execution count of the open cell (its `In[n]`), to file its steps under."""
         self.history: StepHistory | None = None
         """The latest steps of past cells, for `%nighthawk code` (made with the first cell that ran one)."""
 
@@ -179,7 +180,7 @@ class StepDisplayer:
             shell = get_ipython()
         # IPython counts a running cell before it runs (as `%%natural` does for its step id, `In[n]`).
         count = getattr(shell, "execution_count", None)
-        self._count = max(count - 1, 1) if isinstance(count, int) else None
+        self._cell_count = max(count - 1, 1) if isinstance(count, int) else None
         if shell is not None and self._hooked is None:
             shell.events.register("post_run_cell", self._cell_finished)
             self._hooked = shell
@@ -227,7 +228,7 @@ class StepDisplayer:
     def flush(self) -> None:
         """End the current cell: retire its live widget and display its steps once (idempotent)."""
         with self._lock:
-            cell, live, hooked, count = self._cell, self._live, self._hooked, self._count
+            cell, live, hooked, count = self._cell, self._live, self._hooked, self._cell_count
             self._cell = self._live = self._hooked = None
             if live is not None and live.timer is not None:
                 live.timer.cancel()
@@ -253,7 +254,7 @@ class StepDisplayer:
         """A finished step: the last top-level one (`key` is `None`), the last of the cell with execution
         count `key`, or the last with step id `key` (nested steps too); the running cell's steps count too."""
         with self._lock:
-            cell, count = self._cell, self._count
+            cell, count = self._cell, self._cell_count
         if cell is not None:
             from ._records import with_nested  # a cell is open: its views loaded the records already
 
