@@ -157,9 +157,9 @@ def _outcome_lines(
             return []
         case "return" if outcome.return_expression is not None:
             if cell:  # the cell's last expression is its value, `Out[n]`, as the `return` made it
-                return _statement(outcome.return_expression, None, placeholder)
+                return _statement(outcome.return_expression, None, placeholder, awaited=outcome.return_awaited)
             name = _free_name([*code, outcome.return_expression])
-            lines = _statement(outcome.return_expression, name, placeholder)
+            lines = _statement(outcome.return_expression, name, placeholder, awaited=outcome.return_awaited)
             return [*lines[:-1], lines[-1] + "  # the block returns this"]
         case "raise":
             error = outcome.raise_error_type or "ExecutionError"

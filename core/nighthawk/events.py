@@ -238,6 +238,8 @@ class OutcomeReached:
     return_expression: str | None = None
     return_value: str | None = None
     """Bounded, masked preview of the returned value."""
+    return_awaited: bool = False
+    """The runtime awaited the value `return_expression` gave (an async function's block)."""
     raise_message: str | None = None
     raise_error_type: str | None = None
     event_kind: Literal["outcome"] = "outcome"

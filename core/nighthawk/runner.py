@@ -250,6 +250,7 @@ def _success_events(
             kind=outcome.kind,
             return_expression=getattr(outcome, "return_expression", None),
             return_value=step.rendering.preview(resolution.value) if outcome.kind == "return" else None,
+            return_awaited=resolution.awaited,
             raise_message=getattr(outcome, "raise_message", None),
             raise_error_type=getattr(outcome, "raise_error_type", None),
         ),

@@ -159,6 +159,28 @@ def test_an_async_call_the_runtime_awaited_is_awaited_in_the_code(shell: Any, us
     assert (shell.user_ns["rate"], shell.user_ns["fetched"]) == committed == (0.92, ["USD", "USD"])
 
 
+ASYNC_FUNCTION_CELL = """
+import nighthawk as nh
+
+@nh.natural_function
+async def usd_rate():
+    \"\"\"natural
+    Return the USD rate.
+    \"\"\"
+"""
+
+
+def test_an_async_functions_return_the_runtime_awaited_is_awaited_in_the_code(shell: Any, use_model: Any) -> None:
+    shell.run_cell(ASYNC_CELL)
+    shell.run_cell(ASYNC_FUNCTION_CELL)
+    shell.user_ns["fetched"] = []
+    use_model(scripted([outcome("return", return_expression="fetch_rate('USD')")]))
+    with capture_output():
+        shell.run_cell("rate = await usd_rate()")
+    assert shell.user_ns["rate"] == 0.92
+    assert produced_code(shell) == "result = await fetch_rate('USD')  # the block returns this\n"
+
+
 def test_a_pass_outcome_adds_nothing(shell: Any, use_model: Any) -> None:
     shell.user_ns["name"] = "ada"
     use_model(scripted([assign("greeting", "f'Hello, {name.title()}!'")], [outcome("pass")]))
