@@ -43,8 +43,8 @@ as in "Trojan Source"), line separators, unassigned code points. The user runs t
 _BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800") | frozenset(
     chr(code) for start, end in ((0x180B, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)) for code in range(start, end + 1)
 )
-"""Characters of other categories that show as nothing, yet Python takes in a name: `\u3164 = 1` binds a
-name that looks like a space, and `a\ufe00` (a variation selector) is another name than `a` that looks the same."""
+"""Characters of other categories that show as nothing, yet Python takes in a name: `\\u3164 = 1` binds a
+name that looks like a space, and `a\\ufe00` (a variation selector) is another name than `a` that looks the same."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,8 +101,9 @@ def _statement(expression: str, target: str | None, placeholder: str, *, awaited
 
     Text a reader could misread (see `_misleading`) is written the way `ast.unparse` writes it: on one line,
     strings with escapes, without the model's comments. An expression that does not read as the statement
-    as it stands gets parentheses; one whose value the runtime awaited gets `await`. A masked secret keeps the line from running: as a comment, it shows where
-    the value goes (the mask may even have taken a quote with it, leaving text that no longer parses).
+    as it stands gets parentheses; one whose value the runtime awaited gets `await`. A masked secret keeps
+    the line from running: as a comment, it shows where the value goes (the mask may even have taken a
+    quote with it, leaving text that no longer parses).
     """
     text = expression.strip()
     head = "" if target is None else f"{target} = "
