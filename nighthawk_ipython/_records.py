@@ -95,6 +95,7 @@ class StepRecord:
         self.program = started.program
         self.model = started.model
         self.allowed_outcomes = started.allowed_outcomes
+        self.placeholder = started.placeholder
         self.status = "running"
         self.tool_calls: list[ToolCallRecord] = []
         self.outcome: events.OutcomeReached | None = None
@@ -216,7 +217,9 @@ class StepRecord:
                 for name in decision.names
             ]
             calls = [call.code() for call in self.tool_calls]
-            code = step_as_python(calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten)
+            code = step_as_python(
+                calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten, placeholder=self.placeholder
+            )
             if self.finished:
                 self._code = code
             return code

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
 
 from ._listeners import add_process_listener, emit, listen, listening, remove_process_listener
+from .secrets import ContextRedaction
 
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ class StepStarted:
     model: str
     """A readable name of the executor's model."""
     allowed_outcomes: tuple[str, ...]
+    placeholder: str = ContextRedaction.placeholder
+    """The text that replaces a secret in this step's events (its `ContextRedaction.placeholder`)."""
     event_kind: Literal["step_started"] = "step_started"
 
 

@@ -123,6 +123,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
                 program=program.prompt_text,
                 model=str(getattr(executor, "model_label", type(executor).__name__)),
                 allowed_outcomes=step.allowed_outcomes,
+                placeholder=step.rendering.redaction.placeholder,
             )
         )
     try:

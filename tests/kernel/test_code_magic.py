@@ -211,6 +211,21 @@ def test_a_secret_read_by_name_stays_the_name_and_a_written_secret_stays_masked(
     assert shell.user_ns["headers"] == committed == {"Authorization": f"Bearer {SECRET}"}
 
 
+def test_a_secret_masked_with_your_own_placeholder_is_a_comment_too(shell: Any) -> None:
+    import nighthawk
+
+    shell.user_ns["api_key"] = SECRET
+    shell.user_ns["runner"] = nighthawk.AgentStepExecutor.from_configuration(
+        configuration=nighthawk.StepExecutorConfiguration(
+            model=scripted([assign("prefix", f"{SECRET!r}[:3]")], [outcome("pass")]),
+            context_redaction=nighthawk.ContextRedaction(placeholder="[secret]"),
+        )
+    )
+    shell.run_line_magic("nighthawk", "model runner")
+    run_natural(shell, "Keep the first letters of <api_key> in <:prefix>.")
+    assert produced_code(shell) == "# a secret in it is masked ([secret]): put it back to run it:\n# prefix = '[secret]'[:3]\n"
+
+
 def test_the_step_display_has_the_code_in_a_folded_as_python_section(shell: Any, orders: Any) -> None:
     page = _displayer(shell).last_view.html()
     section = page[page.index('<details class="nh-python">') :]
