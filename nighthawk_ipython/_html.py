@@ -178,6 +178,18 @@ def _media(prompt: events.PromptRendered | None) -> str:
     return f'<details open class="nh-media"><summary>Media sent ({len(prompt.media)})</summary>{"".join(figures)}</details>'
 
 
+def _as_python(view: StepRecord) -> str:
+    """The code the step ran, folded; a click on it selects all of it for copying (no script needed)."""
+    if not view.finished:
+        return ""
+    style = _PRE[:-1] + ';user-select:all;-webkit-user-select:all;background:var(--jp-layout-color2,#f5f5f5);padding:4px"'
+    return (
+        f'<details class="nh-python"><summary>As Python <i style="font-size:11px;color:#666">'
+        f"(click the code to select it; <code{_CODE}>%nighthawk code</code> puts it in a new cell)</i></summary>"
+        f"<pre{style}>{_e(view.as_python())}</pre></details>"
+    )
+
+
 def _prompt(prompt: events.PromptRendered | None) -> str:
     if prompt is None:
         return '<div class="nh-prompt"><i>no prompt was sent</i></div>'
@@ -202,6 +214,7 @@ def _body(view: StepRecord, *, calls: list[ToolCallRecord] | None = None, first_
         f"{_outcome(view)}{decisions}"
         f"<details open><summary>Tool calls ({len(view.tool_calls)})</summary>{_tools(calls, first_call)}</details>"
         f"<details open><summary>Step locals ({len(view.changes)} changed)</summary>{_locals(view.changes, view.unset)}</details>"
+        f"{_as_python(view)}"
         f"{_media(view.prompt)}"
         f"{nested}"
         f"<details><summary>Prompt</summary>{_prompt(view.prompt)}</details>"

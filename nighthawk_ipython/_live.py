@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nighthawk import events
     from ._display import CellView, StepView
+    from ._records import StepHistory, StepRecord
     from ._widgets import LiveWidget
 
 __all__ = ["StepDisplayer", "display_mode_override"]
@@ -89,6 +90,10 @@ class StepDisplayer:
         self._lock = threading.RLock()
         self.last_view: CellView | None = None
         """The most recently displayed cell (for tests and `%nighthawk status`)."""
+        self._cell_count: int | None = None
+        """The execution count of the open cell (its `In[n]`), to file its steps under."""
+        self.history: StepHistory | None = None
+        """The latest steps of past cells, for `%nighthawk code` (made with the first cell that ran one)."""
 
     @property
     def active(self) -> bool:
@@ -173,6 +178,9 @@ class StepDisplayer:
             from IPython import get_ipython
 
             shell = get_ipython()
+        # IPython counts a running cell before it runs (as `%%natural` does for its step id, `In[n]`).
+        count = getattr(shell, "execution_count", None)
+        self._cell_count = max(count - 1, 1) if isinstance(count, int) else None
         if shell is not None and self._hooked is None:
             shell.events.register("post_run_cell", self._cell_finished)
             self._hooked = shell
@@ -220,7 +228,7 @@ class StepDisplayer:
     def flush(self) -> None:
         """End the current cell: retire its live widget and display its steps once (idempotent)."""
         with self._lock:
-            cell, live, hooked = self._cell, self._live, self._hooked
+            cell, live, hooked, count = self._cell, self._live, self._hooked, self._cell_count
             self._cell = self._live = self._hooked = None
             if live is not None and live.timer is not None:
                 live.timer.cancel()
@@ -234,5 +242,25 @@ class StepDisplayer:
             live.handle.update({WIDGET_MIME: CLOSED_VIEW}, raw=True)
             live.widget.retire()
         self.last_view = cell
+        if self.history is None:
+            from ._records import StepHistory  # loaded with the cell's views already: a lookup
+
+            self.history = StepHistory()
+        self.history.add(count, cell.snapshot())
         if cell.snapshot():
             self._show(cell)
+
+    def find_step(self, key: str | None) -> StepRecord | None:
+        """A finished step: the last top-level one (`key` is `None`), the last of the cell with execution
+        count `key`, or the last with step id `key` (nested steps too); the running cell's steps count too."""
+        with self._lock:
+            cell, count = self._cell, self._cell_count
+        if cell is not None:
+            from ._records import with_nested  # a cell is open: its views loaded the records already
+
+            steps = [step for step in cell.snapshot() if step.finished]
+            if key is not None and key != str(count):
+                steps = [step for step in with_nested(steps) if step.step_id == key]
+            if steps:
+                return steps[-1]
+        return None if self.history is None else self.history.find(key)

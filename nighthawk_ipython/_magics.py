@@ -33,7 +33,9 @@ from nighthawk.oversight._oversee import overseeing_also
 from nighthawk.runner import run_block
 from nighthawk.runtime import scope
 
+from ._code import put_step_code
 from ._confirm import CONFIRM
+from ._records import CELL_STEP_PREFIX
 from ._interpolate import interpolate
 from ._namespace import build_frame
 from ._settings import BUDGET_FIGURES, BUDGET_KEYS, DISPLAY_MODES, LIMIT_KEYS, model_problem
@@ -45,7 +47,9 @@ __all__ = ["CELL_OUTCOMES", "NighthawkMagics"]
 CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
 """Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
 
-_SUBCOMMANDS = ("model", "display", "limits", "confirm", "status", "usage", "replay", "traceback", "help", "prompt")
+_SUBCOMMANDS = (
+    "model", "display", "limits", "confirm", "status", "usage", "replay", "traceback", "code", "prompt", "help"
+)
 _SWITCH = {"on": True, "off": False}
 
 # The program starts on the line after `%%natural`, which is line 1 of the cell.
@@ -177,7 +181,7 @@ class NighthawkMagics(Magics):
     def _run(self, text: str, *, deny: frozenset[str], executor: Any, display: str | None, confirm: bool) -> Any:
         """Parse the cell, build its frame from the namespace and run it; return the `BlockResult`."""
         # IPython has already counted the running cell when it stores history, so its number is one less.
-        filename = f"In[{max(self.shell.execution_count - 1, 1)}]"
+        filename = f"{CELL_STEP_PREFIX}{max(self.shell.execution_count - 1, 1)}]"
         program = parse_program(textwrap.dedent(text), filename=filename, line=_PROGRAM_LINE)
         if deny:
             program = replace(program, denied=program.denied | deny)
@@ -220,11 +224,14 @@ class NighthawkMagics(Magics):
     @magic_arguments()
     @argument("command", type=_unquote, choices=_SUBCOMMANDS, help="What to show or change.")
     @argument(
-        "values", nargs="*", help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; confirm: on|off; replay: PATH"
+        "values",
+        nargs="*",
+        help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; confirm: on|off; replay: PATH; code: [STEP]",
     )
     @argument("--reset", action="store_true", help="usage: print the totals, then start counting from zero.")
     @argument("--record", action="store_true", help="replay: record every exchange with the real model.")
     @argument("--auto", action="store_true", help="replay: replay stored exchanges, record the missing ones.")
+    @argument("--print", action="store_true", dest="echo", help="code: print the code as well.")
     @line_magic
     def nighthawk(self, line: str) -> None:
         """Show or change the kernel's Nighthawk settings.
@@ -237,6 +244,8 @@ class NighthawkMagics(Magics):
         `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
         `%nighthawk replay PATH [--record|--auto]` (answer from
         a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block),
+        `%nighthawk code [STEP] [--print]` (the Python the last step ran, or the step of a cell's execution
+        count or a step id, as the next cell),
         `%nighthawk prompt PROGRAM` (what the next step of PROGRAM would send, with each part's tokens),
         `%nighthawk help` (this text). The same settings are `%config NighthawkSettings.*` and
         `nighthawk_ipython.configure(...)`. A `#` starts a comment, as in Python.
@@ -253,6 +262,8 @@ class NighthawkMagics(Magics):
             raise UsageError(f"%nighthawk {args.command}: --record and --auto belong to `%nighthawk replay`")
         if args.reset and args.command != "usage":
             raise UsageError(f"%nighthawk {args.command}: --reset belongs to `%nighthawk usage`")
+        if args.echo and args.command != "code":
+            raise UsageError(f"%nighthawk {args.command}: --print belongs to `%nighthawk code`")
         settings = self._state.settings
         match args.command:
             case "status":
@@ -304,6 +315,11 @@ class NighthawkMagics(Magics):
             case "traceback":
                 self._expect(values, 0, "traceback", "")
                 _print_last_error()
+            case "code":
+                if len(values) > 1:
+                    self._expect(values, 1, "code", "[STEP] [--print]")
+                key = values[0] if values else None
+                put_step_code(self.shell, self._state.displayer, key, echo=args.echo, display_mode=settings.display)
             case "help":
                 self._expect(values, 0, "help", "")
                 # What `%nighthawk?` shows, without the reStructuredText marker that opens its usage block.

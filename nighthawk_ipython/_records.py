@@ -13,8 +13,12 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from nighthawk import events
+from nighthawk._as_python import CallCode, step_as_python
 
-__all__ = ["STEP_STATUSES", "StepRecord", "ToolCallRecord", "shown_indices"]
+__all__ = ["CELL_STEP_PREFIX", "STEP_STATUSES", "StepHistory", "StepRecord", "ToolCallRecord", "shown_indices", "with_nested"]
+
+CELL_STEP_PREFIX = "In["
+"""How the step id of a `%%natural` cell starts (`In[7]:2`); a natural function's is `module:line`."""
 
 STEP_STATUSES: tuple[str, ...] = ("running", "completed", "raised", "failed", "interrupted")
 """Every status a step can show; all but `running` come from `StepFinished.status`."""
@@ -42,6 +46,24 @@ class ToolCallRecord:
     """`None` while the call runs."""
     cut: str | None = None
     """The status of the step (`interrupted`, `failed`) when it ended before this call finished."""
+    expression: str | None = None
+    """The whole expression of an `nh_eval` or `nh_assign` call (masked), for the step's code."""
+    target: str | None = None
+    """Where an `nh_assign` call stored its value."""
+    awaited: bool = False
+    """The runtime awaited the value the expression gave (see `events.ToolCallFinished.awaited`)."""
+
+    def code(self) -> CallCode:
+        """The call as the step's code reads it: finished without an error, or not."""
+        succeeded = self.error_kind is None and self.duration_s is not None
+        return CallCode(
+            tool_name=self.tool_name,
+            expression=self.expression,
+            target=self.target,
+            arguments=self.arguments,
+            succeeded=succeeded,
+            awaited=self.awaited,
+        )
 
 
 def shown_indices(statuses: list[str]) -> list[int]:
@@ -73,6 +95,7 @@ class StepRecord:
         self.program = started.program
         self.model = started.model
         self.allowed_outcomes = started.allowed_outcomes
+        self.placeholder = started.placeholder
         self.status = "running"
         self.tool_calls: list[ToolCallRecord] = []
         self.outcome: events.OutcomeReached | None = None
@@ -90,6 +113,7 @@ class StepRecord:
         """What the model wrote in the latest of those responses (clipped and masked by the core)."""
         self.duration_s: float | None = None
         self.children: list[StepRecord] = []
+        self._code: str | None = None
         self._lock = threading.RLock()
 
     # --- events ------------------------------------------------------------------------------------
@@ -108,7 +132,13 @@ class StepRecord:
         match event:
             case events.ToolCallStarted():
                 self.tool_calls.append(
-                    ToolCallRecord(call_id=event.call_id, tool_name=event.tool_name, arguments=event.arguments)
+                    ToolCallRecord(
+                        call_id=event.call_id,
+                        tool_name=event.tool_name,
+                        arguments=event.arguments,
+                        expression=event.expression,
+                        target=event.target,
+                    )
                 )
             case events.ToolCallFinished():
                 record = next((call for call in reversed(self.tool_calls) if call.call_id == event.call_id), None)
@@ -119,6 +149,7 @@ class StepRecord:
                 record.error_kind = event.error_kind
                 record.error_message = event.error_message
                 record.duration_s = event.duration_s
+                record.awaited = event.awaited
             case events.PromptRendered():
                 if self.prompt is not None:  # the first request's prompt is the one that matters
                     return False
@@ -164,3 +195,87 @@ class StepRecord:
     @property
     def finished(self) -> bool:
         return self.status != "running"
+
+    @property
+    def in_cell(self) -> bool:
+        """Whether the block is a `%%natural` cell (its step id is the cell's, `In[n]:line`), not a function's."""
+        return self.step_id.startswith(CELL_STEP_PREFIX) and self.parent_invocation_id is None
+
+    def as_python(self) -> str:
+        """The Python this step ran (`nighthawk._as_python`), from what its events said; made once the step
+        finished (nothing it shows changes after that, and the live view asks again at every render)."""
+        with self._lock:
+            if self._code is not None:
+                return self._code
+            failure = None
+            if self.failure is not None:
+                failure = "was interrupted" if self.failure.interrupted else f"failed ({self.failure.error_type})"
+            rewritten = [
+                name
+                for decision in self.decisions
+                if decision.hook == "inspect_step_commit" and decision.decision == "rewritten"
+                for name in decision.names
+            ]
+            calls = [call.code() for call in self.tool_calls]
+            code = step_as_python(
+                calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten, placeholder=self.placeholder
+            )
+            if self.finished:
+                self._code = code
+            return code
+
+
+def with_nested(steps: list[StepRecord]) -> list[StepRecord]:
+    """`steps` and, after each, the finished steps started inside it (a natural function a tool called), depth first."""
+    found: list[StepRecord] = []
+    for step in steps:
+        found.append(step)
+        found.extend(with_nested([child for child in list(step.children) if child.finished]))
+    return found
+
+
+class StepHistory:
+    """The latest finished steps by cell (execution count; its last top-level step) and by step id (nested
+    steps too), for `%nighthawk code`.
+
+    Bounded: `keep` cells and `keep` step ids, the oldest dropped first, and one step each (a cell that ran a
+    natural function 300 times keeps its last step), so a long session holds a few hundred records at most.
+    """
+
+    def __init__(self, keep: int = 100) -> None:
+        self._keep = keep
+        self._by_cell: dict[int, StepRecord] = {}
+        self._by_id: dict[str, StepRecord] = {}
+        self._last: StepRecord | None = None
+        self._lock = threading.Lock()
+
+    def add(self, count: int | None, steps: list[StepRecord]) -> None:
+        """Keep the finished ones of `steps`, which cell `count` started (`None`: not known)."""
+        finished = [step for step in steps if step.finished]
+        if not finished:
+            return
+        with self._lock:
+            for step in with_nested(finished):
+                self._by_id.pop(step.step_id, None)
+                self._by_id[step.step_id] = step
+            self._last = finished[-1]
+            if count is not None:
+                self._by_cell.pop(count, None)
+                self._by_cell[count] = finished[-1]
+            for kept in (self._by_cell, self._by_id):
+                while len(kept) > self._keep:
+                    del kept[next(iter(kept))]
+
+    def find(self, key: str | None) -> StepRecord | None:
+        """The last step (`key` is `None`), the last step of cell `key` (digits), or the last with step id `key`."""
+        with self._lock:
+            if key is None:
+                return self._last
+            if key.isdigit():
+                return self._by_cell.get(int(key))
+            return self._by_id.get(key)
+
+    def known(self) -> list[str]:
+        """The cells and step ids that can be asked for, most recent last (for an error message)."""
+        with self._lock:
+            return [*(str(count) for count in self._by_cell), *self._by_id]

@@ -227,6 +227,9 @@ def step_lines(view: StepRecord, indent: str) -> list[str]:
     outcome = outcome_text(view)
     if outcome is not None:
         lines.append(f"{inner}outcome: {outcome}")
+    if view.finished:
+        lines.append(f"{inner}as Python:")
+        lines.extend(f"{inner}  {line}" for line in view.as_python().splitlines())
     children = list(view.children)
     if len(children) == 1:
         lines.append(f"{inner}nested:")

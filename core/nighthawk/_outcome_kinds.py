@@ -82,6 +82,8 @@ class Resolution:
     """The validated return value (`return` only)."""
     exception: BaseException | None = None
     """The exception to raise (`raise` only)."""
+    awaited: bool = False
+    """The runtime awaited the awaitable the `return_expression` gave (an async function's block)."""
 
     @property
     def kind(self) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, Union
 
 from ._listeners import add_process_listener, emit, listen, listening, remove_process_listener
+from .secrets import ContextRedaction
 
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ class StepStarted:
     model: str
     """A readable name of the executor's model."""
     allowed_outcomes: tuple[str, ...]
+    placeholder: str = ContextRedaction.placeholder
+    """The text that replaces a secret in this step's events (its `ContextRedaction.placeholder`)."""
     event_kind: Literal["step_started"] = "step_started"
 
 
@@ -159,6 +162,11 @@ class ToolCallStarted:
     tool_name: str
     arguments: str
     """The arguments as bounded, masked JSON text."""
+    expression: str | None = None
+    """The whole expression of an `nh_eval` or `nh_assign` call as the model wrote it (masked like the rest
+    of the event), so a display can show the step as Python; `None` for other tools."""
+    target: str | None = None
+    """The `target_path` of an `nh_assign` call."""
     event_kind: Literal["tool_call_started"] = "tool_call_started"
 
 
@@ -175,6 +183,9 @@ class ToolCallFinished:
     """One of `invalid_input`, `resolution`, `execution`, `transient`, `internal`, or `None`."""
     error_message: str | None
     duration_s: float
+    awaited: bool = False
+    """The runtime awaited the value an `nh_eval` or `nh_assign` expression gave (`fetch()` of an `async
+    def`, written without `await`): the step's code is `await fetch()`."""
     event_kind: Literal["tool_call_finished"] = "tool_call_finished"
 
 
@@ -230,6 +241,8 @@ class OutcomeReached:
     return_expression: str | None = None
     return_value: str | None = None
     """Bounded, masked preview of the returned value."""
+    return_awaited: bool = False
+    """The runtime awaited the value `return_expression` gave (an async function's block)."""
     raise_message: str | None = None
     raise_error_type: str | None = None
     event_kind: Literal["outcome"] = "outcome"

@@ -133,6 +133,7 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                 # Nothing to await: validate in the same visit to the user's thread, one hand-off fewer.
                 return evaluation, _Checked.of(lambda: validated(evaluation.value, evaluation))
 
+            awaited = False
             try:
                 evaluation, checked = await on_user_thread(evaluated)
                 value = evaluation.value
@@ -148,6 +149,7 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                         )
                     with guarding(step, OUTCOME_TOOL):
                         value = await await_user(value)
+                    awaited = True
             except (ExecutionError, StepAbortedError):
                 raise
             except Exception as exc:
@@ -165,7 +167,7 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
                     raise NighthawkError(exc.message) from exc
                 raise ExecutionError(f"`return_expression` {shown}: {exc.message}") from exc
             step.step_locals.update(bindings)
-            return Resolution(outcome=outcome, value=value)
+            return Resolution(outcome=outcome, value=value, awaited=awaited)
         case RaiseOutcome(raise_message=message, raise_error_type=type_name):
             message = clip(message)
             if type_name is None:

@@ -145,6 +145,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
                 program=program.prompt_text,
                 model=str(getattr(executor, "model_label", type(executor).__name__)),
                 allowed_outcomes=step.allowed_outcomes,
+                placeholder=step.rendering.redaction.placeholder,
             )
         )
     try:
@@ -272,6 +273,7 @@ def _success_events(
             kind=outcome.kind,
             return_expression=getattr(outcome, "return_expression", None),
             return_value=step.rendering.preview(resolution.value) if outcome.kind == "return" else None,
+            return_awaited=resolution.awaited,
             raise_message=getattr(outcome, "raise_message", None),
             raise_error_type=getattr(outcome, "raise_error_type", None),
         ),

@@ -70,6 +70,8 @@ class _Evaluated:
 
     value: object
     warnings: tuple[str, ...]
+    awaited: bool = False
+    """The expression gave an awaitable that the runtime awaited (no `await` of its own did)."""
 
 
 def _success(step: StepContext, value: object) -> tuple[str, str]:
@@ -157,6 +159,8 @@ async def _evaluate_awaiting(
         except Exception as exc:
             raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
         result = await on_user_thread(lambda: finish(value))
+        if not evaluation.awaits:
+            return _Evaluated(value=result, warnings=tuple(evaluation.warnings), awaited=True)
     return _Evaluated(value=result, warnings=tuple(evaluation.warnings)) if evaluation.warnings else result
 
 
@@ -277,6 +281,16 @@ def _validate_attribute(owner: object, attribute: str, value: object) -> object:
 # --- the call boundary ------------------------------------------------------------------------------
 
 
+def _code_of(tool_name: str, arguments: Mapping[str, object]) -> dict[str, str]:
+    """The expression (and target) of a built-in call, whole: a display writes the step out as Python from
+    them, where the bounded preview of the arguments may be cut."""
+    expression = arguments.get("expression")
+    if tool_name not in _MODEL_VALUED or not isinstance(expression, str):
+        return {}
+    target = arguments.get("target_path")
+    return {"expression": expression, **({"target": target} if isinstance(target, str) else {})}
+
+
 async def invoke_tool(
     step: StepContext, tool_name: str, arguments: Mapping[str, object], call: Callable[[], Any], call_id: str = ""
 ) -> str:
@@ -292,18 +306,21 @@ async def invoke_tool(
                 call_id=call_id,
                 tool_name=tool_name,
                 arguments=step.rendering.preview(dict(arguments)),
+                **_code_of(tool_name, arguments),
             )
         )
     started = time.perf_counter()
     # Oversight sees the call first; a refused call never runs (a hook's own failure ends the step).
     error: ToolBoundaryError | None = await review_tool_call(step, tool_name, arguments, call_id)
     preview = ""
+    awaited = False
     try:
         if error is not None:
             raise error
         value = call()
         if inspect.isawaitable(value):
             value = await value
+        awaited = isinstance(value, _Evaluated) and value.awaited
         if type(value) in _PLAIN:
             envelope, preview = _success(step, value)
         elif tool_name in _MODEL_VALUED:  # the model's value: its `__repr__` may be any function it chose
@@ -329,6 +346,7 @@ async def invoke_tool(
                 error_kind=None if error is None else error.kind,
                 error_message=None if error is None else error.message,  # `emit` scrubs every event
                 duration_s=time.perf_counter() - started,
+                awaited=awaited,
             )
         )
     return envelope

@@ -1,4 +1,5 @@
-"""A real browser: step displays in a live JupyterLab (one step, a loop of 50), and static exports offline.
+"""A real browser: step displays in a live JupyterLab (one step, its "As Python" section, a loop of 50), and
+static exports offline.
 
 JupyterLab runs on 127.0.0.1 with a random token and a temporary root folder; Debian's chromium is driven
 headless by Python playwright (`executable_path`, no browser download). Every request the pages make to
@@ -105,6 +106,17 @@ TOOL_FACTS = ["nh_eval", "sum(orders)", "555", "nh_assign", "big_orders", "[o fo
 LOCALS_FACTS = ["big_orders", "[120,310]", "threshold", "100", "138", "committed"]
 OUTCOME_FACTS = ["return len(big_orders) -> 2"]
 
+AS_PYTHON_NOTEBOOK = "nighthawk-as-python.ipynb"
+AS_PYTHON_CELLS = [*CELLS, "%nighthawk code"]
+# The code the step ran: its calls in the order they started (the two assignments came in one response), then
+# the returned expression as the cell's last one.
+AS_PYTHON = (
+    "sum(orders)\n"
+    "big_orders = [o for o in orders if o > threshold]\n"
+    "threshold = sum(orders) // len(orders)\n"
+    "len(big_orders)\n"
+)
+
 
 LOOP_NOTEBOOK = "nighthawk-step-loop.ipynb"
 # A natural function called 50 times from one cell, each step taking a moment (10 s in all) so the live view can
@@ -192,6 +204,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root.mkdir()
     nbformat.write(_notebook(CELLS), root / NOTEBOOK)
     nbformat.write(_notebook(LOOP_CELLS), root / LOOP_NOTEBOOK)
+    nbformat.write(_notebook(AS_PYTHON_CELLS), root / AS_PYTHON_NOTEBOOK)
     if (NOTEBOOKS / QUICKSTART).exists():
         # The example notebooks with everything beside them (replay stores).
         shutil.copytree(NOTEBOOKS, root / "notebooks")
@@ -345,6 +358,41 @@ def test_finished_step_is_shown_as_static_html_in_jupyterlab(lab: Lab, browser: 
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.locator(step).scroll_into_view_if_needed()
         page.locator(".jp-CodeCell", has=page.locator(step)).screenshot(path=str(SCREENSHOTS / "jupyterlab-step-cell.png"))
+
+
+# The sources of the current notebook's cells, read from Lab's notebook model.
+_CELL_SOURCES = """() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    const sources = [];
+    for (let i = 0; i < cells.length; i++) sources.push(cells.get(i).sharedModel.getSource());
+    return sources;
+}"""
+
+
+def test_as_python_section_unfolds_to_code_one_click_selects_in_jupyterlab(lab: Lab, browser: Browser) -> None:
+    with _offline_page(browser, _loopback(lab), "jupyterlab-as-python") as page:
+        _open_and_run_all(page, lab, AS_PYTHON_NOTEBOOK)
+        step = ".jp-RenderedHTMLCommon > .nh-step"
+        page.locator(f"{step} .nh-status", has_text="completed").wait_for()
+        page.get_by_text("([120, 310], 138)").wait_for()
+        section = page.locator(f"{step} details.nh-python")
+        code = section.locator("pre")
+        assert not code.is_visible()  # folded until asked for
+        section.locator("summary", has_text="As Python").click()
+        code.wait_for(state="visible")
+        assert code.inner_text().rstrip("\n") == AS_PYTHON.rstrip("\n")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        section.scroll_into_view_if_needed()
+        section.screenshot(path=str(SCREENSHOTS / "jupyterlab-as-python.png"))
+        code.click()  # one click selects the whole code, ready for Ctrl+C
+        assert page.evaluate("() => window.getSelection().toString()").rstrip("\n") == AS_PYTHON.rstrip("\n")
+        section.screenshot(path=str(SCREENSHOTS / "jupyterlab-as-python-selected.png"))
+        # `%nighthawk code` (the last cell) added a cell below it holding the same code, and replaced nothing.
+        page.wait_for_function(f"() => ({_CELL_SOURCES})().length === {len(AS_PYTHON_CELLS) + 1}")
+        sources = page.evaluate(_CELL_SOURCES)
+        assert sources[: len(AS_PYTHON_CELLS)] == AS_PYTHON_CELLS
+        assert sources[-1].rstrip("\n") == AS_PYTHON.rstrip("\n")
+        assert page.evaluate(_ERROR_OUTPUTS) == []
 
 
 def test_loop_of_fifty_steps_is_live_then_one_static_display_in_jupyterlab(lab: Lab, browser: Browser) -> None:

@@ -1,0 +1,168 @@
+"""A step written out as Python (core/nighthawk/_as_python.py), from the calls and outcome its events tell."""
+
+from __future__ import annotations
+
+import pytest
+from nighthawk._as_python import CallCode, step_as_python
+from nighthawk.events import OutcomeReached
+
+
+def evaluated(expression: str, *, ok: bool = True) -> CallCode:
+    return CallCode(tool_name="nh_eval", expression=expression, arguments="", succeeded=ok)
+
+
+def assigned(target: str, expression: str, *, ok: bool = True) -> CallCode:
+    return CallCode(tool_name="nh_assign", expression=expression, target=target, arguments="", succeeded=ok)
+
+
+def ended(kind: str, **fields: str) -> OutcomeReached:
+    return OutcomeReached(invocation_id="step-1", kind=kind, **fields)
+
+
+PASSED = ended("pass")
+
+
+def test_evaluations_and_assignments_are_statements_in_the_order_they_ran() -> None:
+    calls = [evaluated("items.append(4)"), assigned("total", "sum(items)"), assigned("report.total", "total")]
+    assert step_as_python(calls, PASSED, cell=True) == "items.append(4)\ntotal = sum(items)\nreport.total = total\n"
+
+
+def test_failed_calls_are_left_out_and_counted() -> None:
+    calls = [evaluated("undefined_name + 1", ok=False), assigned("total", "sum(items)"), assigned("x", "1 / 0", ok=False)]
+    assert step_as_python(calls, PASSED, cell=True) == (
+        "# left out: 2 calls that failed (what a failed call changed before its error stays changed)\ntotal = sum(items)\n"
+    )
+
+
+def test_a_walrus_binding_stays_as_the_model_wrote_it() -> None:
+    code = step_as_python([evaluated("(n := len(items))"), assigned("double", "(m := n * 2)")], PASSED, cell=True)
+    assert code == "(n := len(items))\ndouble = (m := n * 2)\n"
+    namespace = {"items": [1, 2]}
+    exec(code, namespace)
+    assert (namespace["n"], namespace["double"], namespace["m"]) == (2, 4, 4)
+
+
+def test_an_expression_over_several_lines_stays_one_statement() -> None:
+    code = step_as_python([assigned("rows", "[\n    x * 2\n    for x in items\n]  # doubled")], PASSED, cell=True)
+    namespace = {"items": [1, 2]}
+    exec(code, namespace)
+    assert namespace["rows"] == [2, 4]
+
+
+def test_an_expression_a_mask_made_unreadable_stays_masked_as_a_comment() -> None:
+    code = step_as_python([assigned("token", "api_key =<masked>'"), assigned("n", "1")], PASSED, cell=True)
+    assert code == "# masked, so not runnable as it stands:\n# token = api_key =<masked>'\nn = 1\n"
+
+
+def test_a_cells_return_is_its_last_expression() -> None:
+    assert step_as_python([], ended("return", return_expression="total * 2"), cell=True) == "total * 2\n"
+
+
+def test_a_functions_return_is_the_value_of_result() -> None:
+    code = step_as_python([], ended("return", return_expression="total * 2"), cell=False)
+    assert code == "result = total * 2  # the block returns this\n"
+
+
+def test_a_raise_names_its_type_and_message() -> None:
+    code = step_as_python([], ended("raise", raise_error_type="ValueError", raise_message="no 'rows' left"), cell=True)
+    assert code == "raise ValueError(\"no 'rows' left\")\n"
+    with pytest.raises(ValueError, match="no 'rows' left"):
+        exec(code, {})
+
+
+def test_a_raise_without_a_type_is_the_execution_error_the_step_raised() -> None:
+    code = step_as_python([], ended("raise", raise_message="cannot"), cell=True)
+    assert code == "from nighthawk import ExecutionError\nraise ExecutionError('cannot')\n"
+
+
+@pytest.mark.parametrize("kind", ["break", "continue"])
+def test_break_and_continue_are_comments_so_the_code_runs_as_a_cell(kind: str) -> None:
+    code = step_as_python([assigned("seen", "seen + 1")], ended(kind), cell=False)
+    assert code.splitlines()[0] == "seen = seen + 1"
+    assert code.splitlines()[1].startswith(f"# {kind}: ")
+    exec(code, {"seen": 0})
+
+
+def test_a_user_tool_call_is_a_comment_with_its_arguments() -> None:
+    call = CallCode(tool_name="lookup", expression=None, arguments='{"city": "Paris"}', succeeded=True)
+    assert step_as_python([call], PASSED, cell=True) == (
+        '# called the tool lookup with {"city": "Paris"} (not written out as code)\n'
+    )
+
+
+def test_a_failed_step_says_nothing_was_committed_and_writes_no_outcome() -> None:
+    code = step_as_python([assigned("total", "sum(items)")], None, cell=True, failure="was interrupted")
+    assert code == "total = sum(items)\n# the step was interrupted: none of its write bindings was committed\n"
+
+
+def test_a_step_that_ran_no_code_says_so() -> None:
+    assert step_as_python([], PASSED, cell=True) == "# the step ran no code\n"
+
+
+def test_a_binding_an_oversight_hook_replaced_is_named() -> None:
+    code = step_as_python([assigned("total", "1")], PASSED, cell=True, rewritten=["total"])
+    assert code.splitlines()[1] == "# an oversight hook replaced total before the commit: the committed values are its own"
+
+
+def _hides(code: str) -> bool:
+    """Whether `code` holds a character that reads as nothing, or as something else (see `_HIDDEN`)."""
+    import unicodedata
+
+    return any(c not in "\n\t" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"} for c in code)
+
+
+# U+202E and U+2066 reorder what follows ("Trojan Source"), U+200B is invisible, ESC and a backspace redraw
+# a terminal line, U+2028 reads as a line break to an editor but not to Python.
+@pytest.mark.parametrize("hidden", ["\u202e", "\u2066", "\u200b", "\x1b[2K", "\x08", "\u2028"])
+def test_a_character_that_hides_or_reorders_code_is_written_as_its_escape(hidden: str) -> None:
+    expression = f"len('ok{hidden}') + 1  # {hidden} is_admin = True"
+    code = step_as_python([assigned("total", expression)], PASSED, cell=True)
+    assert not _hides(code)
+    assert "is_admin" not in code  # the model's comment, which showed other text than it held, is dropped
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    assert namespace["total"] == eval(expression)
+
+
+def test_a_string_over_several_lines_is_written_on_one_line_so_none_of_its_lines_passes_for_a_comment() -> None:
+    expression = "len('''\n# left out: the next line\n''') or delete_everything()"
+    code = step_as_python([evaluated(expression)], PASSED, cell=True)
+    assert code == "len('\\n# left out: the next line\\n') or delete_everything()\n"
+
+
+def test_a_user_tools_arguments_show_hidden_characters_as_escapes() -> None:
+    call = CallCode(tool_name="lookup", expression=None, arguments='{"city": "Paris\u202e"}', succeeded=True)
+    assert step_as_python([call], PASSED, cell=True) == (
+        '# called the tool lookup with {"city": "Paris\\u202e"} (not written out as code)\n'
+    )
+
+
+def test_an_expression_holding_a_masked_secret_is_a_comment_not_code_that_would_assign_the_mask() -> None:
+    code = step_as_python([assigned("token", "'<masked>'.strip()"), assigned("n", "1")], PASSED, cell=True)
+    assert code == "# a secret in it is masked (<masked>): put it back to run it:\n# token = '<masked>'.strip()\nn = 1\n"
+
+
+def test_a_functions_return_takes_another_name_when_the_code_assigns_result() -> None:
+    code = step_as_python([assigned("result", "x * 2")], ended("return", return_expression="result + 1"), cell=False)
+    assert code == "result = x * 2\nresult_2 = result + 1  # the block returns this\n"
+    namespace = {"x": 5}
+    exec(code, namespace)
+    assert (namespace["result"], namespace["result_2"]) == (10, 11)
+
+
+def test_a_raise_after_assignments_says_they_were_not_committed() -> None:
+    code = step_as_python([assigned("total", "sum(items)")], ended("raise", raise_error_type="ValueError", raise_message="no"), cell=True)
+    assert code == "total = sum(items)\n# the step raised here, so none of its write bindings was committed\nraise ValueError('no')\n"
+
+
+def test_a_value_the_runtime_awaited_is_awaited_in_the_code() -> None:
+    call = CallCode(tool_name="nh_assign", expression="fetch(a) if a else fetch(b)", target="rate", succeeded=True, awaited=True)
+    assert step_as_python([call], PASSED, cell=True) == "rate = await (fetch(a) if a else fetch(b))\n"
+
+
+def test_a_name_that_looks_like_another_is_a_comment_with_the_difference_escaped() -> None:
+    # `a\ufe00` (a variation selector after `a`) is another variable than `a`, and looks the same.
+    code = step_as_python([assigned("total", "a\ufe00 + 1")], PASSED, cell=True)
+    assert code == (
+        "# not runnable as shown: a name in it holds a character that shows as nothing:\n# total = a\\ufe00 + 1\n"
+    )
