@@ -299,3 +299,59 @@ def test_the_item_error_reads_as_sentences(provider, monkeypatch) -> None:
         server.__exit__(None, None, None)
     assert "Try again later. The map stopped" in str(caught.value)
     assert ".." not in str(caught.value)
+
+
+# --- what failed requests cost ------------------------------------------------------------------------
+
+
+def priced_executor(max_retries: int | None = None) -> nh.AgentStepExecutor:
+    configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=max_retries)
+    return nh.AgentStepExecutor.from_configuration(configuration=configuration)
+
+
+def every_tenth_fails(request: openai_server.RecordedRequest) -> object:
+    return Status(500, "the model crashed") if "word 3" in str(request.body) else RETURN_SHOUT
+
+
+def test_a_priced_map_where_some_requests_failed_knows_its_cost(provider, monkeypatch, capsys) -> None:
+    server = serve(monkeypatch, every_tenth_fails)
+    try:
+        with nh.run(priced_executor(max_retries=0)):
+            result = nh.map(shout, TEXTS[:10], on_error="collect", concurrency=2, progress=True)
+    finally:
+        server.__exit__(None, None, None)
+    assert list(result.errors) == [3]
+    assert result.usage.cost_usd is not None and result.usage.cost_usd > 0  # the refused request cost nothing
+    assert result.usage.failed_requests == 1
+    line = capsys.readouterr().err.split("\r")[-1]
+    assert "cost unknown" not in line and f"${result.usage.cost_usd:.4f}" in line
+
+
+def test_a_map_stopped_by_a_refused_key_costs_nothing(provider, monkeypatch) -> None:
+    server = serve(monkeypatch, lambda request: Status(401, "key revoked"))
+    try:
+        with nh.run(priced_executor()), pytest.raises(nh.MapStoppedError) as caught:
+            nh.map(shout, TEXTS, on_error="collect", concurrency=1, progress=False)
+    finally:
+        server.__exit__(None, None, None)
+    assert caught.value.partial.usage.cost_usd == 0.0
+    assert caught.value.partial.usage.requests == server.request_count == 1
+
+
+def test_the_retries_the_provider_sdk_made_by_itself_are_counted(provider, monkeypatch) -> None:
+    # The first two answers are 500s the OpenAI SDK retries by itself (twice, by default) before the third.
+    server = serve(monkeypatch, lambda request: Status(500, "busy") if request.index < 2 else RETURN_SHOUT)
+    try:
+        with nh.run(priced_executor(max_retries=2)):
+            result = nh.map(shout, TEXTS[:3], concurrency=1, progress=False)
+    finally:
+        server.__exit__(None, None, None)
+    assert list(result) == [text.upper() for text in TEXTS[:3]]
+    assert result.usage.requests == server.request_count == 5
+    assert result.usage.failed_requests == 2
+
+
+def test_a_request_that_never_reached_the_provider_is_not_counted(provider, dead_port) -> None:
+    with nh.run(priced_executor(max_retries=0)), pytest.raises(nh.MapStoppedError) as caught:
+        nh.map(shout, TEXTS, concurrency=1, progress=False)
+    assert caught.value.partial.usage.requests == 0

@@ -51,14 +51,17 @@ def request_failure(error: BaseException) -> RequestFailure | None:
         return None  # this item's prompt is too long: another may fit
     if any(_error_type(cause) == "batch_ended" for cause in below):
         return None
+    # A batch map's request that was never sent because its batch could not be submitted: the submission's
+    # own failure (below it in the chain) says why, as a direct request's would.
+    submitted = "" if not any(type(cause).__name__ == "NotSubmitted" for cause in below) else "the batch could not be submitted: "
     for cause in below:
         status = getattr(cause, "status_code", None)
         if isinstance(status, int):
-            return RequestFailure(_REFUSALS.get(status, f"HTTP {status}"), common=status in _REFUSALS)
+            return RequestFailure(submitted + _REFUSALS.get(status, f"HTTP {status}"), common=status in _REFUSALS)
         if isinstance(cause, ConnectionRefusedError):
-            return RequestFailure("nothing listens at the provider's address (connection refused)", common=True)
+            return RequestFailure(submitted + "nothing listens at the provider's address (connection refused)", common=True)
         if isinstance(cause, socket.gaierror):
-            return RequestFailure("the provider's host name does not resolve (DNS failure)", common=True)
+            return RequestFailure(submitted + "the provider's host name does not resolve (DNS failure)", common=True)
     if any(isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in below):
         return RequestFailure("the request timed out", common=False)
     return RequestFailure(f"{type(below[-1]).__name__}: {below[-1]}".splitlines()[0][:200], common=False)
