@@ -97,6 +97,20 @@ def test_a_failure_is_shared_by_the_equal_items_and_counted_once(capsys: pytest.
     assert "| 1 failed |" in line and "5 answered by another item" in line
 
 
+@pytest.mark.parametrize("concurrency", [1, 2, 8])
+def test_a_first_map_keeps_nothing_and_shares_the_same_items_whatever_its_concurrency(concurrency) -> None:
+    with nh.run(Counting("text.upper()", delay_s=0.0).executor()):
+        result = nh.map(category, COLUMN, concurrency=concurrency, progress=False)
+    assert (result.usage.items_kept, result.usage.items_shared) == (0, len(COLUMN) - len(set(COLUMN)))
+
+
+def test_kept_items_are_those_of_an_earlier_map_only() -> None:
+    with nh.run(Counting("text.upper()", delay_s=0.0).executor()):
+        nh.map(category, COLUMN[:2], progress=False)
+        result = nh.map(category, COLUMN, concurrency=1, progress=False)
+    assert (result.usage.items_kept, result.usage.items_shared) == (7, 0)  # refund and login came from the first
+
+
 def test_the_progress_line_says_how_many_items_were_answered_by_another_item(capsys: pytest.CaptureFixture[str]) -> None:
     with nh.run(Counting("text.upper()").executor()):
         nh.map(category, COLUMN, progress=True)
@@ -269,14 +283,15 @@ def test_an_unpriced_run_reports_its_cost_as_unknown_not_zero(capsys) -> None:
     assert "| cost unknown |" in capsys.readouterr().err.split("\r")[-1]
 
 
-def test_a_run_answered_from_the_store_reports_its_cost_as_unknown(capsys, tmp_path) -> None:
+def test_a_run_answered_from_the_store_spends_nothing_and_keeps_an_unknown_cost_unknown(capsys, tmp_path) -> None:
     store = str(tmp_path / "labels.sqlite")
     with nh.run(Counting("text.upper()").executor()):
         nh.map(category, COLUMN, store=store, progress=False)
         session_store().clear()
         again = nh.map(category, COLUMN, store=store, progress=True)
-    assert (again.usage.requests, again.usage.items_kept, again.usage.cost_usd) == (0, len(COLUMN), None)
-    assert "| cost unknown |" in capsys.readouterr().err.split("\r")[-1]
+    assert (again.usage.requests, again.usage.items_kept, again.usage.items_shared) == (0, len(COLUMN), 0)
+    assert (again.usage.cost_usd, again.usage.kept_cost_usd) == (0.0, None)  # the scripted model has no price
+    assert f"| {len(COLUMN)} kept |" in capsys.readouterr().err.split("\r")[-1]
 
 
 def test_requests_that_failed_at_the_provider_are_counted(provider, monkeypatch) -> None:

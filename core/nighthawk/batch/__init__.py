@@ -320,7 +320,8 @@ def _stopped(
     store: str | None,
 ) -> MapStoppedError:
     """The error of a map stopped by a common cause; `finished`: the items that have their answer."""
-    left = "" if total is None else f"; {total - finished - len(results.errors)} items were not run"
+    unrun = None if total is None else total - finished - len(results.errors)
+    left = "" if unrun is None else f"; {unrun} item{'s were' if unrun != 1 else ' was'} not run"
     kept = f"kept in `store={store!r}`" if store is not None else "kept for this session"
     ended = (
         f"The {finished} finished item{'s are' if finished != 1 else ' is'} {kept}: fix the cause and run the same map "

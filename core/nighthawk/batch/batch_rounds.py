@@ -22,6 +22,7 @@ for it (`BatchBackend.find`) before sending anything.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import socket
@@ -300,7 +301,9 @@ class Collector:
         return [batch.id for batch in self.batches.values() if batch.state is None or not batch.state.ended]
 
     def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coroutine)
+        # In a context of its own, not the item's that happened to start it: what the batch's own requests
+        # (upload, polls, downloads) answer is no item's usage.
+        task = asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task

@@ -43,7 +43,7 @@ def request_failure(error: BaseException) -> RequestFailure | None:
     model request (it is about the item), judged from its chain of causes."""
     chain = _chain(error)
     api = _model_api_error()
-    failed = next((index for index, cause in enumerate(chain) if api is not None and isinstance(cause, api)), None)
+    failed = next((index for index, cause in enumerate(chain) if _request_error(cause, api)), None)
     if failed is None:
         return None
     below = chain[failed:]  # only what the request raised: an item's own network calls say nothing of the provider
@@ -65,6 +65,12 @@ def request_failure(error: BaseException) -> RequestFailure | None:
     if any(isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in below):
         return RequestFailure("the request timed out", common=False)
     return RequestFailure(f"{type(below[-1]).__name__}: {below[-1]}".splitlines()[0][:200], common=False)
+
+
+def _request_error(cause: BaseException, api: type[BaseException] | None) -> bool:
+    """Whether `cause` is a model request's failure: pydantic-ai's, or a batch map's request whose batch could
+    not be submitted (`batch_rounds.NotSubmitted`, named here so this module loads no HTTP client)."""
+    return api is not None and isinstance(cause, api) or type(cause).__name__ == "NotSubmitted"
 
 
 def _error_type(cause: BaseException) -> object:
