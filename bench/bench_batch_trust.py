@@ -83,8 +83,10 @@ def refused_upload() -> None:
                 said, usage = "did not stop", None
             except nh.MapItemError as exc:
                 said, usage = str(exc), exc.partial.usage
-        took = time.perf_counter() - started
-    print(f"(a) stopped after {took:.1f} s; usage.requests {getattr(usage, 'requests', '?')}; uploads refused "
+        ended = time.perf_counter()
+        took = ended - started
+        after = f"{ended - server.refused_at:.1f} s after the refusal" if server.refused_at else "no refusal"
+    print(f"(a) stopped after {took:.1f} s ({after}); usage.requests {getattr(usage, 'requests', '?')}; uploads refused "
           f"{server.refused_submissions}; said: {said[:150]}")
 
 

@@ -120,6 +120,8 @@ class BatchServer(ScriptedOpenAIServer):
         self.create_delay = create_delay
         self.refuse_submission = refuse_submission
         self.refused_submissions = 0
+        self.refused_at: float | None = None
+        """`time.perf_counter()` when the first submission was refused."""
         self.list_answer = list_answer
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, ServedBatch] = {}
@@ -419,6 +421,7 @@ def _batch_handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
             parts = path.strip("/").split("/")
             if server.refuse_submission is not None and path in ("/v1/files", "/v1/batches", "/v1/messages/batches"):
                 server.refused_submissions += 1
+                server.refused_at = server.refused_at or time.perf_counter()
                 code = server.refuse_submission
                 self._send_json(code, anthropic_error(code, "refused by the test server"), {"x-should-retry": "false"})
                 return

@@ -239,7 +239,12 @@ class Collector:
                 self.records.settle(intent, None)  # refused or never sent: no batch was made
             self.show(f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}")
             why = f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}: {exc}"
-            for line in lines:
+            first, *rest = lines
+            self._fail(first.custom_id, why, exc)
+            # The others a moment later: a cause every item shares (a refused key) stops the map with the first,
+            # and the map then cancels them, instead of working through a thousand alike failures first.
+            await asyncio.sleep(self.gather_s)
+            for line in rest:
                 self._fail(line.custom_id, why, exc)
             return
         ids = frozenset(intent.custom_ids)
