@@ -7,7 +7,9 @@ stops it when `CONSECUTIVE_FAILURES` items in a row, in the order they end, fail
 Failures that are about the item (the model's `raise` outcome, an invalid outcome, the user's code, a
 prompt too long for the context window) never stop a map and break a run of request failures; nor does a
 provider batch that ended before answering (`batch_api=True`): its lines all failed at once, so stopping
-would save nothing, and each item says why.
+would save nothing, and each item says why. A batch map's request whose batch could not be submitted
+(`batch_rounds.NotSubmitted`) is judged by the submission's own failure: a refused upload stops the map as a
+refused direct request does.
 """
 
 from __future__ import annotations
