@@ -445,3 +445,13 @@ def test_a_later_process_answered_from_the_store_shows_the_cost_first_paid(envir
     assert first.usage.cost_usd and again.usage.kept_cost_usd == pytest.approx(first.usage.cost_usd)
     line = capsys.readouterr().err.split("\r")[-1]
     assert f"{len(TEXTS)} kept (${first.usage.cost_usd:.4f} when run)" in line and "cost unknown" not in line
+
+
+def test_equal_kept_items_count_what_was_paid_once(environment, tmp_path):
+    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
+        first = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+        session_store().clear()
+        again = nh.map(shout, TEXTS * 3, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert again.usage.items_kept == 3 * len(TEXTS)
+    assert again.usage.kept_cost_usd == pytest.approx(first.usage.cost_usd)

@@ -175,6 +175,8 @@ def map_reporting_items(
     """Items with their answer (run, kept or shared)."""
     answered_here: set[str] = set()
     """Keys of the items this map answered: an equal item read after one of them ended is shared, not kept."""
+    kept_keys: set[str] = set()
+    """Keys of the kept items: equal items were paid for once, so their cost counts once."""
     with ExitStack() as stack:
         usage = results.usage
         stack.enter_context(counting(usage))  # an unbounded group: it only counts
@@ -213,7 +215,9 @@ def map_reporting_items(
                             shown.shared_item(failed=False)
                         continue
                     usage.items_kept += 1
-                    usage.kept_cost_usd = None if paid is None or usage.kept_cost_usd is None else usage.kept_cost_usd + paid
+                    if key not in kept_keys:
+                        kept_keys.add(key)
+                        usage.kept_cost_usd = None if paid is None or usage.kept_cost_usd is None else usage.kept_cost_usd + paid
                     if shown is not None:
                         shown.kept_item()
                     continue
