@@ -1,5 +1,5 @@
 """Models built from `provider:model` strings: the key check before any request, the retry count set on the
-SDK client once, tool schemas adapted to the provider once per set of definitions (`_schema_adaptation`), and
+SDK client once, a count of the HTTP answers its client reads (`counting_answers`), tool schemas adapted to the provider once per set of definitions (`_schema_adaptation`), and
 what to say when the string names no provider.
 
 `import nighthawk` leaves this out like the rest of the executor's step machinery: pydantic-ai is imported
@@ -9,13 +9,16 @@ only to build a model.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ._schema_adaptation import adapt_schemas_once
 from .agents import agent_model, is_agent_model, near_agent_model
 from .errors import ModelConfigurationError
 
-__all__ = ["build_model", "check_credentials"]
+__all__ = ["build_model", "check_credentials", "counting_answers"]
 
 # Environment variable each provider prefix reads its key from, for a message before any request is made.
 _KEY_VARIABLES = {
@@ -45,6 +48,7 @@ def build_model(model: Any, max_retries: int | None) -> tuple[Any, bool]:
     built = _infer_model(model)
     adapt_schemas_once(built)
     client = getattr(built, "client", None)
+    _count_answers(client)
     if max_retries is None or not isinstance(getattr(client, "max_retries", None), int):
         return built, False
     client.max_retries = max_retries
@@ -86,3 +90,36 @@ def check_credentials(model: str) -> None:
         f"Set it (for example `export {variable}=...`), or choose another model with "
         "`StepExecutorConfiguration(model='provider:model')` (in a notebook: `%nighthawk model provider:model`)."
     )
+
+
+_ANSWERS: ContextVar[list[int] | None] = ContextVar("nighthawk_answers", default=None)
+"""The HTTP statuses a step's model client has read so far (set by `counting_answers`)."""
+
+
+@contextmanager
+def counting_answers() -> Iterator[list[int]]:
+    """The status of every HTTP answer the model clients of models built here read inside the `with` block
+    (in this context and the tasks it starts): the SDK's own retries of a failed request (a 500, a 429)
+    are requests the provider saw, which pydantic-ai's usage does not count."""
+    statuses: list[int] = []
+    token = _ANSWERS.set(statuses)
+    try:
+        yield statuses
+    finally:
+        _ANSWERS.reset(token)
+
+
+async def _answered(response: Any) -> None:
+    statuses = _ANSWERS.get()
+    if statuses is not None:
+        statuses.append(response.status_code)
+
+
+def _count_answers(client: Any) -> None:
+    """Have the SDK client's HTTP client report each answer it reads (once: pydantic-ai shares one HTTP
+    client among the models of a provider)."""
+    http = getattr(client, "_client", None)
+    hooks = getattr(http, "event_hooks", None)
+    if not isinstance(hooks, dict) or _answered in hooks.get("response", ()):
+        return
+    http.event_hooks = {**hooks, "response": [*hooks.get("response", ()), _answered]}

@@ -109,6 +109,9 @@ class StepUsage:
     cache_read_tokens: int = 0
     """Of `input_tokens`, those the provider read from its prompt cache (the shared start of a map's
     prompts); `cost_usd` prices them at the provider's cached rate."""
+    failed_requests: int = 0
+    """Of `requests`, those the provider answered with an error (HTTP 500, 401, a 429, ..., the SDK's own
+    retries included): they are not billed, so they cost nothing, whatever the model's price."""
 
     @property
     def total_tokens(self) -> int:
@@ -130,6 +133,8 @@ class _Spending(Protocol):
     def cost_usd(self) -> float | None: ...
     @property
     def cache_read_tokens(self) -> int: ...
+    @property
+    def failed_requests(self) -> int: ...
 
 
 @dataclass(kw_only=True)
@@ -137,31 +142,36 @@ class UsageTotals:
     """Requests, tokens and cost summed over steps (a group's, a model's, a cell's)."""
 
     requests: int = 0
-    """Model requests sent, those the provider answered with an error (HTTP 500, ...) included."""
+    """Model requests sent, those the provider answered with an error (HTTP 500, ..., the retries the
+    provider's SDK made by itself included); a request that never reached the provider (nothing listens, a
+    batch that could not be submitted) is not counted."""
     input_tokens: int = 0
     output_tokens: int = 0
     priced_cost_usd: float = 0.0
     """The cost of the requests with a known price: all of `cost_usd` when it is known, else a lower bound."""
     unpriced_requests: int = 0
-    """Requests whose cost is unknown (a model without a price)."""
+    """Requests the provider answered whose cost is unknown (a model without a price)."""
     cache_read_tokens: int = 0
     """Of `input_tokens`, those the provider read from its prompt cache (priced at its cached rate)."""
+    failed_requests: int = 0
+    """Of `requests`, those the provider answered with an error: not billed, so they cost 0."""
 
     def add(self, usage: _Spending) -> None:
         self.requests += usage.requests
+        self.failed_requests += usage.failed_requests
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cache_read_tokens += usage.cache_read_tokens
         if usage.cost_usd is None:
-            self.unpriced_requests += usage.requests
+            self.unpriced_requests += usage.requests - usage.failed_requests
         else:
             self.priced_cost_usd += usage.cost_usd
 
     @property
     def cost_usd(self) -> float | None:
-        """US dollars, or `None` when the cost is unknown: some request had no price, or no request was sent
-        (everything was answered from a store), so there is no priced figure to report. Never a made-up 0."""
-        return None if self.unpriced_requests or not self.requests else self.priced_cost_usd
+        """US dollars, or `None` when the cost is unknown: some answered request had no price. A request the
+        provider refused costs 0, and so does a run that sent none (everything answered from a store)."""
+        return None if self.unpriced_requests else self.priced_cost_usd
 
     @property
     def total_tokens(self) -> int:

@@ -290,6 +290,8 @@ class UsageReported:
     """US dollars as priced by genai-prices; `None` when the model is unpriced."""
     cache_read_tokens: int = 0
     """Of `input_tokens`, those the provider read from its prompt cache."""
+    failed_requests: int = 0
+    """Of `requests`, those the provider answered with an error (not billed: they cost 0)."""
     event_kind: Literal["usage"] = "usage"
 
 

@@ -197,6 +197,7 @@ class AgentStepExecutor:
 
         from . import _direct  # pydantic-ai's models
         from .prompting._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
+        from ._provider_models import counting_answers
         from ._send_gate import passing_gate
         from ._step_agent import user_tool
         from ._watch import StepWatch
@@ -243,12 +244,14 @@ class AgentStepExecutor:
             capture_run_messages() as messages,
             Agent.parallel_tool_call_execution_mode("sequential"),
             _user_thread_callables(),
+            counting_answers() as answers,
         ):
             step.watch = watch
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
             # A request the provider answered with an error (HTTP 500, ...) was sent, and the groups counted it
-            # then, but pydantic-ai counts only answered ones: it is added to what the step reports.
+            # then, but pydantic-ai counts only answered ones: it is added to what the step reports, with the
+            # failed answers the SDK retried by itself (seen by the client's answer count, when it has one).
             refused = 0
             try:
                 async with passing_gate():  # a map's steps send their first requests in turn
@@ -317,9 +320,11 @@ class AgentStepExecutor:
                 raise ExecutionError(f"the model request failed: {trim_advice(str(exc))}") from exc
             finally:
                 step.handover = None
+                failed = max(refused, sum(status >= 400 for status in answers))
                 spent = StepUsage(
                     model=self.model_label,
-                    requests=usage.requests + refused,
+                    requests=usage.requests + failed,
+                    failed_requests=failed,
                     input_tokens=usage.input_tokens or 0,
                     output_tokens=usage.output_tokens or 0,
                     cost_usd=None if usage.cost is None else float(usage.cost),

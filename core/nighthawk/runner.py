@@ -311,6 +311,7 @@ def _usage_event(step: StepContext) -> tuple[events.UsageReported, ...]:
             output_tokens=usage.output_tokens,
             cost_usd=usage.cost_usd,
             cache_read_tokens=usage.cache_read_tokens,
+            failed_requests=usage.failed_requests,
         ),
     )
 

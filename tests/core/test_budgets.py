@@ -200,10 +200,10 @@ def test_unpriced_model_counts_requests_with_an_unknown_cost_not_a_zero_one():
     assert group.spent.unpriced_requests == 1
 
 
-def test_a_group_that_sent_no_request_has_no_known_cost():
+def test_a_group_that_sent_no_request_spent_nothing():
     with nh.budget() as group:
         pass
-    assert group.spent.cost_usd is None
+    assert group.spent.cost_usd == 0.0  # known: nothing was sent (only an answered unpriced request is unknown)
 
 
 # --- usage reporting ---------------------------------------------------------------------------------

@@ -216,18 +216,18 @@ CHILD = textwrap.dedent(
     texts = [f"word {n}" for n in range(12)]
     configuration = nh.StepExecutorConfiguration(model=model, max_retries=0)
     with nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
-        result = nh.map(shout, texts, batch_api="cancel" if mode == "cancel" else True, store=store, progress=True)
+        result = nh.map(shout, texts, batch_api={"cancel": "cancel", "resubmit": "resubmit"}.get(mode, True), store=store, progress=True)
     print(json.dumps(list(result)), flush=True)
     '''
 )
 
 
-def child(tmp_path: Path, server: BatchServer, mode: str, provider: str) -> subprocess.Popen[str]:
+def child(tmp_path: Path, server: BatchServer, mode: str, provider: str, store: str = "map.sqlite") -> subprocess.Popen[str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.Popen(
-        [sys.executable, str(script), mode, str(tmp_path / "map.sqlite"), MODELS[provider]],
+        [sys.executable, str(script), mode, str(tmp_path / store), MODELS[provider]],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -313,3 +313,145 @@ def test_the_progress_line_shows_how_the_batches_stand(environment, tmp_path, ca
     assert any("in_progress, 0/12 done" in frame for frame in drawn)  # the provider's counts
     assert any("downloading results" in frame for frame in drawn)
     assert drawn[-1].startswith("nighthawk.map 12/12 | 2 batch(es) ended | 0 failed")  # the summary
+
+
+# --- a batch that cannot be submitted ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [(401, "the provider refuses the API key"), (403, "the API key may not use this model"), (404, "the provider knows no such model")],
+)
+def test_a_refused_submission_stops_the_map_naming_its_cause(environment, tmp_path, provider, status, said):
+    with serve(environment, BatchServer(two_rounds, refuse_submission=status)) as server, nh.run(executor(provider)):
+        with pytest.raises(nh.MapStoppedError) as caught:
+            nh.map(shout, TEXTS * 20, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
+
+    message = str(caught.value)
+    assert f"the map stopped: the batch could not be submitted: {said}" in message and f"(HTTP {status})" in message
+    assert "items in a row" not in message and "Try again later" not in message
+    assert server.refused_submissions == 1 and not server.batches
+
+
+def test_a_refused_submission_counts_no_request(environment, tmp_path, provider):
+    with serve(environment, BatchServer(two_rounds, refuse_submission=401)), nh.run(executor(provider)):
+        with pytest.raises(nh.MapStoppedError) as caught:
+            nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert caught.value.partial.usage.requests == 0
+    assert caught.value.partial.usage.cost_usd == 0.0
+
+
+def test_a_batch_map_where_nothing_listens_stops_naming_the_cause(environment, tmp_path):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    with nh.run(executor()), pytest.raises(nh.MapStoppedError, match="could not be submitted: nothing listens") as caught:
+        nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
+    assert caught.value.partial.usage.requests == 0
+    assert "No item finished" in str(caught.value)  # not "The 0 finished items are kept"
+
+
+# --- a batch list that cannot be read ----------------------------------------------------------------------
+
+NOT_A_LIST = {"object": "page", "items": [], "note": "a proxy's own page"}
+
+
+def test_a_batch_list_that_is_not_a_list_sends_nothing_again_and_says_what_may_be_running(environment, tmp_path, provider):
+    # The first process is killed between the provider making its batch and hearing its id.
+    with serve(environment, BatchServer(two_rounds, create_delay=3.0, lifetime=90.0)) as server:
+        interrupt_while_submitting(child(tmp_path, server, "run", provider), server)
+        (made,) = server.batches
+        server.list_answer = NOT_A_LIST
+        second = child(tmp_path, server, "run", provider)
+        out, err = second.communicate(timeout=60)
+
+    assert second.returncode != 0
+    assert len(server.batches) == 1 and server.batch_lines == len(TEXTS)  # nothing paid twice
+    assert "could not be read" in err and "nighthawk_intent" in err and 'batch_api="resubmit"' in err
+
+
+def test_resubmit_sends_again_the_requests_of_a_batch_that_could_not_be_looked_up(environment, tmp_path):
+    with serve(environment, BatchServer(two_rounds, create_delay=3.0, lifetime=90.0)) as server:
+        interrupt_while_submitting(child(tmp_path, server, "run", "openai"), server)
+        server.list_answer = NOT_A_LIST
+        server.create_delay = 0.0
+        again = child(tmp_path, server, "resubmit", "openai")
+        out, err = again.communicate(timeout=60)
+
+    assert again.returncode == 0, err
+    assert json.loads(out) == EXPECTED
+    assert len(server.batches) == 3  # the one that may run, then both rounds anew, as asked
+
+
+@pytest.mark.parametrize("answer", ["<html>a proxy</html>", {"data": "none"}, {"data": [{"name": "not a batch"}]}])
+def test_every_unreadable_list_answer_is_a_failed_lookup(environment, tmp_path, answer):
+    from nighthawk.batch.batch_rounds import Intent, UnreadableList
+    from nighthawk.batch.openai_batches import OpenAIBatches
+    from openai import AsyncOpenAI
+    from nighthawk import _loop
+
+    with serve(environment, BatchServer(two_rounds, list_answer=answer)) as server:
+        backend = OpenAIBatches(AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0))
+        with pytest.raises(UnreadableList):
+            _loop.run_sync(backend.find(Intent.new("map", "/v1/chat/completions", ["a"]), set()))
+
+
+# --- cancel, the store file, what kept items cost -----------------------------------------------------------
+
+
+def test_cancel_returns_the_ids_it_cancelled(environment, tmp_path, provider):
+    with serve(environment, BatchServer(two_rounds, delays=[30.0], lifetime=90.0)) as server:
+        interrupt_after_submitting(child(tmp_path, server, "run", provider))
+        with nh.run(executor(provider)):
+            cancelled = nh.map(shout, TEXTS, batch_api="cancel", store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert list(cancelled) == server.cancelled == [first_batch(server)]
+
+
+def test_the_cancel_snippet_of_the_docs_runs_as_written(environment, tmp_path):
+    import re
+
+    docs = (TESTS.parent / "docs" / "batch.md").read_text()
+    (snippet,) = [block for block in re.findall(r"```python[^\n]*\n(.*?)```", docs, re.S) if '"cancel"' in block]
+    environment.chdir(tmp_path)
+    with serve(environment, BatchServer(two_rounds, delays=[30.0], lifetime=90.0)) as server:
+        interrupt_after_submitting(child(tmp_path, server, "run", "openai", store="reviews.sqlite"))
+        # The names the docs' earlier blocks made: the function (the child's) and the table.
+        namespace = {"label": shout, "df": {"review": TEXTS, "stars": [5] * len(TEXTS)}}
+        exec(compile(snippet, "docs/batch.md", "exec"), namespace)
+
+    assert server.cancelled == [first_batch(server)]
+
+
+def test_a_model_without_a_batch_api_leaves_no_store_file(environment, tmp_path):
+    environment.chdir(tmp_path)
+    scripted = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(lambda m, i: None)))
+    with nh.run(scripted), pytest.raises(nh.NighthawkError, match="has no Batch API"):
+        nh.map(shout, TEXTS, batch_api=True, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_later_process_answered_from_the_store_shows_the_cost_first_paid(environment, tmp_path, capsys):
+    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
+        first = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+        session_store().clear()  # as in a new process
+        again = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=True)
+
+    assert (again.usage.requests, again.usage.items_kept) == (0, len(TEXTS))
+    assert first.usage.cost_usd and again.usage.kept_cost_usd == pytest.approx(first.usage.cost_usd)
+    line = capsys.readouterr().err.split("\r")[-1]
+    assert f"{len(TEXTS)} kept (${first.usage.cost_usd:.4f} when run)" in line and "cost unknown" not in line
+
+
+def test_equal_kept_items_count_what_was_paid_once(environment, tmp_path):
+    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
+        first = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+        session_store().clear()
+        again = nh.map(shout, TEXTS * 3, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert again.usage.items_kept == 3 * len(TEXTS)
+    assert again.usage.kept_cost_usd == pytest.approx(first.usage.cost_usd)

@@ -97,6 +97,20 @@ def test_a_failure_is_shared_by_the_equal_items_and_counted_once(capsys: pytest.
     assert "| 1 failed |" in line and "5 answered by another item" in line
 
 
+@pytest.mark.parametrize("concurrency", [1, 2, 8])
+def test_a_first_map_keeps_nothing_and_shares_the_same_items_whatever_its_concurrency(concurrency) -> None:
+    with nh.run(Counting("text.upper()", delay_s=0.0).executor()):
+        result = nh.map(category, COLUMN, concurrency=concurrency, progress=False)
+    assert (result.usage.items_kept, result.usage.items_shared) == (0, len(COLUMN) - len(set(COLUMN)))
+
+
+def test_kept_items_are_those_of_an_earlier_map_only() -> None:
+    with nh.run(Counting("text.upper()", delay_s=0.0).executor()):
+        nh.map(category, COLUMN[:2], progress=False)
+        result = nh.map(category, COLUMN, concurrency=1, progress=False)
+    assert (result.usage.items_kept, result.usage.items_shared) == (7, 0)  # refund and login came from the first
+
+
 def test_the_progress_line_says_how_many_items_were_answered_by_another_item(capsys: pytest.CaptureFixture[str]) -> None:
     with nh.run(Counting("text.upper()").executor()):
         nh.map(category, COLUMN, progress=True)
@@ -269,14 +283,15 @@ def test_an_unpriced_run_reports_its_cost_as_unknown_not_zero(capsys) -> None:
     assert "| cost unknown |" in capsys.readouterr().err.split("\r")[-1]
 
 
-def test_a_run_answered_from_the_store_reports_its_cost_as_unknown(capsys, tmp_path) -> None:
+def test_a_run_answered_from_the_store_spends_nothing_and_keeps_an_unknown_cost_unknown(capsys, tmp_path) -> None:
     store = str(tmp_path / "labels.sqlite")
     with nh.run(Counting("text.upper()").executor()):
         nh.map(category, COLUMN, store=store, progress=False)
         session_store().clear()
         again = nh.map(category, COLUMN, store=store, progress=True)
-    assert (again.usage.requests, again.usage.items_kept, again.usage.cost_usd) == (0, len(COLUMN), None)
-    assert "| cost unknown |" in capsys.readouterr().err.split("\r")[-1]
+    assert (again.usage.requests, again.usage.items_kept, again.usage.items_shared) == (0, len(COLUMN), 0)
+    assert (again.usage.cost_usd, again.usage.kept_cost_usd) == (0.0, None)  # the scripted model has no price
+    assert f"| {len(COLUMN)} kept |" in capsys.readouterr().err.split("\r")[-1]
 
 
 def test_requests_that_failed_at_the_provider_are_counted(provider, monkeypatch) -> None:
@@ -299,3 +314,59 @@ def test_the_item_error_reads_as_sentences(provider, monkeypatch) -> None:
         server.__exit__(None, None, None)
     assert "Try again later. The map stopped" in str(caught.value)
     assert ".." not in str(caught.value)
+
+
+# --- what failed requests cost ------------------------------------------------------------------------
+
+
+def priced_executor(max_retries: int | None = None) -> nh.AgentStepExecutor:
+    configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=max_retries)
+    return nh.AgentStepExecutor.from_configuration(configuration=configuration)
+
+
+def every_tenth_fails(request: openai_server.RecordedRequest) -> object:
+    return Status(500, "the model crashed") if "word 3" in str(request.body) else RETURN_SHOUT
+
+
+def test_a_priced_map_where_some_requests_failed_knows_its_cost(provider, monkeypatch, capsys) -> None:
+    server = serve(monkeypatch, every_tenth_fails)
+    try:
+        with nh.run(priced_executor(max_retries=0)):
+            result = nh.map(shout, TEXTS[:10], on_error="collect", concurrency=2, progress=True)
+    finally:
+        server.__exit__(None, None, None)
+    assert list(result.errors) == [3]
+    assert result.usage.cost_usd is not None and result.usage.cost_usd > 0  # the refused request cost nothing
+    assert result.usage.failed_requests == 1
+    line = capsys.readouterr().err.split("\r")[-1]
+    assert "cost unknown" not in line and f"${result.usage.cost_usd:.4f}" in line
+
+
+def test_a_map_stopped_by_a_refused_key_costs_nothing(provider, monkeypatch) -> None:
+    server = serve(monkeypatch, lambda request: Status(401, "key revoked"))
+    try:
+        with nh.run(priced_executor()), pytest.raises(nh.MapStoppedError) as caught:
+            nh.map(shout, TEXTS, on_error="collect", concurrency=1, progress=False)
+    finally:
+        server.__exit__(None, None, None)
+    assert caught.value.partial.usage.cost_usd == 0.0
+    assert caught.value.partial.usage.requests == server.request_count == 1
+
+
+def test_the_retries_the_provider_sdk_made_by_itself_are_counted(provider, monkeypatch) -> None:
+    # The first two answers are 500s the OpenAI SDK retries by itself (twice, by default) before the third.
+    server = serve(monkeypatch, lambda request: Status(500, "busy") if request.index < 2 else RETURN_SHOUT)
+    try:
+        with nh.run(priced_executor(max_retries=2)):
+            result = nh.map(shout, TEXTS[:3], concurrency=1, progress=False)
+    finally:
+        server.__exit__(None, None, None)
+    assert list(result) == [text.upper() for text in TEXTS[:3]]
+    assert result.usage.requests == server.request_count == 5
+    assert result.usage.failed_requests == 2
+
+
+def test_a_request_that_never_reached_the_provider_is_not_counted(provider, dead_port) -> None:
+    with nh.run(priced_executor(max_retries=0)), pytest.raises(nh.MapStoppedError) as caught:
+        nh.map(shout, TEXTS, concurrency=1, progress=False)
+    assert caught.value.partial.usage.requests == 0

@@ -26,7 +26,10 @@ And in the wire format of Anthropic's Messages API and Message Batches API (`ant
 Each line's body is answered by the script, as a direct request is (the same `Reply` rendering); a `Status`
 item makes the line fail with that status (OpenAI: it goes to the error file; Anthropic: `errored`).
 `create_delay` holds each batch-creating answer that many seconds after the batch was made (a client
-interrupted meanwhile made a batch it never heard of). The server records uploaded lines,
+interrupted meanwhile made a batch it never heard of). `refuse_submission` answers every upload and
+batch creation with that HTTP status (a revoked key, an unknown model) and makes nothing; `list_answer`, when
+set, is what a look at the batch list gets (a proxy's page, an older server that lists nothing the API's
+way). The server records uploaded lines,
 batches and direct requests; it binds 127.0.0.1, and stops by itself after `lifetime` seconds.
 """
 
@@ -93,6 +96,8 @@ class BatchServer(ScriptedOpenAIServer):
         ending: How batches end, in the order they are made (`"completed"`, `"expired"`, `"failed"`); past the
             list's end, `"completed"`. An Anthropic batch that expires ends with every line `expired`.
         create_delay: Seconds each batch-creating request is held after its batch was made.
+        refuse_submission: The HTTP status answering each upload and batch creation (nothing is made).
+        list_answer: The JSON answering `GET /v1/batches` and `GET /v1/messages/batches` instead of the list.
     """
 
     def __init__(
@@ -103,6 +108,8 @@ class BatchServer(ScriptedOpenAIServer):
         delays: Iterable[float] = (),
         ending: Iterable[str] = (),
         create_delay: float = 0.0,
+        refuse_submission: int | None = None,
+        list_answer: Any = None,
         **options: Any,
     ) -> None:
         options.setdefault("max_requests", 100_000)
@@ -111,6 +118,11 @@ class BatchServer(ScriptedOpenAIServer):
         self.delays = list(delays)
         self.ending = list(ending)
         self.create_delay = create_delay
+        self.refuse_submission = refuse_submission
+        self.refused_submissions = 0
+        self.refused_at: float | None = None
+        """`time.perf_counter()` when the first submission was refused."""
+        self.list_answer = list_answer
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, ServedBatch] = {}
         self.batch_lines = 0
@@ -371,6 +383,9 @@ def _batch_handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             parts = url.path.strip("/").split("/")
             try:
+                if server.list_answer is not None and parts in (["v1", "batches"], ["v1", "messages", "batches"]):
+                    self._send_json(200, server.list_answer)
+                    return
                 if parts[:3] == ["v1", "messages", "batches"]:
                     if len(parts) == 3:
                         self._send_json(200, server.list_messages(parse_qs(url.query)))
@@ -404,6 +419,12 @@ def _batch_handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             path = urlsplit(self.path).path  # Anthropic's beta client adds `?beta=true`
             parts = path.strip("/").split("/")
+            if server.refuse_submission is not None and path in ("/v1/files", "/v1/batches", "/v1/messages/batches"):
+                server.refused_submissions += 1
+                server.refused_at = server.refused_at or time.perf_counter()
+                code = server.refuse_submission
+                self._send_json(code, anthropic_error(code, "refused by the test server"), {"x-should-retry": "false"})
+                return
             if path == MESSAGES_PATH:
                 server.direct_requests += 1
                 self._answer_message(raw)

@@ -31,9 +31,14 @@ class MapUsage(UsageTotals):
     """What a map's run spent (`UsageTotals`), and how many items it answered without asking the model."""
 
     items_kept: int = 0
-    """Items answered from this session's earlier maps or from `store=`."""
+    """Items answered from this session's earlier maps or from `store=` (never by an item of this map)."""
+    kept_cost_usd: float | None = 0.0
+    """What the kept items cost when they ran, in an earlier map (not spent by this one, so not in
+    `cost_usd`); `None` when the cost of some is unknown (a model without a price, a store written before
+    nighthawk kept costs)."""
     items_shared: int = 0
-    """Items answered by another item of the same map with equal arguments, which ran once for all of them."""
+    """Items answered by another item of the same map with equal arguments, which ran once for all of them
+    (however many were in flight at once)."""
 
 
 class MapResult(list):  # type: ignore[type-arg]
@@ -60,7 +65,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     retries: int = 0,
     store: str | None = None,
     progress: bool | None = None,
-    batch_api: bool | Literal["cancel"] = False,
+    batch_api: bool | Literal["cancel", "resubmit"] = False,
 ) -> MapResult:
     """Call `function` on the items of `iterables` (zipped, as the builtin `map`), `concurrency` at a time.
 
@@ -89,9 +94,13 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             providers), at the batch price: each round of requests goes out as one batch, recorded in `store`
             (default `nighthawk-batches.sqlite` in the working directory), so running the map again after an
             interrupt or a restart collects the batches already submitted. `"cancel"` cancels this map's running
-            batches and runs nothing. See docs/batch.md.
+            batches, runs nothing and returns their ids. `"resubmit"` is `True` that also sends again the requests
+            of a batch an interrupted run may have made but that the provider's batch list could not confirm
+            (which may pay for them twice). See docs/batch.md.
 
     Raises:
+        NighthawkError: (`batch_api`) A batch an interrupted run submitted may exist but could not be looked
+            up: nothing was sent; the message names it and says how to cancel it or send again.
         MapItemError: An item failed with `on_error="raise"` (its exception is the cause; the results so
             far are on `.partial`).
         BudgetExceededError: An enclosing budget ran out (whatever `on_error` and `retries` say); the results
@@ -105,17 +114,17 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         return map_reporting_items(
             function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress
         )
-    if batch_api not in (True, "cancel"):
-        raise ValueError(f'`batch_api` must be True, False or "cancel", got {batch_api!r}')
+    if batch_api not in (True, "cancel", "resubmit"):
+        raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
     from .batch_api import BATCH_CONCURRENCY, batch_map, cancel_batches  # on first use: it loads the OpenAI SDK
 
     if batch_api == "cancel":
-        cancel_batches(function, store=store, progress=progress)
-        return MapResult()
+        return MapResult(cancel_batches(function, store=store, progress=progress))
     return batch_map(
         function,
         store=store,
         progress=progress,
+        resubmit=batch_api == "resubmit",
         run=lambda path, shown_to: map_reporting_items(
             function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
             store=path, progress=progress, shown_to=shown_to,
@@ -164,6 +173,10 @@ def map_reporting_items(
     """Why the map stopped, as its summary says it (set before the error is raised)."""
     finished = 0
     """Items with their answer (run, kept or shared)."""
+    answered_here: set[str] = set()
+    """Keys of the items this map answered: an equal item read after one of them ended is shared, not kept."""
+    kept_keys: set[str] = set()
+    """Keys of the kept items: equal items were paid for once, so their cost counts once."""
     with ExitStack() as stack:
         usage = results.usage
         stack.enter_context(counting(usage))  # an unbounded group: it only counts
@@ -185,16 +198,26 @@ def map_reporting_items(
                     sharing[key].append(index)  # an equal item is in flight: its answer is this one's too
                     continue
                 value = session.get(key) if context is not None else MISSING
+                paid = session.paid(key)
                 if value is MISSING and disk is not None and context is not None:
                     value = disk.get(key)
                     if value is not MISSING:
-                        session.put(key, value, anchors)
+                        paid = disk.paid(key)
+                        session.put(key, value, anchors, paid)
                 if value is not MISSING:
                     results[index] = value
                     finished += 1
-                    usage.items_kept += 1
                     if item_usage is not None:
                         item_usage(index, UsageTotals())
+                    if key in answered_here:
+                        usage.items_shared += 1
+                        if shown is not None:
+                            shown.shared_item(failed=False)
+                        continue
+                    usage.items_kept += 1
+                    if key not in kept_keys:
+                        kept_keys.add(key)
+                        usage.kept_cost_usd = None if paid is None or usage.kept_cost_usd is None else usage.kept_cost_usd + paid
                     if shown is not None:
                         shown.kept_item()
                     continue
@@ -223,10 +246,11 @@ def map_reporting_items(
             nonlocal finished
             if error is None:
                 key, anchors = keys.pop(index)
+                answered_here.add(key)
                 if disk is not None and context is not None:
-                    disk.put(key, value)  # first, so a value it cannot hold fails the map at once
+                    disk.put(key, value, spent.cost_usd)  # first, so a value it cannot hold fails the map at once
                 if context is not None:
-                    session.put(key, value, anchors)
+                    session.put(key, value, anchors, spent.cost_usd)
                 results[index] = value
                 finished += 1
                 watch.succeeded()
@@ -300,12 +324,16 @@ def _stopped(
     store: str | None,
 ) -> MapStoppedError:
     """The error of a map stopped by a common cause; `finished`: the items that have their answer."""
-    left = "" if total is None else f"; {total - finished - len(results.errors)} items were not run"
+    unrun = None if total is None else total - finished - len(results.errors)
+    left = "" if unrun is None else f"; {unrun} item{'s were' if unrun != 1 else ' was'} not run"
     kept = f"kept in `store={store!r}`" if store is not None else "kept for this session"
+    ended = (
+        f"The {finished} finished item{'s are' if finished != 1 else ' is'} {kept}: fix the cause and run the same map "
+        "again to run only the others" if finished else "No item finished: fix the cause and run the map again"
+    )
     return MapStoppedError(
         f"the map stopped: {cause}. {affected} item{'s' if affected != 1 else ''} failed this way (item {index}: "
-        f"{_described(error)}){left}. The {finished} finished items are {kept}: fix the cause and run the same "
-        "map again to run only the others",
+        f"{_described(error)}){left}. {ended}",
         cause=cause,
         affected=affected,
         index=index,

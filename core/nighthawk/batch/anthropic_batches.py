@@ -18,7 +18,7 @@ from typing import Any
 import httpx2
 
 from ..errors import NighthawkError
-from .batch_rounds import FIND_SKEW_S, BATCH_ENDED, BatchState, Intent, Line, LineResult, error_body
+from .batch_rounds import FIND_SKEW_S, BATCH_ENDED, BatchState, Intent, Line, LineResult, UnreadableList, error_body, listed
 
 __all__ = ["AnthropicBatches"]
 
@@ -71,15 +71,28 @@ class AnthropicBatches:
         """A batch made for `intent` that no record names: Message Batches carry no metadata, so the newest
         batch made since the intent with as many requests (and not recorded for another) is taken for it; its
         results are matched by `custom_id` all the same."""
-        async for batch in self._client.messages.batches.list(limit=100):
-            made = _seconds(batch.created_at)
-            if made < intent.created - FIND_SKEW_S:
-                return None  # newest first: the rest are older still
-            counts = batch.request_counts
-            total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
-            if batch.id not in known and total == len(intent.custom_ids):
-                return str(batch.id)
-        return None
+        after: str | None = None
+        while True:
+            params = {"limit": 100} if after is None else {"limit": 100, "after_id": after}
+            raw = await self._client.get("/v1/messages/batches", cast_to=httpx2.Response, options={"params": params})
+            try:
+                page = raw.json()
+            except ValueError as exc:
+                raise UnreadableList(f"the answer is not JSON: {raw.text[:120]!r}") from exc
+            batches, more = listed(page, {"id": str, "created_at": str, "request_counts": dict})
+            for batch in batches:
+                try:
+                    made = _seconds(batch["created_at"])
+                    total = sum(int(batch["request_counts"][kind]) for kind in ("processing", "succeeded", "errored", "canceled", "expired"))
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise UnreadableList(f"an entry of the list is not a batch: {str(batch)[:120]!r}") from exc
+                if made < intent.created - FIND_SKEW_S:
+                    return None  # newest first: the rest are older still
+                if batch["id"] not in known and total == len(intent.custom_ids):
+                    return str(batch["id"])
+            if not more:
+                return None
+            after = batches[-1]["id"]
 
     async def state(self, batch_id: str) -> BatchState:
         return _state(await self._client.messages.batches.retrieve(batch_id))

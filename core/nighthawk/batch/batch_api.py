@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 from .. import _loop
 from ..errors import NighthawkError
 from ..runtime import get_step_executor, scope
-from .batch_records import BatchRecords
+from .batch_records import BatchRecords, Intent
 from .batch_rounds import GATHER_S, BatchBackend, BatchTransport, Collector
 from .openai_batches import OpenAIBatches
 from .progress import wanted
@@ -44,17 +45,29 @@ MAX_POLL_S = 60.0
 
 
 def batch_map(
-    function: Callable[..., Any], *, store: str | None, progress: bool | None, run: Callable[[str, Callable[[Any], None]], T]
+    function: Callable[..., Any],
+    *,
+    store: str | None,
+    progress: bool | None,
+    run: Callable[[str, Callable[[Any], None]], T],
+    resubmit: bool = False,
 ) -> T:
     """`run(store_path, shown_to)` (the map itself, which hands its progress renderer to `shown_to`) with the
-    executor in force routed to the provider's batches.
+    executor in force routed to the provider's batches, once the batches an interrupted run may have made are
+    found (`resubmit`: the requests of those that cannot be looked up go out again).
 
     Raises:
-        NighthawkError: The model in force has no batch endpoint nighthawk can use (nothing was sent).
+        NighthawkError: The model in force has no batch endpoint nighthawk can use, or a batch an interrupted
+            run may have made cannot be looked up and `resubmit` is not set (nothing was sent).
         KeyboardInterrupt: Interrupted while batches were running; they keep running at the provider, and the
             message says how to collect or cancel them.
     """
     with _routed(function, store, progress) as (executor, collector, records, map_key, status):
+        unknown = _loop.run_sync(collector.settle_intents(resubmit=resubmit))
+        if unknown and not resubmit:
+            raise NighthawkError(_unconfirmed(unknown, store))
+        for intent, why in unknown:
+            collector.show(f"sending again the {len(intent.custom_ids)} requests of batch intent {intent.marker} ({why})")
         try:
             with scope(step_executor=executor):
                 return run(str(records.path), status.attach)
@@ -81,7 +94,9 @@ def cancel_batches(function: Callable[..., Any], *, store: str | None, progress:
     """
     with _routed(function, store, progress) as (_executor, collector, records, map_key, _status):
         cancelled = []
-        _loop.run_sync(collector.settle_intents())  # a batch made while an interrupted run submitted it too
+        unknown = _loop.run_sync(collector.settle_intents())  # a batch made while an interrupted run submitted it too
+        if unknown:
+            collector.show(_unconfirmed(unknown, store))
         for batch_id in records.running(map_key):
             state = _loop.run_sync(collector.backend.cancel(batch_id))
             records.ended(batch_id, "cancelled")
@@ -90,6 +105,23 @@ def cancel_batches(function: Callable[..., Any], *, store: str | None, progress:
         if not cancelled:
             collector.show("no running batch of this map to cancel")
         return cancelled
+
+
+def _unconfirmed(unknown: list[tuple[Intent, str]], store: str | None) -> str:
+    """What to say of the batches an interrupted run may have made that could not be looked up."""
+    stored = f", store={store!r}" if store is not None else ""
+    said = "; ".join(
+        f"{len(intent.custom_ids)} requests sent at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(intent.created))} "
+        f"(metadata `nighthawk_intent`: {intent.marker!r}); the lookup failed: {why}"
+        for intent, why in unknown
+    )
+    return (
+        f"an interrupted run of this map was submitting {len(unknown)} batch(es) that the provider may have made, and "
+        f"its batch list could not be read to find them: {said}. Nothing was sent, so nothing is paid twice. Run the "
+        "map again once the provider lists its batches, and it collects them; or find them at the provider (OpenAI: "
+        "by that metadata; Anthropic: made at that time with as many requests), cancel them there if you wish, and "
+        f'send their requests again with `nighthawk.map(function, items, batch_api="resubmit"{stored})`'
+    )
 
 
 @contextmanager

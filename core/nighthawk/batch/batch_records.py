@@ -5,7 +5,8 @@ ended (empty while it runs). A batch that ended failed, expired or cancelled is 
 go out again in a new batch. And one row per intent: lines about to go out as a batch, kept until the batch's
 id is recorded (or a later run learns that the provider made none), so a run interrupted while submitting
 does not make the next one pay again. Rows are written from nighthawk's background loop and read on the caller's
-thread, so one connection serves both under a lock.
+thread, so one connection serves both under a lock. The file is made with the first row written: a map that
+submits nothing (its model refused, nothing to send) leaves no file behind.
 """
 
 from __future__ import annotations
@@ -49,24 +50,34 @@ class BatchRecords:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._by_line: dict[str, str] = {}
+        self._lines: dict[str, frozenset[str]] = {}
+        if self.path.exists():
+            self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection, opened (and the file made) on first use."""
+        if self._db is not None:
+            return self._db
         try:
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, map TEXT NOT NULL, endpoint TEXT NOT NULL, "
                 "custom_ids TEXT NOT NULL, ended TEXT NOT NULL DEFAULT '', submitted REAL NOT NULL)"
             )
-            self._db.execute(
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS intents (marker TEXT PRIMARY KEY, map TEXT NOT NULL, endpoint TEXT NOT NULL, "
                 "custom_ids TEXT NOT NULL, created REAL NOT NULL)"
             )
         except sqlite3.Error as exc:
-            raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
-        self._by_line: dict[str, str] = {}
-        self._lines: dict[str, frozenset[str]] = {}
-        for batch_id, custom_ids, ended in self._db.execute("SELECT id, custom_ids, ended FROM batches"):
+            raise NighthawkError(f"`store={str(self.path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+        for batch_id, custom_ids, ended in db.execute("SELECT id, custom_ids, ended FROM batches"):
             if ended not in _UNUSABLE:
                 self._remember(batch_id, json.loads(custom_ids))
+        self._db = db
+        return db
 
     def _remember(self, batch_id: str, custom_ids: list[str]) -> None:
         self._lines[batch_id] = frozenset(custom_ids)
@@ -85,7 +96,7 @@ class BatchRecords:
     def intend(self, intent: Intent) -> None:
         """Lines are about to go out as one batch."""
         with self._lock:
-            self._db.execute(
+            self._open().execute(
                 "INSERT INTO intents (marker, map, endpoint, custom_ids, created) VALUES (?, ?, ?, ?, ?)",
                 (intent.marker, intent.map_key, intent.endpoint, json.dumps(intent.custom_ids), intent.created),
             )
@@ -93,6 +104,8 @@ class BatchRecords:
     def intents(self, map_key: str) -> list[Intent]:
         """This map's batches whose submission never heard back, oldest first."""
         with self._lock:
+            if self._db is None:
+                return []
             rows = self._db.execute(
                 "SELECT marker, endpoint, custom_ids, created FROM intents WHERE map = ? ORDER BY created", (map_key,)
             ).fetchall()
@@ -101,17 +114,18 @@ class BatchRecords:
     def settle(self, intent: Intent, batch_id: str | None) -> None:
         """The intent's batch is `batch_id` (recorded with its lines), or the provider made none (forgotten)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            db = self._open()
+            db.execute("BEGIN IMMEDIATE")
             try:
                 if batch_id is not None:
-                    self._db.execute(
+                    db.execute(
                         "INSERT OR REPLACE INTO batches (id, map, endpoint, custom_ids, ended, submitted) VALUES (?, ?, ?, ?, '', ?)",
                         (batch_id, intent.map_key, intent.endpoint, json.dumps(intent.custom_ids), intent.created),
                     )
-                self._db.execute("DELETE FROM intents WHERE marker = ?", (intent.marker,))
-                self._db.execute("COMMIT")
+                db.execute("DELETE FROM intents WHERE marker = ?", (intent.marker,))
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
             if batch_id is not None:
                 self._remember(batch_id, list(intent.custom_ids))
@@ -119,19 +133,24 @@ class BatchRecords:
     def batch_ids(self) -> set[str]:
         """Every batch recorded, however it ended."""
         with self._lock:
+            if self._db is None:
+                return set()
             return {batch_id for (batch_id,) in self._db.execute("SELECT id FROM batches")}
 
     def ended(self, batch_id: str, status: str) -> None:
         """The batch ended `status`; one that answered nothing is forgotten by the runs after this one."""
         with self._lock:
-            self._db.execute("UPDATE batches SET ended = ? WHERE id = ?", (status, batch_id))
+            self._open().execute("UPDATE batches SET ended = ? WHERE id = ?", (status, batch_id))
 
     def running(self, map_key: str) -> list[str]:
         """Batches of this map not seen to end (not counting intents)."""
         with self._lock:
+            if self._db is None:
+                return []
             rows = self._db.execute("SELECT id FROM batches WHERE map = ? AND ended = '' ORDER BY submitted", (map_key,))
             return [batch_id for (batch_id,) in rows]
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()

@@ -22,8 +22,10 @@ for it (`BatchBackend.find`) before sending anything.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
+import socket
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,13 +35,46 @@ import httpx2
 
 from .batch_records import BatchRecords, Intent
 
-__all__ = ["FIND_SKEW_S", "GATHER_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent", "Line", "LineResult", "error_body"]
+__all__ = [
+    "FIND_SKEW_S", "GATHER_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent", "Line", "LineResult",
+    "NotSubmitted", "UnreadableList", "error_body", "listed",
+]
 
 GATHER_S = 0.5
 """Seconds without a new request after which the requests gathered go out as a batch."""
 
 FIND_SKEW_S = 120.0
 """How much earlier than a local intent a provider's clock may date the batch it made for it."""
+
+
+class NotSubmitted(Exception):
+    """A batch could not be submitted (the upload or the batch's creation was refused, or never reached the
+    provider): each of its requests fails with this, its cause the provider's own error, and was not sent.
+    The map's early stop (`stopping`) reads the cause as it reads a direct request's."""
+
+
+class UnreadableList(Exception):
+    """The provider answered a look at its batch list with something that is not one (a proxy's page, an older
+    compatible server): nothing can be concluded from it, least of all that no batch was made."""
+
+
+def listed(page: object, fields: dict[str, type | tuple[type, ...]]) -> tuple[list[dict[str, Any]], bool]:
+    """The batches of one page of a provider's batch list (`{"data": [...], "has_more": ...}`), each with
+    `fields` of those types, and whether more pages follow.
+
+    Raises:
+        UnreadableList: The page, or a batch on it, is not shaped so.
+    """
+    data = page.get("data") if isinstance(page, dict) else None
+    if not isinstance(data, list):
+        raise UnreadableList(f"the answer is not a list of batches: {str(page)[:120]!r}")
+    for batch in data:
+        if not isinstance(batch, dict) or not all(isinstance(batch.get(name), kind) for name, kind in fields.items()):
+            raise UnreadableList(f"an entry of the list is not a batch: {str(batch)[:120]!r}")
+    more = page.get("has_more", False)
+    if more and not data:
+        raise UnreadableList("the list says more batches follow but shows none")
+    return data, bool(more)
 
 
 @dataclass(frozen=True)
@@ -136,7 +171,6 @@ class Collector:
     _sent: Counter[str] = field(default_factory=Counter)
     _flush: asyncio.TimerHandle | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    _intents_settled: asyncio.Task[None] | None = None
     requests: int = 0
     """Requests handed over by the map's items."""
 
@@ -150,9 +184,6 @@ class Collector:
         self._sent[digest] += 1
         if custom_id in self.results:
             return self.results[custom_id]
-        if self._intents_settled is None:
-            self._intents_settled = self._spawn(self.settle_intents())
-        await asyncio.shield(self._intents_settled)
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
         recorded = self.records.batch_of(custom_id)
@@ -176,18 +207,24 @@ class Collector:
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
 
-    async def settle_intents(self) -> None:
-        """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), once,
-        before any request of this run goes out; forget the intents the provider made nothing for."""
+    async def settle_intents(self, *, resubmit: bool = False) -> list[tuple[Intent, str]]:
+        """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), before
+        any request of this run goes out; forget the intents the provider made nothing for. The intents whose
+        lookup failed (an error, or an answer that cannot be read), with why: they are kept for a later run,
+        unless `resubmit` (the user chose to send their requests again), when they are forgotten too."""
+        failed: list[tuple[Intent, str]] = []
         for intent in self.records.intents(self.map_key):
             try:
                 batch_id = await self.backend.find(intent, self.records.batch_ids())
-            except Exception as exc:  # noqa: BLE001 - kept for a later run; this one sends its lines anew
-                self.show(f"could not look for a batch submitted before: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - whatever the answer, nothing says no batch was made
+                failed.append((intent, f"{type(exc).__name__}: {exc}"))
+                if resubmit:
+                    self.records.settle(intent, None)
                 continue
             self.records.settle(intent, batch_id)
             if batch_id is not None:
                 self.show(f"batch {batch_id} found (submitted by an interrupted run)")
+        return failed
 
     async def _submit(self, endpoint: str, lines: list[Line]) -> None:
         self.show(f"submitting a batch of {len(lines)} requests")
@@ -198,9 +235,17 @@ class Collector:
         try:
             batch_id = await self.backend.submit(endpoint, lines, intent)
         except Exception as exc:  # noqa: BLE001 - every line of it fails, as its request would have
-            failure = LineResult(500, error_body(f"the batch could not be submitted: {type(exc).__name__}: {exc}"))
-            for line in lines:
-                self._resolve(line.custom_id, failure)
+            if _refused(exc):
+                self.records.settle(intent, None)  # refused or never sent: no batch was made
+            self.show(f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}")
+            why = f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}: {exc}"
+            first, *rest = lines
+            self._fail(first.custom_id, why, exc)
+            # The others a moment later: a cause every item shares (a refused key) stops the map with the first,
+            # and the map then cancels them, instead of working through a thousand alike failures first.
+            await asyncio.sleep(self.gather_s)
+            for line in rest:
+                self._fail(line.custom_id, why, exc)
             return
         ids = frozenset(intent.custom_ids)
         self.records.settle(intent, batch_id)
@@ -247,12 +292,23 @@ class Collector:
             if not future.done():
                 future.set_result(result)
 
+    def _fail(self, custom_id: str, why: str, cause: Exception) -> None:
+        """The request's line was never sent: its waiters fail with `NotSubmitted` (one each: an exception
+        raised in many tasks would gather all their tracebacks), caused by `cause`."""
+        for future in self._waiting.pop(custom_id, ()):
+            if not future.done():
+                error = NotSubmitted(why)
+                error.__cause__ = cause
+                future.set_exception(error)
+
     def running(self) -> list[str]:
         """Batches this map submitted or joined that had not ended when last seen."""
         return [batch.id for batch in self.batches.values() if batch.state is None or not batch.state.ended]
 
     def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coroutine)
+        # In a context of its own, not the item's that happened to start it: what the batch's own requests
+        # (upload, polls, downloads) answer is no item's usage.
+        task = asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -266,6 +322,23 @@ class Collector:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether a failed submission certainly made no batch: the provider refused it (an HTTP status below
+    500) or it never reached the provider (connection refused, a name that does not resolve). A timeout or a
+    server error may come after the provider made the batch: its intent stays, for the next run to look for."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not other for other in seen):
+        seen.append(current)
+        status = getattr(current, "status_code", None)
+        if isinstance(status, int):
+            return status < 500
+        if isinstance(current, ConnectionRefusedError | socket.gaierror):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _chunks(lines: list[Line], backend: BatchBackend) -> list[tuple[str, list[Line]]]:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 
 from ..errors import NighthawkError
-from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, error_body
+from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, UnreadableList, error_body, listed
 
 __all__ = ["OpenAIBatches"]
 
@@ -56,13 +56,29 @@ class OpenAIBatches:
         return str(batch.id)
 
     async def find(self, intent: Intent, known: set[str]) -> str | None:
-        """The batch whose metadata carries the intent's marker, among those made since the intent."""
-        async for batch in self._client.batches.list(limit=100):
-            if batch.created_at < intent.created - FIND_SKEW_S:
-                return None  # newest first: the rest are older still
-            if (batch.metadata or {}).get("nighthawk_intent") == intent.marker and batch.id not in known:
-                return str(batch.id)
-        return None
+        """The batch whose metadata carries the intent's marker, among those made since the intent.
+
+        Raises:
+            UnreadableList: A page of the list is not one (read as JSON here: the SDK would make an empty
+                page of it, which would read as "no batch").
+        """
+        after: str | None = None
+        while True:
+            params = {"limit": 100} if after is None else {"limit": 100, "after": after}
+            raw = await self._client.get("/batches", cast_to=httpx2.Response, options={"params": params})
+            try:
+                page = raw.json()
+            except ValueError as exc:
+                raise UnreadableList(f"the answer is not JSON: {raw.text[:120]!r}") from exc
+            batches, more = listed(page, {"id": str, "created_at": (int, float)})
+            for batch in batches:
+                if batch["created_at"] < intent.created - FIND_SKEW_S:
+                    return None  # newest first: the rest are older still
+                if (batch.get("metadata") or {}).get("nighthawk_intent") == intent.marker and batch["id"] not in known:
+                    return str(batch["id"])
+            if not more:
+                return None
+            after = batches[-1]["id"]
 
     def response(self, request_body: bytes, result: LineResult) -> tuple[dict[str, str], bytes]:
         return {"content-type": "application/json"}, result.body

@@ -120,6 +120,12 @@ class MapTally:
             return f"${usage.priced_cost_usd:.4f}+ (cost unknown for {usage.unpriced_requests:,} requests)"
         return "cost unknown"
 
+    def kept_cost_text(self) -> str:
+        """` ($0.0090 when run)`: what the kept items cost in the run that made them (a map's usage says it),
+        not spent again now; empty when unknown."""
+        paid = getattr(self.usage, "kept_cost_usd", None)
+        return f" (${paid:.4f} when run)" if paid is not None else ""
+
     def time_text(self, *, final: bool = False) -> str:
         """The ETA while items are left and a rate is known, else the time so far; at the end, the time taken
         and, when the map stopped, where and why."""
@@ -137,7 +143,7 @@ class MapTally:
         """The figures, in the order every renderer shows them (`final`: for the summary at the end)."""
         parts = [self.done_text()]
         if self.kept:
-            parts.append(f"{self.kept} kept")
+            parts.append(f"{self.kept} kept" + self.kept_cost_text())
         if self.shared:
             parts.append(f"{self.shared} answered by another item")
         if self.status:

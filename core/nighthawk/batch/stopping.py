@@ -7,7 +7,9 @@ stops it when `CONSECUTIVE_FAILURES` items in a row, in the order they end, fail
 Failures that are about the item (the model's `raise` outcome, an invalid outcome, the user's code, a
 prompt too long for the context window) never stop a map and break a run of request failures; nor does a
 provider batch that ended before answering (`batch_api=True`): its lines all failed at once, so stopping
-would save nothing, and each item says why.
+would save nothing, and each item says why. A batch map's request whose batch could not be submitted
+(`batch_rounds.NotSubmitted`) is judged by the submission's own failure: a refused upload stops the map as a
+refused direct request does.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def request_failure(error: BaseException) -> RequestFailure | None:
     model request (it is about the item), judged from its chain of causes."""
     chain = _chain(error)
     api = _model_api_error()
-    failed = next((index for index, cause in enumerate(chain) if api is not None and isinstance(cause, api)), None)
+    failed = next((index for index, cause in enumerate(chain) if _request_error(cause, api)), None)
     if failed is None:
         return None
     below = chain[failed:]  # only what the request raised: an item's own network calls say nothing of the provider
@@ -51,17 +53,26 @@ def request_failure(error: BaseException) -> RequestFailure | None:
         return None  # this item's prompt is too long: another may fit
     if any(_error_type(cause) == "batch_ended" for cause in below):
         return None
+    # A batch map's request that was never sent because its batch could not be submitted: the submission's
+    # own failure (below it in the chain) says why, as a direct request's would.
+    submitted = "" if not any(type(cause).__name__ == "NotSubmitted" for cause in below) else "the batch could not be submitted: "
     for cause in below:
         status = getattr(cause, "status_code", None)
         if isinstance(status, int):
-            return RequestFailure(_REFUSALS.get(status, f"HTTP {status}"), common=status in _REFUSALS)
+            return RequestFailure(submitted + _REFUSALS.get(status, f"HTTP {status}"), common=status in _REFUSALS)
         if isinstance(cause, ConnectionRefusedError):
-            return RequestFailure("nothing listens at the provider's address (connection refused)", common=True)
+            return RequestFailure(submitted + "nothing listens at the provider's address (connection refused)", common=True)
         if isinstance(cause, socket.gaierror):
-            return RequestFailure("the provider's host name does not resolve (DNS failure)", common=True)
+            return RequestFailure(submitted + "the provider's host name does not resolve (DNS failure)", common=True)
     if any(isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in below):
         return RequestFailure("the request timed out", common=False)
     return RequestFailure(f"{type(below[-1]).__name__}: {below[-1]}".splitlines()[0][:200], common=False)
+
+
+def _request_error(cause: BaseException, api: type[BaseException] | None) -> bool:
+    """Whether `cause` is a model request's failure: pydantic-ai's, or a batch map's request whose batch could
+    not be submitted (`batch_rounds.NotSubmitted`, named here so this module loads no HTTP client)."""
+    return api is not None and isinstance(cause, api) or type(cause).__name__ == "NotSubmitted"
 
 
 def _error_type(cause: BaseException) -> object:

@@ -48,7 +48,7 @@ class SessionStore:
     """Finished items of this process's maps, the most recent `limit` of them."""
 
     def __init__(self, limit: int = 200_000) -> None:
-        self._values: OrderedDict[str, tuple[object, tuple[object, ...]]] = OrderedDict()
+        self._values: OrderedDict[str, tuple[object, tuple[object, ...], float | None]] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 
@@ -60,10 +60,17 @@ class SessionStore:
             self._values.move_to_end(key)
             return entry[0]
 
-    def put(self, key: str, value: object, anchors: tuple[object, ...] = ()) -> None:
-        """Keep `value`; `anchors` (the arguments its key names by identity) stay alive with it."""
+    def paid(self, key: str) -> float | None:
+        """What the item kept under `key` cost when it ran (`None`: unknown, or not kept)."""
         with self._lock:
-            self._values[key] = (value, anchors)
+            entry = self._values.get(key)
+            return None if entry is None else entry[2]
+
+    def put(self, key: str, value: object, anchors: tuple[object, ...] = (), cost_usd: float | None = None) -> None:
+        """Keep `value`, which cost `cost_usd` to make; `anchors` (the arguments its key names by identity) stay
+        alive with it."""
+        with self._lock:
+            self._values[key] = (value, anchors, cost_usd)
             self._values.move_to_end(key)
             while len(self._values) > self._limit:
                 self._values.popitem(last=False)
@@ -91,6 +98,8 @@ def _open(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(f"CREATE TABLE IF NOT EXISTS items ({_COLUMNS})")
+        # What each item cost when it ran, beside the items (whose shape older stores share).
+        db.execute("CREATE TABLE IF NOT EXISTS costs (key TEXT PRIMARY KEY, cost_usd REAL)")
         _check_table(db, path)
     except BaseException:
         db.close()
@@ -153,7 +162,13 @@ class DiskStore:
         except pydantic.ValidationError:  # the return type changed shape since: run the item again
             return MISSING
 
-    def put(self, key: str, value: object) -> None:
+    def paid(self, key: str) -> float | None:
+        """What the item kept under `key` cost when it ran (`None`: unknown, an unpriced model's, or not kept)."""
+        row = self._db.execute("SELECT cost_usd FROM costs WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, key: str, value: object, cost_usd: float | None = None) -> None:
+        """Keep `value`, which cost `cost_usd` to make."""
         import pydantic_core
 
         try:
@@ -165,7 +180,14 @@ class DiskStore:
                 f"through the return annotation {shown}: {exc}. Annotate the function's return with a type "
                 "pydantic can serialise (a dataclass, a pydantic model, builtins), or leave `store` unset"
             ) from exc
-        self._db.execute("INSERT OR REPLACE INTO items (key, value, stored) VALUES (?, ?, ?)", (key, text, time.time()))
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("INSERT OR REPLACE INTO items (key, value, stored) VALUES (?, ?, ?)", (key, text, time.time()))
+            self._db.execute("INSERT OR REPLACE INTO costs (key, cost_usd) VALUES (?, ?)", (key, cost_usd))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._db.close()
