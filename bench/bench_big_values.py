@@ -22,8 +22,8 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
-from nighthawk._render import render_value
-from nighthawk._tokens import BUDGET_COUNTER
+from nighthawk.prompting._render import render_value
+from nighthawk.prompting._tokens import BUDGET_COUNTER
 
 try:
     from nighthawk.secrets._scrubber import step_scrubber

@@ -10,9 +10,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from nighthawk._tokens import estimate_tokens
+from nighthawk.prompting._tokens import estimate_tokens
 from nighthawk.configuration import StepContextLimits
-from nighthawk.context import render_locals_summary
+from nighthawk.prompting._summaries import render_locals_summary
 from nighthawk.secrets import ContextRedaction
 
 RUNS = 15

@@ -14,7 +14,7 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
-from nighthawk._tokens import estimate_tokens
+from nighthawk.prompting._tokens import estimate_tokens
 
 RUNS = 150
 

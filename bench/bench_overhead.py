@@ -104,7 +104,7 @@ def prompt_sizes() -> None:
         seen["messages"], seen["info"] = messages, info
         return one_round(messages, info)
 
-    from nighthawk._tokens import estimate_tokens
+    from nighthawk.prompting._tokens import estimate_tokens
 
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(capture)))
     with nh.run(executor):

@@ -63,7 +63,7 @@ def counter():
         encoding = tiktoken.get_encoding("o200k_base")
         return (lambda text: len(encoding.encode_ordinary(text))), "exact o200k_base"
     except Exception:  # offline with no cached vocabulary
-        from nighthawk._tokens import estimate_tokens
+        from nighthawk.prompting._tokens import estimate_tokens
 
         return estimate_tokens, "estimate (from the characters; o200k vocabulary not available)"
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai import models
 
 import nighthawk as nh
-from nighthawk._tokens import NighthawkTokenizerWarning
+from nighthawk.prompting._tokens import NighthawkTokenizerWarning
 from scripting import Script, scripted_executor
 
 # Every real provider request raises during tests; FunctionModel and TestModel are exempt.

@@ -135,8 +135,8 @@ _SUBMODULES = frozenset({"oversight", "resilience"})
 
 _STEP_NAMES: dict[str, str] = {
     "AgentStepExecutor": ".executor",
-    "estimate_tokens": "._tokens",
-    "measuring_counter": "._tokens",
+    "estimate_tokens": ".prompting._tokens",
+    "measuring_counter": ".prompting._tokens",
     "tool": "._tool_registry",
 }
 """Public names whose modules only a step (or a tool's registration) needs, imported on first use: the

@@ -53,7 +53,7 @@ def build_agent(output_spec: list[Any]) -> StepAgent:
 
     from ._direct import replayed_result, replayed_retry
     from ._evaluate import clip
-    from ._media import tool_result_media  # hashlib (see the note at the top)
+    from .prompting._media import tool_result_media  # hashlib (see the note at the top)
     from .secrets._scrubber import scrub_exception
     from .outcome import resolve_outcome  # here: it imports pydantic
     from .tools import assign_value, eval_expression, evaluated_value, guarded, invoke_tool

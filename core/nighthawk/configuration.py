@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from ._prompts import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
+from .prompting._templates import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
 from .agents import check_agent_model_settings, is_agent_model
 from .budget import UsageBudget
 from .secrets import ContextRedaction
@@ -377,7 +377,7 @@ def _tokenizer_encoding(parameter: str, value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"`{parameter}` must be a tiktoken encoding name such as 'o200k_base' or None, got {value!r}")
-    from ._tokens import unknown_encoding  # logging and the counters: only when an encoding is configured
+    from .prompting._tokens import unknown_encoding  # logging and the counters: only when an encoding is configured
 
     problem = unknown_encoding(value)
     if problem is not None:

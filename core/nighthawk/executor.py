@@ -162,8 +162,8 @@ class AgentStepExecutor:
 
     def _render(self, step: StepContext) -> tuple[tuple[Any, ...], tuple[str, str]]:
         """The step's attachments (its media read bindings, read now) and its prompts, which name them."""
-        from ._media import collect_attachments  # hashlib, pathlib (see the note at the top)
-        from .prompt import render_prompts
+        from .prompting._media import collect_attachments  # hashlib, pathlib (see the note at the top)
+        from .prompting._prompt import render_prompts
 
         limits = step.rendering.limits
         attachments = collect_attachments(
@@ -196,11 +196,11 @@ class AgentStepExecutor:
         from pydantic_ai.usage import RunUsage
 
         from . import _direct  # pydantic-ai's models
-        from ._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
+        from .prompting._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
         from ._send_gate import passing_gate
         from ._step_agent import user_tool
         from ._watch import StepWatch
-        from .prompt import prompt_cache_settings
+        from .prompting._prompt import prompt_cache_settings
 
         model = self._resolve_model()
         step_agent = self._get_agent(step)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._watch import StepWatch
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ._outcome_kinds import Resolution
-    from ._tokens import TokenCounter
+    from .prompting._tokens import TokenCounter
     from ._tool_registry import ToolDefinition, ToolScope
 
 # The modules only a running step needs (rendering with datetime, decimal, pathlib and urllib; the token
@@ -92,7 +92,7 @@ class RenderingPolicy:
 
     @property
     def counter(self) -> TokenCounter:
-        from ._tokens import BUDGET_COUNTER  # logging (see the note at the top)
+        from .prompting._tokens import BUDGET_COUNTER  # logging (see the note at the top)
 
         # Always the estimate, never the configured tokenizer: a prompt must not depend on whether a
         # vocabulary can be loaded on this machine (see `_tokens`).
@@ -102,7 +102,7 @@ class RenderingPolicy:
         """Bounded, masked JSON-ish text of `value`."""
         if name is not None and self.redaction.hides(name, value):
             return '"' + self.redaction.placeholder + '"'
-        from ._render import render_value  # datetime, decimal, pathlib, urllib (see the note at the top)
+        from .prompting._render import render_value  # datetime, decimal, pathlib, urllib (see the note at the top)
 
         return render_value(
             value, max_tokens=max_tokens, style=self.style, counter=self.counter, redaction=self.redaction

@@ -1,4 +1,4 @@
-"""Tests for `nighthawk.context`: the locals and globals summaries of the user prompt."""
+"""Tests for `nighthawk.prompting._summaries`: the locals and globals summaries of the user prompt."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from nighthawk._tokens import estimate_tokens
+from nighthawk.prompting._tokens import estimate_tokens
 from nighthawk.configuration import StepContextLimits
-from nighthawk.context import render_entry, render_globals_summary, render_locals_summary
+from nighthawk.prompting._summaries import render_entry, render_globals_summary, render_locals_summary
 from nighthawk.secrets import ContextRedaction
 
 

@@ -21,7 +21,8 @@ from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo
 
 import nighthawk as nh
-from nighthawk import _cli, _tokens
+from nighthawk import _cli
+from nighthawk.prompting import _tokens
 from nighthawk.eval import PROGRAMS, compare, load_result, report, run_suite
 from nighthawk.eval.cli import main
 from nighthawk.eval.results import CheckResult, ProgramResult

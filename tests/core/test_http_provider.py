@@ -26,7 +26,7 @@ from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
-from nighthawk import _tokens
+from nighthawk.prompting import _tokens
 
 
 from support import openai_server  # tests/ is on the path (pytest `pythonpath`)

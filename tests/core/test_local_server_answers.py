@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import nighthawk as nh
-from nighthawk import _tokens
+from nighthawk.prompting import _tokens
 
 from support import openai_server  # tests/ is on the path (pytest `pythonpath`)
 from support.contract_blocks import compute

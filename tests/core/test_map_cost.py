@@ -18,7 +18,7 @@ from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
-from nighthawk import _tokens
+from nighthawk.prompting import _tokens
 from nighthawk.batch.progress import use_renderer
 from nighthawk.batch.store import session_store
 from support import openai_server

@@ -18,7 +18,7 @@ import pytest
 from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
-from nighthawk import _tokens
+from nighthawk.prompting import _tokens
 from scripting import call, finish, scripted_executor
 from support import openai_server
 

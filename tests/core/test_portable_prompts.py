@@ -21,8 +21,8 @@ import tiktoken
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk as nh
-from nighthawk import _tokens
-from nighthawk._tokens import estimate_tokens, get_token_counter, measuring_counter
+from nighthawk.prompting import _tokens
+from nighthawk.prompting._tokens import estimate_tokens, get_token_counter, measuring_counter
 from nighthawk.replay import ReplayMissError, _diff, replay_executor
 from scripting import Script, call, finish
 from support.exact_tokenizer.tiktoken_ext import openai_public as exact_like

@@ -1,4 +1,4 @@
-"""Tests for `nighthawk._render`: bounded rendering of any value, styles, masking and determinism."""
+"""Tests for `nighthawk.prompting._render`: bounded rendering of any value, styles, masking and determinism."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from pathlib import PurePosixPath
 import pydantic
 import pytest
 
-from nighthawk._render import render_value, type_name
-from nighthawk._tokens import estimate_tokens
+from nighthawk.prompting._render import render_value
+from nighthawk.prompting._reprs import type_name
+from nighthawk.prompting._tokens import estimate_tokens
 from nighthawk.secrets import ContextRedaction
 
 

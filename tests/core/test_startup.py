@@ -20,11 +20,12 @@ STEP_ONLY = (
     "nighthawk.secrets._scrubber",  # secret collection and scrubbing
     "nighthawk.secrets._values",
     "nighthawk._tool_registry",  # the tool registry
-    "nighthawk._tokens",  # token counters behind the configuration checks
-    "nighthawk._render",  # the prompt and rendering stack
-    "nighthawk.context",
-    "nighthawk.prompt",
-    "nighthawk._media",
+    "nighthawk.prompting._tokens",  # token counters behind the configuration checks
+    "nighthawk.prompting._render",  # the prompt and rendering stack
+    "nighthawk.prompting._reprs",
+    "nighthawk.prompting._summaries",
+    "nighthawk.prompting._prompt",
+    "nighthawk.prompting._media",
     "nighthawk.tools",
     "nighthawk.runner",  # the road of a step
     "nighthawk.oversight",  # oversight and its audit hook
@@ -85,7 +86,7 @@ def test_a_listener_still_receives_the_events_of_a_run(tmp_path: Path) -> None:
 
 def test_public_names_of_a_step_still_resolve_on_first_use(tmp_path: Path) -> None:
     code = "import nighthawk as nh\nnh.AgentStepExecutor; nh.tool; nh.estimate_tokens; nh.oversight.read_only\n"
-    assert set(loaded_after(code, tmp_path)) >= {"nighthawk._tool_registry", "nighthawk._tokens", "nighthawk.oversight"}
+    assert set(loaded_after(code, tmp_path)) >= {"nighthawk._tool_registry", "nighthawk.prompting._tokens", "nighthawk.oversight"}
 
 
 def test_the_executor_module_still_gives_its_retry_counts_and_key_check() -> None:

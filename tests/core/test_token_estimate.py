@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 import nighthawk as nh
-from nighthawk._tokens import estimate_tokens
+from nighthawk.prompting._tokens import estimate_tokens
 from scripting import call, finish, scripted_executor
 
 ENCODINGS = ("o200k_base", "cl100k_base")

@@ -1,4 +1,4 @@
-"""Tests for `nighthawk._tokens`: lazy loading, the offline fallback and strictness (never the network)."""
+"""Tests for `nighthawk.prompting._tokens`: lazy loading, the offline fallback and strictness (never the network)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from nighthawk import _tokens
-from nighthawk._tokens import NighthawkTokenizerWarning, estimate_tokens, get_token_counter
+from nighthawk.prompting import _tokens
+from nighthawk.prompting._tokens import NighthawkTokenizerWarning, estimate_tokens, get_token_counter
 from nighthawk.errors import NighthawkError
 
 CORE = Path(__file__).resolve().parents[2] / "core"
@@ -55,7 +55,7 @@ def fake_tiktoken(monkeypatch):
 
 
 def test_importing_the_module_does_not_import_tiktoken():
-    code = "import sys, nighthawk._tokens; print('tiktoken' in sys.modules)"
+    code = "import sys, nighthawk.prompting._tokens; print('tiktoken' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": str(CORE)}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert result.stdout.strip() == "False"

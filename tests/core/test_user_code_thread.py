@@ -19,7 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
-from nighthawk import _tokens
+from nighthawk.prompting import _tokens
 
 
 @pytest.fixture(autouse=True)

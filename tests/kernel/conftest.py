@@ -23,7 +23,7 @@ pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 def pytest_configure(config: pytest.Config) -> None:
     # Offline, tiktoken cannot fetch its vocabulary; the core then estimates token counts and warns once.
-    config.addinivalue_line("filterwarnings", "ignore::nighthawk._tokens.NighthawkTokenizerWarning")
+    config.addinivalue_line("filterwarnings", "ignore::nighthawk.prompting._tokens.NighthawkTokenizerWarning")
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ accepts plain data only and names any entry of the wrong shape. Every string pas
 file holds no key or header.
 
 The key holds only what the model sees. Prompts do not depend on the machine (token budgets are always
-estimated, see `_tokens`), so a store recorded anywhere replays anywhere; the context limits, renderer
+estimated, see `nighthawk.prompting._tokens`), so a store recorded anywhere replays anywhere; the context limits, renderer
 style and library versions an entry was recorded with are kept beside the key, and a miss names them when
 they differ.
 

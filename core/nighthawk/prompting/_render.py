@@ -26,8 +26,6 @@ import functools
 import itertools
 import json
 import math
-import re
-import reprlib
 import types
 import uuid
 from collections.abc import (
@@ -42,18 +40,32 @@ from collections.abc import (
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from .secrets._values import credential_columns
-from .secrets import looks_ordinary
+from ..secrets import looks_ordinary
+from ..secrets._values import credential_columns
+from ._reprs import (
+    ELLIPSIS,
+    SCRUB_MARGIN,
+    ArrayRows,
+    Unavailable,
+    array_shape,
+    attributes,
+    bounded_repr,
+    escape,
+    safe_repr,
+    short_number_reprs,
+    size_text,
+    sniff_media_type,
+    type_name,
+)
 
 if TYPE_CHECKING:
+    from ..configuration import JsonRendererStyle
+    from ..secrets import ContextRedaction
     from ._tokens import TokenCounter
-    from .configuration import JsonRendererStyle
-    from .secrets import ContextRedaction
 
-__all__ = ["SNIFF_BYTES", "bounded_repr", "render_value", "size_text", "sniff_media_type", "type_name"]
+__all__ = ["render_value"]
 
 _STYLES = ("strict", "default", "detailed")
-_ELLIPSIS = "…"
 _CHARS_PER_TOKEN = 4
 # A child gets at least this many characters when the budget allows, so one huge sibling count does not
 # shrink every item to a bare ellipsis.
@@ -64,102 +76,11 @@ _HEAD_FRACTION = 4
 _MAX_DEPTH = 24
 _MAX_KEY_CHARS = 80
 _MAX_KNOWN_KEYS = 4_096  # remembered per style and masking rules (`_known_keys`), none over `_MAX_KEY_CHARS`
-# Secrets that straddle a cut are still recognised: the scrubber sees this much text past the cut.
-_SCRUB_MARGIN = 512
 # Beyond this many bits `str(int)` is slow and may exceed `sys.int_max_str_digits`.
 _MAX_INT_BITS = 4_000
 _SORT_SET_LIMIT = 256
 _FRAME_ROWS = 5
 _FRAME_COLUMNS = 20
-_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# Leading bytes of the formats the providers take, checked in order. WebP is RIFF with a `WEBP` tag at 8.
-_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"%PDF-", "application/pdf"),
-)
-SNIFF_BYTES = 16
-"""How many leading bytes `sniff_media_type` reads."""
-
-
-def sniff_media_type(data: bytes | bytearray | memoryview) -> str | None:
-    """The media type `data` starts like (PNG, JPEG, GIF, WebP, PDF), or `None`."""
-    head = bytes(data[:SNIFF_BYTES])
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return next((media_type for signature, media_type in _SIGNATURES if head.startswith(signature)), None)
-
-
-def size_text(size: int) -> str:
-    """A byte count as people read it: `512 B`, `23.6 kB`, `4.1 MB`."""
-    if size < 1000:
-        return f"{size} B"
-    if size < 1_000_000:
-        return f"{size / 1000:.1f} kB"
-    return f"{size / 1_000_000:.1f} MB"
-
-
-def type_name(value: object) -> str:
-    """Return a short readable name for the type of `value` (`int`, `DataFrame`, `Outer.Inner`)."""
-    cls = type(value)
-    qualname = getattr(cls, "__qualname__", None) or cls.__name__
-    # Classes defined in a function carry `f.<locals>.` in their qualified name; the bare name reads better.
-    return cls.__name__ if "<locals>" in qualname else qualname
-
-
-def _strip_addresses(text: str) -> str:
-    # Default reprs embed memory addresses; dropping them keeps renderings deterministic across runs.
-    return _ADDRESS.sub("", text)
-
-
-_REPR = reprlib.Repr()
-_REPR.maxstring = 60
-_REPR.maxother = 60
-_REPR.maxlong = 60
-
-
-def bounded_repr(value: object, max_chars: int) -> str:
-    """Return a Python-syntax repr of `value` that is cut to `max_chars` and never fails.
-
-    Containers are sampled by `reprlib`, so their size does not matter; other objects still run their own
-    `__repr__`, whose result is cut.
-    """
-    try:
-        text = _REPR.repr(value)
-    except Exception as exc:  # a user __repr__ may raise anything
-        return f"<repr failed: {type(exc).__name__}>"
-    text = _strip_addresses(text[: max_chars + 64])
-    return text if len(text) <= max_chars else text[: max(max_chars - 1, 0)] + _ELLIPSIS
-
-
-def _safe_repr(value: object, max_chars: int) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:
-        return f"<repr failed: {type(exc).__name__}>"
-    # Strip before cutting so a cut never leaves half an address behind.
-    return _strip_addresses(text[: max_chars + _SCRUB_MARGIN])
-
-
-def _escape(text: str) -> str:
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return text  # nothing JSON escapes (a key, a word, a number): as `json.dumps` would give it
-    body = json.dumps(text, ensure_ascii=False)[1:-1]
-    # Lone surrogates (from surrogateescape decoding) cannot be sent as UTF-8; escape them as \\uXXXX.
-    return json.dumps(text)[1:-1] if _SURROGATE.search(body) else body
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class _Unavailable:
-    """Stands in for an attribute or field whose read raised."""
-
-    error: str
-    """Name of the exception type."""
-
-
 class _Walker:
     """One bounded walk; holds the ids of the containers on the current path to detect cycles."""
 
@@ -175,10 +96,10 @@ class _Walker:
         if self.style == "strict":
             return ""
         # The count tells the model how big the value is (a list of 5,000 records shows a handful).
-        return f"/* {count} more */" if self.style == "detailed" else f"{_ELLIPSIS}(+{count})"
+        return f"/* {count} more */" if self.style == "detailed" else f"{ELLIPSIS}(+{count})"
 
     def elided(self) -> str:
-        return f'"{_ELLIPSIS}"' if self.style == "strict" else _ELLIPSIS
+        return f'"{ELLIPSIS}"' if self.style == "strict" else ELLIPSIS
 
     # --- strings -------------------------------------------------------------------------------------
 
@@ -189,10 +110,10 @@ class _Walker:
         """
         if budget < 3:
             return None
-        whole = total is None and len(s) <= budget + _SCRUB_MARGIN
-        window = self.redaction.scrub_text(s if whole else s[: budget + _SCRUB_MARGIN])
+        whole = total is None and len(s) <= budget + SCRUB_MARGIN
+        window = self.redaction.scrub_text(s if whole else s[: budget + SCRUB_MARGIN])
         if whole:
-            body = _escape(window)
+            body = escape(window)
             if len(body) + 2 <= budget:
                 return f'"{body}"'
         n = len(s) if total is None else total
@@ -200,15 +121,15 @@ class _Walker:
         suffix = suffix if self.style == "detailed" else ""
         room = budget - 3 - len(suffix)
         if room < 1:
-            return f'"{_ELLIPSIS}"'
+            return f'"{ELLIPSIS}"'
         keep = room
-        body = _escape(window[:keep])
+        body = escape(window[:keep])
         while len(body) > room:
             keep -= max(len(body) - room, 1)
-            body = _escape(window[:keep])
+            body = escape(window[:keep])
         if suffix and unit != "bytes":
             suffix = f"/* {max(n - keep, 1)} more {unit} */"
-        return f'"{body}{_ELLIPSIS}"{suffix}'
+        return f'"{body}{ELLIPSIS}"{suffix}'
 
     def fit(self, s: str, budget: int) -> str | None:
         return s if len(s) <= budget else None
@@ -288,7 +209,7 @@ class _Walker:
         return _NOT_SCALAR
 
     def _composite(self, value: object, budget: int, depth: int) -> str | None:
-        shape = _array_shape(value)
+        shape = array_shape(value)
         if shape is not None:
             return self._array_like(value, shape, budget, depth)
         if isinstance(value, Mapping):
@@ -305,24 +226,24 @@ class _Walker:
             return self._container(n, ((None, item) for item in items), budget, depth, "[]")
         if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
             n = len(value)
-            numbers = _short_number_reprs(value, budget // 2)
+            numbers = short_number_reprs(value, budget // 2)
             if n and numbers is not None:
                 return self._container(n, iter(()), budget, depth, "[]", numbers=numbers)
             return self._container(n, ((None, item) for item in value), budget, depth, "[]")
         if dataclasses.is_dataclass(value):
             fields = [f.name for f in dataclasses.fields(value) if f.repr]
-            return self._container(len(fields), _attributes(value, fields), budget, depth, "{}")
+            return self._container(len(fields), attributes(value, fields), budget, depth, "{}")
         model_fields = getattr(type(value), "model_fields", None)
         if isinstance(model_fields, dict) and hasattr(value, "model_dump"):  # a pydantic model
             names = [name for name, info in model_fields.items() if getattr(info, "repr", True)]
-            return self._container(len(names), _attributes(value, names), budget, depth, "{}")
+            return self._container(len(names), attributes(value, names), budget, depth, "{}")
         attrs = getattr(value, "__dict__", None)
         if type(value).__repr__ is object.__repr__ and isinstance(attrs, dict) and attrs:
             # A default repr says nothing but the class; the public attributes say more.
             names = [name for name in itertools.islice(attrs, 1024) if not name.startswith("_")]
             if names:
-                return self._container(len(names), _attributes(value, names), budget, depth, "{}")
-        return self.text(_safe_repr(value, budget), budget)
+                return self._container(len(names), attributes(value, names), budget, depth, "{}")
+        return self.text(safe_repr(value, budget), budget)
 
     # --- containers ----------------------------------------------------------------------------------
 
@@ -405,7 +326,7 @@ class _Walker:
         room = share - len(key_json) - 1
         if sensitive and not isinstance(item, _Label):
             value_json = self.text(self.redaction.placeholder, room)
-        elif isinstance(item, _Unavailable):
+        elif isinstance(item, Unavailable):
             value_json = self.text(f"<unavailable: {item.error}>", room)
         else:
             value_json = self.render(item, room, depth + 1)
@@ -437,7 +358,7 @@ class _Walker:
     def _array_like(self, value: object, shape: tuple[int, ...], budget: int, depth: int) -> str | None:
         if not shape:  # a 0-d array or a numpy scalar
             item = getattr(value, "item", None)
-            return self.render(item() if callable(item) else _safe_repr(value, budget), budget, depth + 1)
+            return self.render(item() if callable(item) else safe_repr(value, budget), budget, depth + 1)
         cls = type(value)
         if hasattr(cls, "columns") and hasattr(cls, "iloc"):  # a DataFrame
             # Column names once with their dtypes, then rows as plain lists: records would repeat every
@@ -460,7 +381,7 @@ class _Walker:
                 "head": {key: self._cell(cell, None in masked) for key, cell in head.items()},
             }
         else:
-            rows = _ArrayRows(value, shape[0])
+            rows = ArrayRows(value, shape[0])
             summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?")), "data": rows}
         return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
 
@@ -491,69 +412,6 @@ class _Label(str):
 
 
 _NOT_SCALAR = object()
-
-
-def _attributes(value: object, names: list[str]) -> Iterator[tuple[object, object]]:
-    for name in names:
-        try:
-            yield name, getattr(value, name)
-        except Exception as exc:
-            yield name, _Unavailable(error=type(exc).__name__)
-
-
-def _short_number_reprs(value: object, most: int) -> list[str] | None:
-    """The reprs of the first `most` items of list or tuple `value` (what `_Walker.render` gives each) when all
-    are ints and finite floats under 10**30, each then at most `_MIN_SHARE` characters; else `None`. Told in
-    C: no item is dispatched."""
-    if type(value) not in (list, tuple):  # a user's list type goes the usual way
-        return None
-    items = value[:most]  # type: ignore[index]
-    if not items or not set(map(type, items)) <= {int, float}:  # a bool, an enum or an int subclass: neither
-        return None
-    try:
-        small = sum(map(abs, items)) < 1e30  # an infinity or a NaN makes the sum one too: neither is below
-    except OverflowError:  # an int too big for a float beside a float
-        return None
-    return list(map(repr, items)) if small else None
-
-
-def _array_shape(value: object) -> tuple[int, ...] | None:
-    """Return the shape of an array-like value (a tuple `shape`, a `dtype`/`dtypes` on its class), else `None`."""
-    try:
-        shape = getattr(value, "shape", None)
-        if not isinstance(shape, tuple) or not all(isinstance(d, int) for d in shape):
-            return None
-        # Look on the class: on a DataFrame, `dtypes` is a property that builds a Series of every column.
-        cls = type(value)
-        if not (hasattr(cls, "dtype") or hasattr(cls, "dtypes")):
-            return None
-    except Exception:
-        return None
-    return shape
-
-
-class _ArrayRows(Collection[object]):
-    """A lazy view of the leading axis of an array: `len` is the axis length, items come from indexing."""
-
-    def __init__(self, array: object, length: int) -> None:
-        self._array = array
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __contains__(self, item: object) -> bool:  # required by Collection; never used by the walker
-        return False
-
-    def __iter__(self) -> Iterator[object]:
-        for index in range(self._length):
-            row = self._array[index]  # type: ignore[index]
-            shape = getattr(row, "shape", None)
-            if isinstance(shape, tuple) and shape:
-                yield _ArrayRows(row, shape[0])
-            else:
-                item = getattr(row, "item", None)
-                yield item() if callable(item) else row
 
 
 def render_value(

@@ -25,7 +25,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import NighthawkError
+from ..errors import NighthawkError
 
 __all__ = [
     "BUDGET_COUNTER",
@@ -171,7 +171,9 @@ def _resolve_encoding_name(encoding: str | None, model_name: str | None) -> str:
         return encoding
     if model_name:
         try:
-            from tiktoken.model import encoding_name_for_model  # a table lookup; it never downloads
+            from tiktoken.model import (
+                encoding_name_for_model,  # a table lookup; it never downloads
+            )
         except ImportError:
             return DEFAULT_ENCODING
         # Accept a full `provider:model` string as well as a bare model name.

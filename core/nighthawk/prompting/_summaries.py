@@ -26,12 +26,13 @@ import typing
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ._render import bounded_repr, render_value, type_name
+from ._render import render_value
+from ._reprs import bounded_repr, type_name
 
 if TYPE_CHECKING:
+    from ..configuration import JsonRendererStyle, StepContextLimits
+    from ..secrets import ContextRedaction
     from ._tokens import TokenCounter
-    from .configuration import JsonRendererStyle, StepContextLimits
-    from .secrets import ContextRedaction
 
 __all__ = ["SNIPPED_MARKER", "render_entry", "render_globals_summary", "render_locals_summary"]
 

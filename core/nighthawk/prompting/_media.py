@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ._render import SNIFF_BYTES, size_text, sniff_media_type
-from .errors import NighthawkError
-from .events import MediaShown
+from ..errors import NighthawkError
+from ..events import MediaShown
+from ._reprs import SNIFF_BYTES, size_text, sniff_media_type
 
 __all__ = [
     "FIGURE_DPI",
@@ -98,7 +98,10 @@ class Attachment:
         """The pydantic-ai value the model is sent."""
         if self.source is not None:
             return self.source
-        from pydantic_ai.messages import BinaryContent, ImageUrl  # here: `import nighthawk` leaves pydantic-ai out
+        from pydantic_ai.messages import (  # here: `import nighthawk` leaves pydantic-ai out
+            BinaryContent,
+            ImageUrl,
+        )
 
         if self.data is None:
             assert self.url is not None

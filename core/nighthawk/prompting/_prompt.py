@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from string import Template
 
+from ..configuration import StepExecutorConfiguration
+from ..runtime import prompt_suffix_fragments
+from ..secrets._scrubber import current_scrubber
+from ..step import StepContext
 from ._media import Attachment, media_placeholders
-from .secrets._scrubber import current_scrubber
-from .configuration import StepExecutorConfiguration
-from .context import render_globals_summary, render_locals_summary
-from .runtime import prompt_suffix_fragments
-from .step import StepContext
+from ._summaries import render_globals_summary, render_locals_summary
 
 __all__ = ["prompt_cache_settings", "render_prompts"]
 

@@ -1,0 +1,13 @@
+"""What the model sees: everything that turns a step into the text (and media) of its requests.
+
+- `_prompt.py` assembles a step's system and user prompts from the configured templates (`_templates.py`).
+- `_summaries.py` writes the locals and globals summaries of the user prompt.
+- `_render.py` renders any value within a token budget; `_reprs.py` holds the short, safe texts it and the
+  summaries build on (type names, bounded reprs, media sniffing).
+- `_tokens.py` counts tokens: the vocabulary-free estimate that every prompt budget uses, exact counts
+  for reports where a vocabulary is available.
+- `_media.py` finds the images and documents a block reads and sends them beside the text.
+
+The package face imports nothing: `configuration.py` reads the default templates when `import nighthawk`
+runs, and that must not load the rendering stack.
+"""
