@@ -31,8 +31,8 @@ STEP_ONLY = (
     "nighthawk.secrets._values",
     "nighthawk.executor",  # the kernel's executor, built when the first step asks for it
     "nighthawk._step_agent",
-    "nighthawk._render",
-    "nighthawk.prompt",
+    "nighthawk.prompting._prompt",  # the prompt and value rendering
+    "nighthawk.prompting._render",
     "nighthawk.batch",
     "nighthawk_ipython._magics",  # the magics' code, imported when one is first used
     "nighthawk_ipython._live",  # the step displayer and its records
