@@ -16,6 +16,13 @@ pytest.importorskip("ipywidgets")
 from live import Live, autoloading_ipython_dir, live_kernel  # noqa: E402
 
 STEP_ONLY = (
+    "nighthawk.runtime",  # the core's face names load on first use (only the budgets with the package)
+    "nighthawk.step",
+    "nighthawk.configuration",
+    "nighthawk.decorator",
+    "nighthawk.secrets",
+    "nighthawk.agents",
+    "nighthawk._validation",
     "nighthawk.events",  # the event classes
     "nighthawk.runner",  # the road of a step and what it brings
     "nighthawk._deadline",
