@@ -17,6 +17,10 @@ from ._table import LAZY_MAGICS, MAGICS_SPEC
 
 __all__ = ["configure", "load", "unload"]
 
+_REPLACED = "_nighthawk_replaced_declarations"
+"""Shell attribute: the lazy declarations made elsewhere that `load` replaced, by (name, kind) (the shell
+outlives any reload of this module)."""
+
 
 def load(shell: Any) -> None:
     """`load_ipython_extension`: register settings, magics and the hook (idempotent)."""
@@ -35,6 +39,10 @@ def load(shell: Any) -> None:
     else:
         for kind, names in LAZY_MAGICS.items():
             for name, spec in names.items():
+                # Our declaration replaces the startup file's; unloading puts that one back (`unload`).
+                placeholder_spec = getattr(manager.magics[kind].get(name), "spec", spec)
+                if placeholder_spec != spec:
+                    vars(shell).setdefault(_REPLACED, {})[name, kind] = placeholder_spec
                 manager.register_lazy(name, spec, kind)
     for event, hook in (("pre_run_cell", state.pre_run_cell), ("post_run_cell", state.post_run_cell)):
         if hook not in shell.events.callbacks[event]:
@@ -63,13 +71,15 @@ def unload(shell: Any) -> None:
     """`unload_ipython_extension`: undo `load` (idempotent)."""
     state = forget_state(shell)
     manager = shell.magics_manager
+    replaced: dict[tuple[str, str], str] = vars(shell).pop(_REPLACED, {})
     for kind, names in LAZY_MAGICS.items():
         for name, spec in names.items():
             manager.magics[kind].pop(name, None)
             declared = manager.lazy_magics.get(name)
             if declared == spec:
                 del manager.lazy_magics[name]
-            elif declared is not None:
+                declared = replaced.get((name, kind))
+            if declared is not None:
                 _declare_again(shell, name, declared, kind)
     manager.registry.pop(MAGICS_SPEC.rpartition(":")[2], None)
     if state is None:

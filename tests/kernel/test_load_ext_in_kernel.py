@@ -99,3 +99,10 @@ def test_a_natural_function_in_the_first_cell_after_load_ext_runs_and_is_display
     cell = live.ok(TRIPLE)
     assert cell.result == "15"
     assert "outcome: return x * 3 -> 15" in cell.displayed
+
+
+def test_after_unload_ext_the_next_magic_loads_the_extension_again(loaded: list[str], live: Live) -> None:
+    # `%load_ext` replaced the startup file's declaration with its own; unloading puts the startup file's back.
+    live.ok("%unload_ext nighthawk")
+    live.ok("%nighthawk display text")  # fails with "Line magic function `%nighthawk` not found" otherwise
+    assert live.ok("'nighthawk' in get_ipython().extension_manager.loaded").result == "True"
