@@ -17,6 +17,10 @@ from ._table import LAZY_MAGICS, MAGICS_SPEC
 
 __all__ = ["configure", "load", "unload"]
 
+_REPLACED = "_nighthawk_replaced_declarations"
+"""Shell attribute: the lazy declarations made elsewhere that `load` replaced, by (name, kind) (the shell
+outlives any reload of this module)."""
+
 
 def load(shell: Any) -> None:
     """`load_ipython_extension`: register settings, magics and the hook (idempotent)."""
@@ -24,13 +28,7 @@ def load(shell: Any) -> None:
     if state.settings not in shell.configurables:
         shell.configurables.append(state.settings)
     manager = shell.magics_manager
-    # A placeholder with another spec means IPython is loading us to resolve a declaration made elsewhere
-    # (the startup file declares the magics against the `nighthawk` extension): the magic is about to run.
-    resolving = any(
-        getattr(manager.magics[kind].get(name), "spec", spec) != spec
-        for kind, names in LAZY_MAGICS.items()
-        for name, spec in names.items()
-    )
+    resolving = _resolving(manager)
     if resolving or "nighthawk_ipython._magics" in sys.modules:
         # About to be used, or already imported (a reload): register for real; a lazy declaration would
         # replace the placeholder IPython is resolving, or be skipped by its memory of loaded specs.
@@ -41,24 +39,47 @@ def load(shell: Any) -> None:
     else:
         for kind, names in LAZY_MAGICS.items():
             for name, spec in names.items():
+                # Our declaration replaces the startup file's; unloading puts that one back (`unload`).
+                placeholder_spec = getattr(manager.magics[kind].get(name), "spec", spec)
+                if placeholder_spec != spec:
+                    vars(shell).setdefault(_REPLACED, {})[name, kind] = placeholder_spec
                 manager.register_lazy(name, spec, kind)
     for event, hook in (("pre_run_cell", state.pre_run_cell), ("post_run_cell", state.post_run_cell)):
         if hook not in shell.events.callbacks[event]:
             shell.events.register(event, hook)
-    state.pre_run_cell()
+    state.prepare_on_first_use()
+
+
+def _resolving(manager: Any) -> bool:
+    """Whether IPython is loading us to resolve a declaration made elsewhere: the magic is about to run.
+
+    The startup file declares the magics against the `nighthawk` extension, so in most kernels a placeholder
+    with that spec stands in the table when the user types `%load_ext nighthawk` as well; only a placeholder
+    whose spec IPython has started to load (it marks the spec before loading the extension) is being resolved.
+    """
+    started = getattr(manager, "_loaded_lazy", None)
+    for kind, names in LAZY_MAGICS.items():
+        for name, spec in names.items():
+            declared = getattr(manager.magics[kind].get(name), "spec", spec)
+            # Without IPython's mark, register for real: always right, only slower.
+            if declared != spec and (not isinstance(started, set) or declared in started):
+                return True
+    return False
 
 
 def unload(shell: Any) -> None:
     """`unload_ipython_extension`: undo `load` (idempotent)."""
     state = forget_state(shell)
     manager = shell.magics_manager
+    replaced: dict[tuple[str, str], str] = vars(shell).pop(_REPLACED, {})
     for kind, names in LAZY_MAGICS.items():
         for name, spec in names.items():
             manager.magics[kind].pop(name, None)
             declared = manager.lazy_magics.get(name)
             if declared == spec:
                 del manager.lazy_magics[name]
-            elif declared is not None:
+                declared = replaced.get((name, kind))
+            if declared is not None:
                 _declare_again(shell, name, declared, kind)
     manager.registry.pop(MAGICS_SPEC.rpartition(":")[2], None)
     if state is None:

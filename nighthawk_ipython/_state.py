@@ -1,9 +1,11 @@
 """What the extension keeps for one shell (`KernelState`), and the hooks that keep it in step with the core.
 
-Once `nighthawk` is imported (always the case after `%load_ext nighthawk`), the hooks make sure that the
-kernel's executor is the default one and that the step displayer listens, so natural functions called from
-plain cells are displayed like `%%natural` cells, and bound every cell by the cell budget when one is set.
-Both the loader (`_extension`) and the magics (`_magics`) reach the state through `state_for`.
+The state gets ready (the kernel's executor installed as the default one, the step displayer listening, so
+natural functions called from plain cells are displayed like `%%natural` cells) the first time the process
+runs something: a `%%natural` cell, or the core's first run, scope, block or map (`nighthawk._first_use`),
+so that `%load_ext` only registers. From then on the hooks keep it ready at every cell, and bound every cell
+by the cell budget when one is set. Both the loader (`_extension`) and the magics (`_magics`) reach the state
+through `state_for`.
 
 This module is imported by `%load_ext`, so it imports the core and the displayer (`_live`, which imports the
 core) inside the functions that need them: `%load_ext nighthawk_ipython` leaves the core unimported (the
@@ -43,6 +45,14 @@ class KernelState:
         self.displayer: Any = None
         """The `StepDisplayer` listening to the event stream, once the core is imported."""
         self._cell_budget = ExitStack()
+
+    def prepare_on_first_use(self) -> None:
+        """Get ready when the core first runs something, not now (once the core is imported; idempotent)."""
+        if "nighthawk" not in sys.modules:  # `%load_ext nighthawk_ipython`: the cell hook asks again later
+            return
+        from nighthawk._first_use import prepare_on_first_use  # the core is imported (checked above)
+
+        prepare_on_first_use(self.ready)
 
     def ready(self) -> None:
         """Install the kernel's executor (unless one is in force) and start displaying steps."""
@@ -87,11 +97,14 @@ class KernelState:
         return display_mode_override(mode)
 
     def pre_run_cell(self, info: Any = None) -> None:
-        """IPython hook: get ready as soon as the core has been imported (cheap check otherwise), and open
-        the cell's budget when one is set."""
+        """IPython hook: once ready, stay ready (a change of settings or a user's executor since the last
+        cell); before that, wait for the core's first use; and open the cell's budget when one is set."""
         if "nighthawk" not in sys.modules:
             return
-        self.ready()
+        if self.displayer is not None:
+            self.ready()
+        else:
+            self.prepare_on_first_use()
         bound = self.settings.cell_budget() if info is not None else None
         if bound is not None:
             from nighthawk.budget import budget  # the core is imported (checked above); a lookup, not a load
@@ -109,6 +122,10 @@ class KernelState:
     def close(self) -> None:
         """Keep the settings on the shell for the next load, stop listening and give the default executor back."""
         setattr(self.shell, _SAVED_SETTINGS, self.settings.snapshot())
+        if "nighthawk" in sys.modules:
+            from nighthawk._first_use import forget_preparation  # imported with the core, a lookup only
+
+            forget_preparation(self.ready)
         if self.displayer is not None:
             from nighthawk._listeners import remove_process_listener  # imported with the displayer, a lookup only
 

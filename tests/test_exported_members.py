@@ -15,7 +15,7 @@ def test_all_lists_exactly_the_public_names() -> None:
         for name, value in vars(nighthawk).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType) and name != "annotations"
     }
-    lazy = nighthawk._BATCH_NAMES | nighthawk._AGENT_SETTINGS | nighthawk._STEP_NAMES.keys()  # those load on first use
+    lazy = nighthawk._BATCH_NAMES | nighthawk._AGENT_SETTINGS | nighthawk._STEP_NAMES.keys() | nighthawk._FACE_NAMES.keys()  # those load on first use
     assert set(nighthawk.__all__) == public | lazy | nighthawk._SUBMODULES
 
 

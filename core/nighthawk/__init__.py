@@ -1,57 +1,18 @@
 """Nighthawk: Python controls the flow, an LLM executes small Natural blocks against live Python state.
 
 `import nighthawk` imports neither IPython nor pydantic-ai, nor Ray (`nighthawk.ray` is imported when first
-used); `%load_ext nighthawk` forwards to `nighthawk_ipython`.
+used), and of its own modules only the budgets: every other public name is imported on first use (PEP 562,
+`__getattr__` below), so that `%load_ext nighthawk`, which imports this package, stays cheap;
+`%load_ext nighthawk` forwards to `nighthawk_ipython`.
 """
 
 from __future__ import annotations
 
 from typing import Any as _Any
 
+# Eager: the module `nighthawk.budget` would otherwise, once any code imports it, shadow the function `budget`
+# (the import system sets a loaded submodule as an attribute of its package).
 from .budget import StepUsage, UsageBudget, budget, session_usage
-from .configuration import (
-    JsonableValue,
-    StepContextLimits,
-    StepExecutorConfiguration,
-    StepExecutorConfigurationPatch,
-    StepPromptTemplates,
-    to_jsonable_value,
-)
-from .decorator import natural_function
-from .errors import (
-    BudgetExceededError,
-    ExecutionError,
-    MapItemError,
-    MapStoppedError,
-    ModelConfigurationError,
-    NaturalParseError,
-    NighthawkError,
-    OperationRefusedError,
-    OversightRejectedError,
-    StepAbortedError,
-    ToolEvaluationError,
-    ToolRegistrationError,
-    ToolValidationError,
-    last_error,
-)
-from .secrets import ContextRedaction
-from .runtime import (
-    ExecutionContext,
-    ExecutionRef,
-    StepExecutor,
-    UsageMeter,
-    get_current_usage_meter,
-    get_execution_context,
-    get_execution_ref,
-    get_implicit_references,
-    get_step_executor,
-    get_system_prompt_suffix_fragments,
-    get_user_prompt_suffix_fragments,
-    run,
-    scope,
-    set_default_step_executor,
-)
-from .step import StepContext, get_current_step_context
 
 __all__ = [
     "AgentStepExecutor",
@@ -133,6 +94,51 @@ _SUBMODULES = frozenset({"oversight", "resilience"})
 """Public submodules listed in `__all__`, as nighthawk-python lists them; both load on first use."""
 
 
+_FACE_NAMES: dict[str, str] = {
+    "JsonableValue": ".configuration",
+    "StepContextLimits": ".configuration",
+    "StepExecutorConfiguration": ".configuration",
+    "StepExecutorConfigurationPatch": ".configuration",
+    "StepPromptTemplates": ".configuration",
+    "to_jsonable_value": ".configuration",
+    "natural_function": ".decorator",
+    "BudgetExceededError": ".errors",
+    "ExecutionError": ".errors",
+    "MapItemError": ".errors",
+    "MapStoppedError": ".errors",
+    "ModelConfigurationError": ".errors",
+    "NaturalParseError": ".errors",
+    "NighthawkError": ".errors",
+    "OperationRefusedError": ".errors",
+    "OversightRejectedError": ".errors",
+    "StepAbortedError": ".errors",
+    "ToolEvaluationError": ".errors",
+    "ToolRegistrationError": ".errors",
+    "ToolValidationError": ".errors",
+    "last_error": ".errors",
+    "ExecutionContext": ".runtime",
+    "ExecutionRef": ".runtime",
+    "StepExecutor": ".runtime",
+    "UsageMeter": ".runtime",
+    "get_current_usage_meter": ".runtime",
+    "get_execution_context": ".runtime",
+    "get_execution_ref": ".runtime",
+    "get_implicit_references": ".runtime",
+    "get_step_executor": ".runtime",
+    "get_system_prompt_suffix_fragments": ".runtime",
+    "get_user_prompt_suffix_fragments": ".runtime",
+    "run": ".runtime",
+    "scope": ".runtime",
+    "set_default_step_executor": ".runtime",
+    "ContextRedaction": ".secrets",
+    "StepContext": ".step",
+    "get_current_step_context": ".step",
+}
+"""The other public names and their modules, imported on first use: `import nighthawk` (and so `%load_ext
+nighthawk`, which imports this package) loads almost nothing; `nighthawk.natural_function` loads the parser,
+`nighthawk.run` the runtime."""
+
+
 _STEP_NAMES: dict[str, str] = {
     "AgentStepExecutor": ".executor",
     "estimate_tokens": ".prompting._tokens",
@@ -156,8 +162,8 @@ _AGENT_SETTINGS = frozenset({"ClaudeCodeCliModelSettings", "ClaudeCodeSdkModelSe
 def __getattr__(name: str) -> _Any:
     import importlib
 
-    if name in _STEP_NAMES:
-        value = getattr(importlib.import_module(_STEP_NAMES[name], __name__), name)
+    if name in _FACE_NAMES or name in _STEP_NAMES:
+        value = getattr(importlib.import_module(_FACE_NAMES.get(name) or _STEP_NAMES[name], __name__), name)
         globals()[name] = value
         return value
     if name in _AGENT_SETTINGS:
@@ -174,6 +180,13 @@ def __getattr__(name: str) -> _Any:
     # only names them again. `nh.events.listen(...)`: the event classes, which `import nighthawk` does not make.
     if name in ("events", "ray", "redaction", *_SUBMODULES):
         return importlib.import_module(f"{__name__}.{name}")
+    # Any other submodule (`nighthawk.runtime` after a plain `import nighthawk`), which the face no longer loads.
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -51,6 +51,7 @@ try:  # pydantic-ai's own request helper and bookkeeping, so a request and its u
     from pydantic_ai._agent_graph import _record_billed_usage, model_request, resolve_conversation_id, resolve_run_id
     from pydantic_ai._context_size import context_input_tokens
     from pydantic_ai._genai_prices import fill_response_cost
+    from genai_prices.data_snapshot import get_snapshot  # pydantic-ai's price data, to skip unknown models
     from pydantic_ai._utils import now_utc
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.tools import RunContext
@@ -213,7 +214,7 @@ async def first_round(
     kept.run_id = kept.run_id or request.run_id
     kept.conversation_id = kept.conversation_id or request.conversation_id
     kept.model_id = kept.model_id or model.model_id
-    fill_response_cost(kept)
+    _fill_cost(kept)
     messages.append(kept)
     made = 0
 
@@ -266,6 +267,41 @@ def has_fallback(model: Any) -> bool:
         if isinstance(model, FallbackModel):
             return True
         model = getattr(model, "wrapped", None)
+    return False
+
+
+_UNPRICED_MAX = 64
+_unpriced: dict[tuple[str | None, str | None, str | None], object] = {}
+"""Models genai-prices does not know (a local server's, a fine-tune), by (model, provider URL, provider), with
+the price data they were looked up in."""
+
+
+def _fill_cost(response: ModelResponse) -> None:
+    """`fill_response_cost`, without looking again for a model the price data was found not to know: the lookup
+    walks every model of the provider for each response (a tenth of a millisecond), and every item of a map to
+    a local model would pay it for nothing."""
+    key = (response.model_name, response.provider_url, response.provider_name)
+    snapshot = get_snapshot()
+    if response.usage.cost is not None or _unpriced.get(key) is snapshot:
+        return
+    fill_response_cost(response)
+    if response.usage.cost is None and not _known(snapshot, *key):
+        if len(_unpriced) >= _UNPRICED_MAX:
+            _unpriced.clear()
+        _unpriced[key] = snapshot
+
+
+def _known(snapshot: Any, model_name: str | None, url: str | None, provider: str | None) -> bool:
+    """Whether the price data knows the model under its provider URL or name (pydantic-ai's lookup order)."""
+    if not model_name:
+        return False
+    for provider_id, provider_url in ((None, url), (provider, None)):
+        if provider_id or provider_url:
+            try:
+                snapshot.find_provider_model(model_name, None, provider_id, provider_url)
+            except LookupError:
+                continue
+            return True
     return False
 
 

@@ -1,8 +1,8 @@
 """Who shows a map's progress: the `ProgressRenderer` protocol and the factory a front end registers.
 
-Apart from `batch/progress.py` so that a front end can register its factory when it loads (the kernel
-extension does, in `%load_ext`) without importing the map machinery (`nighthawk.batch` imports the road of
-a step); `nighthawk.batch.progress` re-exports these names.
+Apart from `batch/progress.py` so that a front end can register its factory (the kernel extension does when
+the process first runs something, `_first_use`) without importing the map machinery (`nighthawk.batch`
+imports the road of a step); `nighthawk.batch.progress` re-exports these names.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from ._first_use import prepare_pending
 from .budget import UsageTotals
 
 __all__ = ["ProgressRenderer", "RendererFactory", "registered_renderer", "use_renderer"]
@@ -47,6 +48,7 @@ _factory: RendererFactory | None = None
 
 def registered_renderer() -> RendererFactory | None:
     """The factory registered with `use_renderer`, if any."""
+    prepare_pending()  # a front end that waited for the first map registers its factory now
     return _factory
 
 

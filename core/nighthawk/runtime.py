@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from . import _listeners
+from ._first_use import prepare_pending
 from .budget import BudgetScope, StepUsage, UsageBudget, UsageTotals, active_budgets, budget_lock, replacing_budgets
 from .configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from .errors import NighthawkError
@@ -238,6 +239,7 @@ def get_step_executor() -> StepExecutor:
     Raises:
         NighthawkError: No executor is set.
     """
+    prepare_pending()  # a front end that waited for this first use installs its executor now
     executor = _current.get().executor or _default_executor
     if executor is None and _open_runs:
         from ._loop import calling_thread_name  # the error path only: asyncio is not imported for it otherwise
@@ -339,6 +341,7 @@ def prompt_suffix_fragments() -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _enter(state: _Scope, *, is_run: bool) -> Iterator[_Scope]:
     assert state.context is not None
     context = state.context
+    prepare_pending()  # a front end that waited for this first use starts listening now
     ensure_telemetry()
     if _listeners.listening():
         from . import events  # here, not at the top: `import nighthawk` does not make the event classes (~11 ms)

@@ -40,6 +40,11 @@ def unfrozen_heap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         gc.enable()
 
 
+def unsized(count: int, start: int = 0) -> Iterator[int]:
+    """Items of a map whose length is not known (a generator)."""
+    return iter(range(start, start + count))
+
+
 class Cycle:
     def __init__(self) -> None:
         self.me = self
@@ -57,13 +62,13 @@ def collects_then_looks(index: int) -> int:
 
 
 def test_a_map_that_meets_no_full_collection_freezes_nothing() -> None:
-    assert nh.map(frozen_during_the_item, range(5), concurrency=1, progress=False) == [0] * 5
+    assert nh.map(frozen_during_the_item, unsized(5), concurrency=1, progress=False) == [0] * 5
 
 
 def test_a_map_starts_with_the_heap_set_aside_when_a_full_collection_ran_since_the_last_map() -> None:
     gc.collect()
 
-    counts = nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False)
+    counts = nh.map(frozen_during_the_item, unsized(3), concurrency=1, progress=False)
 
     assert min(counts) > 1000
     assert gc.get_freeze_count() == 0
@@ -73,12 +78,28 @@ def test_a_map_right_after_one_that_set_the_heap_aside_waits_for_a_full_collecti
     # A freeze starts the collector's counts over: freezing at every map's start, a program of many small
     # maps would never make a full pass again (see the next test).
     gc.collect()
-    first = nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False)
+    first = nh.map(frozen_during_the_item, unsized(3), concurrency=1, progress=False)
 
-    second = nh.map(frozen_during_the_item, range(10, 15), concurrency=1, progress=False)  # other items, none reused
+    second = nh.map(frozen_during_the_item, unsized(5, start=10), concurrency=1, progress=False)  # other items, none reused
 
     assert min(first) > 1000
     assert second == [0] * 5
+
+
+def test_a_short_map_leaves_the_collector_alone() -> None:
+    gc.collect()
+
+    assert nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False) == [0, 0, 0]
+
+
+def test_a_trial_run_on_a_few_items_leaves_the_real_map_the_heap_set_aside_from_its_start() -> None:
+    gc.collect()
+    nh.map(frozen_during_the_item, range(3), concurrency=1, progress=False)  # the user tries three rows first
+
+    counts = nh.map(frozen_during_the_item, range(10, 10 + heap.SHORT_MAP_ITEMS), concurrency=8, progress=False)  # none reused
+
+    assert min(counts) > 1000
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_program_of_many_small_maps_still_gets_full_collections() -> None:
@@ -93,7 +114,7 @@ def test_a_program_of_many_small_maps_still_gets_full_collections() -> None:
     try:
         for n in range(200):
             kept.extend([n] for _ in range(3000))  # objects that survive, as a program's data does
-            nh.map(frozen_during_the_item, [2 * n, 2 * n + 1], concurrency=1, progress=False)
+            nh.map(frozen_during_the_item, iter([2 * n, 2 * n + 1]), concurrency=1, progress=False)
     finally:
         gc.callbacks.remove(count)
 
@@ -101,14 +122,14 @@ def test_a_program_of_many_small_maps_still_gets_full_collections() -> None:
 
 
 def test_after_a_full_collection_the_rest_of_the_map_runs_with_the_heap_set_aside() -> None:
-    counts = nh.map(collects_then_looks, range(3), concurrency=1, progress=False)
+    counts = nh.map(collects_then_looks, unsized(3), concurrency=1, progress=False)
 
     assert counts[0] == 0
     assert counts[1] > 1000 and counts[2] > 1000  # the heap of a process with pydantic-ai loaded
 
 
 def test_the_heap_is_handed_back_when_the_map_ends() -> None:
-    nh.map(collects_then_looks, range(3), concurrency=1, progress=False)
+    nh.map(collects_then_looks, unsized(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
 
@@ -120,7 +141,7 @@ def test_the_heap_is_handed_back_when_an_item_fails() -> None:
         return collects_then_looks(index)
 
     with pytest.raises(nh.MapItemError):
-        nh.map(fails_after_the_first, range(3), concurrency=1, progress=False)
+        nh.map(fails_after_the_first, unsized(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
 
@@ -132,7 +153,7 @@ def test_the_heap_is_handed_back_after_an_interrupt() -> None:
         return collects_then_looks(index)
 
     with pytest.raises(KeyboardInterrupt):
-        nh.map(interrupted_after_the_first, range(3), concurrency=1, progress=False)
+        nh.map(interrupted_after_the_first, unsized(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
 
@@ -146,7 +167,7 @@ def test_the_heap_is_handed_back_when_an_item_clears_the_collector_callbacks() -
 
     gc.collect()  # so the map sets the heap aside at its start
     try:
-        counts = nh.map(clears_the_callbacks, range(2), concurrency=1, progress=False)
+        counts = nh.map(clears_the_callbacks, unsized(2), concurrency=1, progress=False)
     finally:
         gc.callbacks[:] = callbacks
 
@@ -163,7 +184,7 @@ def test_what_dies_among_the_set_aside_objects_is_collected_after_the_map() -> N
             kept.clear()  # garbage now, among the objects set aside after item 0's full pass
         return collects_then_looks(index)
 
-    counts = nh.map(drops_the_cycle, range(3), concurrency=1, progress=False)
+    counts = nh.map(drops_the_cycle, unsized(3), concurrency=1, progress=False)
     gc.collect()
 
     assert counts[1] > 0
@@ -179,14 +200,14 @@ def test_garbage_an_item_makes_is_collected_while_the_map_runs() -> None:
         gc.collect()
         return gone() is None
 
-    assert nh.map(makes_and_collects_a_cycle, range(3), concurrency=1, progress=False) == [True] * 3
+    assert nh.map(makes_and_collects_a_cycle, unsized(3), concurrency=1, progress=False) == [True] * 3
 
 
 def test_a_heap_somebody_else_froze_stays_frozen_after_the_map() -> None:
     gc.freeze()
     frozen = gc.get_freeze_count()
 
-    nh.map(collects_then_looks, range(3), concurrency=1, progress=False)
+    nh.map(collects_then_looks, unsized(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() >= frozen * 0.9  # still frozen (less the frozen objects that died meanwhile)
 
@@ -194,7 +215,7 @@ def test_a_heap_somebody_else_froze_stays_frozen_after_the_map() -> None:
 def test_a_map_leaves_the_collector_alone_when_it_is_disabled() -> None:
     gc.disable()
 
-    assert nh.map(collects_then_looks, range(3), concurrency=1, progress=False) == [0, 0, 0]
+    assert nh.map(collects_then_looks, unsized(3), concurrency=1, progress=False) == [0, 0, 0]
 
 
 def test_a_map_nested_in_an_item_leaves_the_heap_set_aside_for_the_outer_map() -> None:
@@ -203,7 +224,7 @@ def test_a_map_nested_in_an_item_leaves_the_heap_set_aside_for_the_outer_map() -
             nh.map(frozen_during_the_item, [1, 2], progress=False)
         return collects_then_looks(index)
 
-    counts = nh.map(runs_a_map_then_looks, range(3), concurrency=1, progress=False)
+    counts = nh.map(runs_a_map_then_looks, unsized(3), concurrency=1, progress=False)
 
     assert counts[1] > 0 and counts[2] > 0
     assert gc.get_freeze_count() == 0
@@ -226,7 +247,7 @@ def test_a_natural_function_mapped_sets_the_heap_aside_and_gives_it_back() -> No
         configuration=nh.StepExecutorConfiguration(model=FunctionModel(returns_its_number))
     )
     with nh.run(executor):
-        counts = nh.map(number, range(6), concurrency=1, progress=False)
+        counts = nh.map(number, unsized(6), concurrency=1, progress=False)
 
     assert counts[0] == 0 and min(counts[1:]) > 1000
     assert gc.get_freeze_count() == 0

@@ -187,6 +187,25 @@ def test_a_credential_named_environment_variable_is_masked(monkeypatch: pytest.M
     assert "env-tok-93b1c-live" not in result and "<masked>" in result
 
 
+def test_a_credential_put_in_the_environment_between_two_steps_is_masked_in_the_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    read = evaluate("__import__('os').environ.get('BILLING_API_TOKEN', 'unset')")
+    executor, script = scripted_executor([read], [finish()], [read], [finish()], [read], [finish()])
+    results = []
+    with nh.run(executor):
+        inspect_scope({})  # the environment as it was is judged (and remembered)
+        results += script.last_tool_results()
+        monkeypatch.setenv("BILLING_API_TOKEN", "env-tok-77a0e-live")
+        inspect_scope({})
+        results += script.last_tool_results()
+        monkeypatch.setenv("BILLING_API_TOKEN", "env-tok-5d2f1-rotated")
+        inspect_scope({})
+        results += script.last_tool_results()
+    before, set_later, changed = results
+    assert "unset" in before
+    assert "env-tok-77a0e-live" not in set_later and "<masked>" in set_later
+    assert "env-tok-5d2f1-rotated" not in changed and "<masked>" in changed
+
+
 def test_a_directory_in_a_credential_looking_environment_variable_is_not_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PASSWORD_STORE_DIR", "/srv/team-store")
     executor, script = scripted_executor([evaluate("'/srv/team-store/web'")], [finish()])

@@ -143,7 +143,7 @@ STOPPABLE = (
     "shell = Stoppable.instance()\n"
     "shell.run_line_magic('load_ext', 'nighthawk')\n"
     "import nighthawk\n"
-    "shell.run_cell('x = 1')\n"
+    "shell.run_cell('import nighthawk; executor = nighthawk.get_step_executor()')  # the first use: the extension gets ready\n"
 )
 
 
@@ -157,3 +157,10 @@ def test_unload_gives_the_shell_its_own_ask_exit_back() -> None:
         "shell.run_line_magic('unload_ext', 'nighthawk')\nprint(guarded, 'ask_exit' in vars(shell))"
     )
     assert out == "True False"
+
+
+def test_a_natural_function_in_the_load_ext_cell_gets_the_kernel_executor() -> None:
+    code = "%load_ext nighthawk\nimport nighthawk\nexecutor = nighthawk.get_step_executor()"
+    shell = "from IPython.core.interactiveshell import InteractiveShell\nshell = InteractiveShell.instance()\n"
+    out = python(shell + f"shell.run_cell({code!r})\nprint(type(shell.user_ns['executor']).__name__)")
+    assert out == "AgentStepExecutor"

@@ -292,7 +292,7 @@ def map_reporting_items(
             return None
 
         try:
-            drive(function, pending(), concurrency=concurrency, settle=settle)
+            drive(function, pending(), concurrency=concurrency, settle=settle, total=total)
         except BaseException as exc:
             if shown is not None:
                 shown.stopped(stop[0] if stop else "interrupted" if isinstance(exc, KeyboardInterrupt) else

@@ -61,15 +61,21 @@ class _Item:
 
 
 def drive(
-    function: Callable[..., Any], items: Iterator[tuple[int, tuple[Any, ...]]], *, concurrency: int, settle: Settle
+    function: Callable[..., Any],
+    items: Iterator[tuple[int, tuple[Any, ...]]],
+    *,
+    concurrency: int,
+    settle: Settle,
+    total: int | None = None,
 ) -> None:
     """Call `function(*args)` for each `(index, args)` of `items`, `concurrency` at a time; hand each end to
-    `settle`. Returns when every item has landed; re-raises an interrupt or what `settle` raised.
+    `settle`. Returns when every item has landed; re-raises an interrupt or what `settle` raised. `total`: how
+    many items the map has, when known (a short map leaves the collector alone, `heap`).
 
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
-    with set_aside_heap():
+    with set_aside_heap(total):
         _Driver(function, concurrency, settle).run(items)
 
 

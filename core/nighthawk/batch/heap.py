@@ -15,8 +15,10 @@ its cyclic garbage would pile up. So a map sets the heap aside at its start only
 since a map last handed it back; otherwise it waits for the first full pass during the map (one the process
 would have made anyway, right after which the counts are zero). A freeze then comes at most once per full
 pass and costs at most the young passes counted since that pass: a short map right after another changes
-nothing. What becomes garbage among the set-aside objects while the map runs waits for the first full pass
-after it. A heap somebody else froze (a server before `fork`) is left as it is; one that user code freezes
+nothing. A map of fewer than `SHORT_MAP_ITEMS` items (known from its iterables) leaves the collector alone:
+a trial run of a few items before the real map (or a benchmark's warm-up) would otherwise spend the full
+pass the real map's freeze waits for, and that map would pay a walk over the whole heap. What becomes
+garbage among the set-aside objects while the map runs waits for the first full pass after it. A heap somebody else froze (a server before `fork`) is left as it is; one that user code freezes
 while a map runs is handed back with the map's.
 """
 
@@ -28,7 +30,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-__all__ = ["set_aside_heap", "set_aside_if_due"]
+__all__ = ["SHORT_MAP_ITEMS", "set_aside_heap", "set_aside_if_due"]
+
+SHORT_MAP_ITEMS = 64
+"""Maps known to have fewer items than this neither set the heap aside nor hand it back (module note)."""
 
 _lock = threading.Lock()
 _running = 0
@@ -54,10 +59,14 @@ def _watch(phase: str, info: dict[str, Any]) -> None:
 
 
 @contextmanager
-def set_aside_heap() -> Iterator[None]:
-    """Set the heap aside for the body (a map) if a full pass ran since it was last handed back, else watch for
-    a full pass while the body runs; hand back what was set aside when the last running map ends."""
+def set_aside_heap(items: int | None = None) -> Iterator[None]:
+    """Set the heap aside for the body (a map of `items` items, `None` when not known) if a full pass ran since
+    it was last handed back, else watch for a full pass while the body runs; hand back what was set aside when
+    the last running map ends. A short map running alone leaves the collector alone."""
     global _running, _due, _froze, _passes_at_hand_back
+    if items is not None and items < SHORT_MAP_ITEMS and _running == 0:
+        yield
+        return
     entered = False
     try:
         with _lock:

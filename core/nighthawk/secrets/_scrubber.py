@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from itertools import islice
 from types import ModuleType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ._values import collect_into, collect_secret_values, credential_columns, field_names, is_table
 from . import SHORTEST_CREDENTIAL_CHARS, SHORTEST_SECRET_CHARS, ContextRedaction, looks_ordinary
@@ -233,13 +233,27 @@ def current_scrubber() -> SecretScrubber:
 # --- collecting -------------------------------------------------------------------------------------
 
 
-def _environment_secrets(redaction: ContextRedaction) -> list[str]:
+_environment_judged: tuple[ContextRedaction, dict[Any, Any], tuple[str, ...]] | None = None
+"""The last environment judged: the rules, its raw entries and the secrets found in it."""
+
+
+def _environment_secrets(redaction: ContextRedaction) -> tuple[str, ...]:
     # `nh_eval("os.environ['DB_PASSWORD']")` reaches the environment without any variable in scope.
-    return [
+    # Every step asks (each item of a map): decoding and judging every variable is judged again only when the
+    # environment or the rules changed. `os.environ._data` holds the raw entries, compared without decoding.
+    global _environment_judged
+    raw = getattr(os.environ, "_data", None)
+    judged = _environment_judged
+    if raw is not None and judged is not None and judged[1] == raw and (judged[0] is redaction or judged[0] == redaction):
+        return judged[2]
+    found = tuple(
         value
         for name, value in os.environ.items()
         if name not in _NOT_SECRET_ENVIRONMENT and redaction.is_sensitive_name(name) and not looks_ordinary(value)
-    ]
+    )
+    if raw is not None:
+        _environment_judged = (redaction, dict(raw), found)
+    return found
 
 
 def step_scrubber(
