@@ -1,11 +1,11 @@
 """How fast a 2,000-item `nighthawk.map` stops on Ctrl-C, in each phase, and how soon its progress line shows.
 
-Run: `python bench/bench_map_interrupt.py [--base PATH] [--items N]` from a checkout. Each case runs the map in
-a child process (this checkout's `core/` on its path, or `PATH/core` for `--base`, so two versions are measured
-in one run) against the test suite's local Batch API server (`tests/support/batch_server.py`, in a child
-process of its own, on loopback), sends SIGINT at a moment of the map and prints the seconds from the signal
-to the moment the child caught the `KeyboardInterrupt`, with the length of the message and of the traceback
-Python would print. Asserts nothing.
+Run: `python bench/bench_map_interrupt.py [--base PATH] [--items N] [--repeat N] [--cases waiting:0,direct:8]`
+from a checkout. Each case runs the map in a child process (this checkout's `core/` on its path, or
+`PATH/core` for `--base`, so two versions are measured in one run) against the test suite's local Batch API
+server (`tests/support/batch_server.py`, in a child process of its own, on loopback), sends SIGINT at a
+moment of the map and prints the seconds from the signal to the moment the child caught the
+`KeyboardInterrupt`, with the length of the traceback Python would print and the message. Asserts nothing.
 
 The phases:
 - `waiting`: a batch map whose first batch runs for minutes, interrupted 1 s after the provider said
@@ -23,6 +23,7 @@ import json
 import os
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -35,6 +36,7 @@ TESTS = REPO / "tests"
 DIRECT_AFTER_S = 5.0
 """A direct map is interrupted this long after it was called (its requests hang: nothing else happens)."""
 ITEMS = int(sys.argv[sys.argv.index("--items") + 1]) if "--items" in sys.argv else 2000
+REPEAT = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
 
 CHILD = textwrap.dedent(
     '''
@@ -97,7 +99,7 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
         "NIGHTHAWK_TOKENIZER": "estimate",
         "NIGHTHAWK_BATCH_POLL_S": "0.25",
     }
-    store = folder / f"{phase}-{concurrency}-{core.parent.name}.sqlite"
+    store = folder / "map.sqlite"
     child = subprocess.Popen(
         [sys.executable, str(script), phase, str(store), str(ITEMS), str(concurrency)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=folder,
@@ -147,20 +149,30 @@ def main() -> None:
     versions = [("base", base / "core")] if base is not None else []
     versions.append(("this", REPO / "core"))
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in (sys.argv[sys.argv.index("--cases") + 1].split(",") if "--cases" in sys.argv else ["waiting:0", "processing:0", "direct:8", "direct:1000"])]
-    print(f"{ITEMS} items; seconds from SIGINT to the KeyboardInterrupt caught in the child")
+    print(f"{ITEMS} items, {REPEAT} run(s) each; seconds from SIGINT to the KeyboardInterrupt caught in the child")
     with tempfile.TemporaryDirectory() as folder:
         for phase, concurrency in cases:
             for label, core in versions:
-                figures = run_case(core, phase, concurrency, Path(folder))
-                took = "no interrupt caught" if figures["interrupt_s"] is None else f"{figures['interrupt_s']:.2f} s"
-                first = "never" if figures["first_line_s"] is None else f"{figures['first_line_s']:.2f} s"
+                runs = []
+                for attempt in range(REPEAT):
+                    attempt_folder = Path(folder) / f"{label}-{phase}-{concurrency}-{attempt}"
+                    attempt_folder.mkdir()
+                    runs.append(run_case(core, phase, concurrency, attempt_folder))
                 name = f"{phase}" + (f" (concurrency {concurrency})" if concurrency else "")
                 print(
-                    f"{label:>4} {name:<28} interrupt {took:>10}; first progress line {first:>6}; "
-                    f"traceback {figures['traceback_chars']} chars; message: {figures['message'][:160]!r}",
+                    f"{label:>4} {name:<28} interrupt {_figures([run['interrupt_s'] for run in runs])}; "
+                    f"first progress line {_figures([run['first_line_s'] for run in runs])}; "
+                    f"traceback {runs[-1]['traceback_chars']} chars; message: {runs[-1]['message'][:200]!r}",
                     flush=True,
                 )
 
+
+def _figures(values: list[float | None]) -> str:
+    """`median s (each, ...)`; `never` for a run without the figure."""
+    known = sorted(value for value in values if value is not None)
+    median = f"{statistics.median(known):.2f} s" if known else "never"
+    each = ", ".join("never" if value is None else f"{value:.2f}" for value in values)
+    return f"{median} ({each})" if len(values) > 1 else median
 
 if __name__ == "__main__":
     if "--serve" in sys.argv:
