@@ -169,6 +169,7 @@ class _Driver:
     def _tick_if_due(self) -> None:
         if self.tick is not None and time.monotonic() - self.ticked >= TICK_S:
             self.ticked = time.monotonic()
+            set_aside_if_due()
             self.tick()
 
     # --- one item ---------------------------------------------------------------------------------------

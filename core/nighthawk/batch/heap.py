@@ -15,7 +15,10 @@ its cyclic garbage would pile up. So a map sets the heap aside at its start only
 since a map last handed it back; otherwise it waits for the first full pass during the map (one the process
 would have made anyway, right after which the counts are zero). A freeze then comes at most once per full
 pass and costs at most the young passes counted since that pass: a short map right after another changes
-nothing. What becomes garbage among the set-aside objects while the map runs waits for the first full pass
+nothing. Each later full pass during the map is followed by another freeze (at the next item's end or the
+next tick of the map, once a second), which sets aside what the map itself keeps alive: with thousands of
+items in flight (a batch map holds them all), their conversations made every full pass walk millions of
+objects, 0.6-3 s each, one every second or two, and an interrupt landing in one waited for it. What becomes garbage among the set-aside objects while the map runs waits for the first full pass
 after it. A heap somebody else froze (a server before `fork`) is left as it is; one that user code freezes
 while a map runs is handed back with the map's.
 """
@@ -82,12 +85,13 @@ def set_aside_heap() -> Iterator[None]:
 
 
 def set_aside_if_due() -> None:
-    """Freeze the heap if it is due (see the module's note) and nothing else froze it; cheap when not due."""
+    """Freeze the heap if it is due (see the module's note) and nothing else froze it (a map may freeze it
+    again); cheap when not due."""
     global _due, _froze
     if not _due:
         return
     with _lock:
-        if _due and _running and not _froze and gc.isenabled() and gc.get_freeze_count() == 0:
+        if _due and _running and gc.isenabled() and (_froze or gc.get_freeze_count() == 0):
             _froze = True  # first: an interrupt between the two must not leave a freeze nobody hands back
             gc.freeze()
         _due = False
