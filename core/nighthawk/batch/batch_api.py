@@ -77,10 +77,10 @@ def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -
         said.append(f"the answers of ended batch(es) {', '.join(unread)} were not all handed back")
     if not said:
         return ""
+    joined = "; ".join(said)
     return (
-        f" {'; '.join(said)[:1].upper()}{'; '.join(said)[1:]}: the same map run again (with the same `store=`) "
-        'collects their answers without paying for them again; cancel running ones with `nighthawk.map(function, '
-        'items, batch_api="cancel")`.'
+        f" {joined[0].upper()}{joined[1:]}: the same map run again (with the same `store=`) collects their answers "
+        'without paying for them again; cancel running ones with `nighthawk.map(function, items, batch_api="cancel")`.'
     )
 
 
