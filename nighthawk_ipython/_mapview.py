@@ -4,7 +4,8 @@ The kernel state registers `map_renderer` with the core (`nighthawk.batch.progre
 run in the kernel is shown here instead of as a line on stderr. While it runs, the step displayer is muted:
 a map of 1,000 items would otherwise add 1,000 steps to the cell's display. What a map shows follows the
 same rules as a cell's steps (see `_live`): in `widget` mode with a live kernel, a `StepWidget` output holding
-only the widget-view mime type (nbval skips it), re-rendered at most ten times a second; when the map ends
+only the widget-view mime type (nbval skips it), re-rendered at most ten times a second as items end and
+about once a second whatever they do (the elapsed time, how a batch map's batches stand); when the map ends
 that output is emptied, the widget closed, and the summary displayed once as a plain output with
 deterministic `text/plain` and `text/html`, which renders with no kernel. Rates and times are the only
 figures that change between two runs; `notebooks/sanitize.cfg` blanks them.
@@ -88,6 +89,11 @@ class MapView(MapTally):
 
     def shared_item(self, *, failed: bool) -> None:
         super().shared_item(failed=failed)
+        self._refresh()
+
+    def tick(self) -> None:
+        """Redraw (the map ticks about once a second): the elapsed time, and a batch's state, which `set_status`
+        stores from the background loop for the next redraw here, on the map's own thread."""
         self._refresh()
 
     def close(self) -> None:

@@ -37,6 +37,10 @@ class ProgressRenderer(Protocol):
     def close(self) -> None:
         """The map ended, finished or stopped: show the summary."""
 
+    def tick(self) -> None:
+        """About once a second while the map runs, whatever its items do (the elapsed time moves, and what
+        the map waits on may have changed). Optional: a renderer without it is not called."""
+
 
 RendererFactory = Callable[[int | None, UsageTotals, bool | None], ProgressRenderer | None]
 """`factory(total, usage, progress)`: a renderer for a new map (`total` is `None` for a generator; `progress` as

@@ -128,6 +128,25 @@ def test_after_a_full_collection_the_rest_of_the_map_runs_with_the_heap_set_asid
     assert counts[1] > 1000 and counts[2] > 1000  # the heap of a process with pydantic-ai loaded
 
 
+kept_alive: list[object] = []
+
+
+def grows_and_collects(index: int) -> int:
+    """Items 0 and 2 make a full pass; item 1 makes objects that live as long as the map (its items in flight)."""
+    if index == 1:
+        kept_alive.extend([[n]] for n in range(50_000))
+    if index in (0, 2):
+        gc.collect()
+    return gc.get_freeze_count()
+
+
+def test_what_the_map_itself_keeps_across_a_full_collection_is_set_aside_too() -> None:
+    counts = nh.map(grows_and_collects, range(4), concurrency=1, progress=False)
+    kept_alive.clear()
+
+    assert counts[3] >= counts[1] + 50_000, counts  # the next full passes of the map do not walk them again
+
+
 def test_the_heap_is_handed_back_when_the_map_ends() -> None:
     nh.map(collects_then_looks, unsized(3), concurrency=1, progress=False)
 

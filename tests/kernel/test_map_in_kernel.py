@@ -7,6 +7,7 @@ that did not, without asserting how fast it was.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -59,3 +60,12 @@ def test_interrupt_stops_the_map_and_the_next_run_runs_only_the_missing_items(li
     assert live.ok("results == [3 * x for x in range(30)]").result == "True"
     # Item 10 started only once 7 items had finished; those are kept. Items still in flight ran again.
     assert live.ok("set(range(10, 30)) <= set(evaluated) and len(evaluated) <= 30 - 7").result == "True"
+
+
+def test_an_interrupted_map_shows_one_short_message_saying_what_is_kept(live: Live) -> None:
+    live.ok('stalling = True\n@nighthawk.natural_function\ndef quadrupled(x: int) -> int:\n    """natural\n    RETURN stall(x) * 4\n    """')
+    cell = live.run("nighthawk.map(quadrupled, range(30), concurrency=4, progress=False)", interrupt_after=3.0, timeout=15.0)
+    assert cell.ename == "KeyboardInterrupt"
+    # Items from 10 on stall: those before finish, and are kept.
+    assert re.search(r"KeyboardInterrupt: the map was interrupted; the \d+ finished items are kept for this session", cell.error_text)
+    assert len(cell.error_text) < 1_500  # as short as any other error: not the frames of the runtime

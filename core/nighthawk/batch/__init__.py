@@ -14,7 +14,8 @@ from typing import Any, Literal
 from dataclasses import dataclass
 
 from ..budget import UsageTotals, counting
-from ..errors import BudgetExceededError, MapItemError, MapStoppedError
+from .._report import shown_short
+from ..errors import BudgetExceededError, MapItemError, MapStoppedError, record_error
 from .keys import item_key, map_context
 from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
@@ -109,6 +110,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             connection, a refused key, an unknown model, or the same failure `CONSECUTIVE_FAILURES` times in
             a row; see `nighthawk.batch.stopping`), whatever `on_error` and `retries` say; the results so far
             are on `.partial`, and what finished is kept for the next run.
+        KeyboardInterrupt: Interrupted: everything in flight was cancelled at once; the message says what
+            finished and is kept, and, for a batch map, which batches keep running and how to cancel them.
     """
     if batch_api is False:
         return map_reporting_items(
@@ -125,9 +128,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         store=store,
         progress=progress,
         resubmit=batch_api == "resubmit",
-        run=lambda path, shown_to: map_reporting_items(
+        run=lambda path, shown_to, note: map_reporting_items(
             function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
-            store=path, progress=progress, shown_to=shown_to,
+            store=path, progress=progress, shown_to=shown_to, interrupt_note=note,
         ),
     )
 
@@ -143,12 +146,14 @@ def map_reporting_items(
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
     shown_to: Callable[[ProgressRenderer | None], None] | None = None,
+    interrupt_note: Callable[[], str] | None = None,
 ) -> MapResult:
     """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
     all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
     answered from a store spent nothing. An item never reported did not end (the map stopped first).
     `shown_to(renderer)` gets the map's progress renderer (`None`: none) before any item runs (a batch map
-    tells it how its batches stand)."""
+    tells it how its batches stand); `interrupt_note()` adds to the message of an interrupted map (a batch map
+    names the batches that keep running)."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -292,13 +297,33 @@ def map_reporting_items(
             return None
 
         try:
-            drive(function, pending(), concurrency=concurrency, settle=settle, total=total)
+            drive(
+                function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None)
+            )
         except BaseException as exc:
             if shown is not None:
                 shown.stopped(stop[0] if stop else "interrupted" if isinstance(exc, KeyboardInterrupt) else
                               f"stopped: {_brief(exc)}")
+            if type(exc) is KeyboardInterrupt:  # not a step deadline's (a subclass), which its step handles
+                raise _interrupted(finished, total, store, interrupt_note() if interrupt_note else "") from exc
             raise
     return results
+
+
+def _interrupted(finished: int, total: int | None, store: str | None, note: str) -> KeyboardInterrupt:
+    """The interrupt of a map, saying what it keeps and how to go on, shown as short as any Nighthawk error
+    (`nighthawk.last_error()` keeps where it was interrupted)."""
+    kept = f"kept in `store={store!r}`" if store is not None else "kept for this session"
+    if finished:
+        done = f"the {finished} finished item{'s are' if finished != 1 else ' is'} {kept}"
+    else:
+        done = "no item had finished"
+    left = "" if total is None else f" ({total - finished} left)"
+    error = KeyboardInterrupt(
+        f"the map was interrupted; {done}. Run the same map again to run only the items left{left}.{note}"
+    )
+    record_error(shown_short(error))
+    return error
 
 
 def _described(error: BaseException) -> str:

@@ -49,18 +49,19 @@ def batch_map(
     *,
     store: str | None,
     progress: bool | None,
-    run: Callable[[str, Callable[[Any], None]], T],
+    run: Callable[[str, Callable[[Any], None], Callable[[], str]], T],
     resubmit: bool = False,
 ) -> T:
-    """`run(store_path, shown_to)` (the map itself, which hands its progress renderer to `shown_to`) with the
-    executor in force routed to the provider's batches, once the batches an interrupted run may have made are
-    found (`resubmit`: the requests of those that cannot be looked up go out again).
+    """`run(store_path, shown_to, note)` (the map itself, which hands its progress renderer to `shown_to` and
+    adds `note()` to the message of an interrupt) with the executor in force routed to the provider's batches,
+    once the batches an interrupted run may have made are found (`resubmit`: the requests of those that cannot
+    be looked up go out again).
 
     Raises:
         NighthawkError: The model in force has no batch endpoint nighthawk can use, or a batch an interrupted
             run may have made cannot be looked up and `resubmit` is not set (nothing was sent).
-        KeyboardInterrupt: Interrupted while batches were running; they keep running at the provider, and the
-            message says how to collect or cancel them.
+        KeyboardInterrupt: Interrupted; the batches keep running at the provider, and the message says how to
+            collect or cancel them.
     """
     with _routed(function, store, progress) as (executor, collector, records, map_key, status):
         unknown = _loop.run_sync(collector.settle_intents(resubmit=resubmit))
@@ -68,22 +69,29 @@ def batch_map(
             raise NighthawkError(_unconfirmed(unknown, store))
         for intent, why in unknown:
             collector.show(f"sending again the {len(intent.custom_ids)} requests of batch intent {intent.marker} ({why})")
-        try:
-            with scope(step_executor=executor):
-                return run(str(records.path), status.attach)
-        except KeyboardInterrupt as exc:
-            running = records.running(map_key)
-            submitting = records.intents(map_key)
-            if not running and not submitting:
-                raise
-            said = [f"{len(running)} batch(es) keep running at the provider ({', '.join(running)})"] if running else []
-            if submitting:
-                said.append(f"{len(submitting)} batch(es) were being submitted (the provider may have made them)")
-            raise KeyboardInterrupt(
-                f"interrupted; {' and '.join(said)}. Run the same map again (with the same `store=`) to collect their "
-                "results without paying for them again, or cancel them with "
-                '`nighthawk.map(function, items, batch_api="cancel")`'
-            ) from exc
+        with scope(step_executor=executor):
+            return run(str(records.path), status.attach, lambda: _interrupt_note(collector, records, map_key))
+
+
+def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -> str:
+    """What an interrupted batch map adds to its message: the batches that go on without it."""
+    running = records.running(map_key)
+    submitting = records.intents(map_key)
+    unread = [batch_id for batch_id in collector.handing_back if batch_id not in running]
+    said = []
+    if running:
+        said.append(f"{len(running)} batch(es) keep running at the provider ({', '.join(running)})")
+    if submitting:
+        said.append(f"{len(submitting)} batch(es) were being submitted (the provider may have made them)")
+    if unread:
+        said.append(f"the answers of ended batch(es) {', '.join(unread)} were not all handed back")
+    if not said:
+        return ""
+    joined = "; ".join(said)
+    return (
+        f" {joined[0].upper()}{joined[1:]}: the same map run again (with the same `store=`) collects their answers "
+        'without paying for them again; cancel running ones with `nighthawk.map(function, items, batch_api="cancel")`.'
+    )
 
 
 def cancel_batches(function: Callable[..., Any], *, store: str | None, progress: bool | None) -> list[str]:
@@ -151,15 +159,23 @@ def _routed(
         return batched
 
     records = BatchRecords(store if store is not None else DEFAULT_BATCH_STORE)
+    waited = True
     try:
         batched_executor = routed(route)  # refuses a model without a batch endpoint before anything is sent
         try:
             yield batched_executor, made[0], records, map_key, show
+        except KeyboardInterrupt:
+            # Not waited for: the loop may still be unwinding thousands of cancelled items, and a close sent
+            # there now would queue behind them. The collector's tasks stop there, then the store closes.
+            waited = False
+            _loop._background_loop().call_soon_threadsafe(made[0].close_then, records.close)
+            raise
         finally:
-            # Every task of the collector stops before the store closes under it.
-            _loop.run_sync(made[0].close())
+            if waited:
+                _loop.run_sync(made[0].close())  # every task of the collector stops before the store closes
     finally:
-        records.close()
+        if waited:
+            records.close()
 
 
 def _batched_model(model: Any, records: BatchRecords, map_key: str, show: Callable[[str], None]) -> tuple[Any, Collector]:

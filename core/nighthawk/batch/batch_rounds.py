@@ -26,6 +26,7 @@ import contextvars
 import hashlib
 import json
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,12 +37,18 @@ import httpx2
 from .batch_records import BatchRecords, Intent
 
 __all__ = [
-    "FIND_SKEW_S", "GATHER_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent", "Line", "LineResult",
-    "NotSubmitted", "UnreadableList", "error_body", "listed",
+    "FIND_SKEW_S", "GATHER_S", "HAND_BACK_SLICE", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent",
+    "Line", "LineResult", "NotSubmitted", "UnreadableList", "error_body", "listed",
 ]
 
 GATHER_S = 0.5
 """Seconds without a new request after which the requests gathered go out as a batch."""
+
+HAND_BACK_SLICE = 25
+"""Answers of an ended batch handed back to their items at a time (see `Collector._hand_back`)."""
+
+_SAY_EVERY_S = 0.25
+"""Shortest time between two reports of how far the answers of a batch were handed back."""
 
 FIND_SKEW_S = 120.0
 """How much earlier than a local intent a provider's clock may date the batch it made for it."""
@@ -171,8 +178,11 @@ class Collector:
     _sent: Counter[str] = field(default_factory=Counter)
     _flush: asyncio.TimerHandle | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _closing: asyncio.Task[None] | None = None
     requests: int = 0
     """Requests handed over by the map's items."""
+    handing_back: dict[str, int] = field(default_factory=dict)
+    """Ended batches whose answers are being handed back to their items: how many so far."""
 
     # --- requests ---------------------------------------------------------------------------------------
 
@@ -279,11 +289,29 @@ class Collector:
                 self._resolve(custom_id, failure, keep=False)
             return
         self.records.ended(batch.id, state.status)
-        unrun = LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED))
-        for custom_id in batch.custom_ids:
-            self._resolve(custom_id, answers.get(custom_id, unrun))
+        await self._hand_back(batch, answers, LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED)))
         running = self.running()
         self.show(f"batch {batch.id} ended; {len(running)} running" if running else f"{len(self.batches)} batch(es) ended")
+
+    async def _hand_back(self, batch: _Batch, answers: dict[str, LineResult], unrun: LineResult) -> None:
+        """Give each line of an ended batch its answer (`unrun` for one the batch did not run), a slice at a time.
+
+        Each slice's items go on (the model library reads their answers) before the next slice is handed over,
+        so the loop never holds thousands of them queued at once: an interrupt's cancel, queued behind them,
+        would wait for all. Meanwhile the map says how far it got.
+        """
+        ids = sorted(batch.custom_ids)
+        self.handing_back[batch.id] = 0
+        said = time.monotonic()
+        for start in range(0, len(ids), HAND_BACK_SLICE):
+            for custom_id in ids[start:start + HAND_BACK_SLICE]:
+                self._resolve(custom_id, answers.get(custom_id, unrun))
+            await asyncio.sleep(0)  # the items resumed just now run first
+            self.handing_back[batch.id] = handed = min(start + HAND_BACK_SLICE, len(ids))
+            if time.monotonic() - said >= _SAY_EVERY_S and handed < len(ids):
+                said = time.monotonic()
+                self.show(f"batch {batch.id}: processing answers {handed}/{len(ids)}")
+        del self.handing_back[batch.id]
 
     def _resolve(self, custom_id: str, result: LineResult, *, keep: bool = True) -> None:
         if keep:
@@ -312,6 +340,11 @@ class Collector:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def close_then(self, then: Callable[[], None]) -> None:
+        """On the background loop: stop as `close` does, then call `then`, with nobody waiting for either."""
+        self._closing = asyncio.get_running_loop().create_task(self.close())  # held: the loop keeps weak references
+        self._closing.add_done_callback(lambda _: then())
 
     async def close(self) -> None:
         """Stop gathering and following (on the background loop), and wait until every task has stopped (the

@@ -15,8 +15,16 @@ A provider's rate limit slows the whole map, not one item: nothing new is launch
 for is over, and fewer items are in flight afterwards (half as many, growing back by one each time as
 many items have finished as are allowed in flight).
 
-An interrupt, or an error a landing raises (the map stops), cancels everything in flight and waits for it
-to end, refusing any further user code, before it propagates: nothing an item would do can still happen.
+An interrupt, or an error a landing raises (the map stops), cancels everything in flight, refusing any
+further user code, before it propagates: nothing an item would do can still happen. It costs the same small
+amount per item and waits for nothing per item: the loop cancels every task in one call, the requests they
+had posted are refused together, and the driver then waits a moment (`UNWIND_WAIT_S`) for the tasks to
+unwind. A 2,000-item map's tasks take a second or more to unwind through the model library; those still
+unwinding after that moment finish on the loop, where they can run no user code (the caller is closed) and
+send nothing (each was cancelled).
+
+While the map runs, `tick` is called about once a second on the caller's thread, whatever the items do (a
+progress display redraws its elapsed time and what the map waits on).
 """
 
 from __future__ import annotations
@@ -60,6 +68,13 @@ class _Item:
     task: asyncio.Task[Any] | None = None
 
 
+TICK_S = 1.0
+"""Seconds between two calls of `drive`'s `tick`."""
+
+UNWIND_WAIT_S = 0.25
+"""Seconds an interrupted map waits for its cancelled tasks to end before it propagates the interrupt."""
+
+
 def drive(
     function: Callable[..., Any],
     items: Iterator[tuple[int, tuple[Any, ...]]],
@@ -67,20 +82,24 @@ def drive(
     concurrency: int,
     settle: Settle,
     total: int | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> None:
     """Call `function(*args)` for each `(index, args)` of `items`, `concurrency` at a time; hand each end to
-    `settle`. Returns when every item has landed; re-raises an interrupt or what `settle` raised. `total`: how
-    many items the map has, when known (a short map leaves the collector alone, `heap`).
+    `settle`, and call `tick()` when the map starts and then every `TICK_S` until it ends. Returns when every
+    item has landed; re-raises an interrupt or what `settle` raised. `total`: how many items the map has, when
+    known (a short map leaves the collector alone, `heap`).
 
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
     with set_aside_heap(total):
-        _Driver(function, concurrency, settle).run(items)
+        _Driver(function, concurrency, settle, tick).run(items)
 
 
 class _Driver:
-    def __init__(self, function: Callable[..., Any], concurrency: int, settle: Settle) -> None:
+    def __init__(
+        self, function: Callable[..., Any], concurrency: int, settle: Settle, tick: Callable[[], None] | None
+    ) -> None:
         self.loop = _loop._background_loop()
         if threading.current_thread() is _loop._thread:
             raise NighthawkError(
@@ -103,41 +122,57 @@ class _Driver:
         """Items allowed in flight now (lowered by rate limits)."""
         self.finished_at_limit = 0
         self.paused_until = 0.0
+        self.tick = tick
+        self.ticked = 0.0
 
     def run(self, items: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
         exhausted = False
         try:
+            self._tick_if_due()
             while True:
                 paused = time.monotonic() < self.paused_until
                 while not paused and len(self.in_flight) < self.limit:
                     if self.again:
                         item = self.again.popleft()
                         self._start(item.index, item.args, attempt=item.attempt + 1, spent=item.spent)
-                        continue
-                    following = None if exhausted else next(items, None)
-                    if following is None:
-                        exhausted = True
-                        break
-                    self._start(*following, attempt=0)
+                    else:
+                        following = None if exhausted else next(items, None)
+                        if following is None:
+                            exhausted = True
+                            break
+                        self._start(*following, attempt=0)
+                    self._tick_if_due()  # starting thousands of items takes seconds
                 if not self.in_flight and not self.again and exhausted:
                     return
                 try:
                     request = self.caller.requests.get(timeout=self._wait())
                 except queue.Empty:
-                    continue  # the pause is over
-                assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
-                request()
+                    request = None  # a pause or a tick is due
+                if request is not None:
+                    assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
+                    request()
+                self._tick_if_due()
         except BaseException:
             self._cancel_all()
             raise
         finally:
-            for request in self.caller.close():
-                _loop._refuse(request)
+            _loop._refuse_all(self.caller.close())
 
-    def _wait(self) -> float | None:
-        """How long to wait for the queue: until a pause ends, if one holds back items that could start."""
-        left = self.paused_until - time.monotonic()
-        return max(left, 0.0) if left > 0 and len(self.in_flight) < self.limit else None
+    def _wait(self) -> float:
+        """How long to wait for the queue: until the next tick, or a pause's end if one holds back items that
+        could start and ends sooner."""
+        now = time.monotonic()
+        wait = self.ticked + TICK_S - now if self.tick is not None else 3600.0
+        left = self.paused_until - now
+        if left > 0 and len(self.in_flight) < self.limit:
+            wait = min(wait, left)
+        return max(wait, 0.0)
+
+    def _tick_if_due(self) -> None:
+        if self.tick is not None and time.monotonic() - self.ticked >= TICK_S:
+            self.ticked = time.monotonic()
+            set_aside_if_due()
+            self.tick()
 
     # --- one item ---------------------------------------------------------------------------------------
 
@@ -240,36 +275,54 @@ class _Driver:
     # --- stopping ---------------------------------------------------------------------------------------
 
     def _cancel_all(self) -> None:
-        """Cancel every item in flight and wait until each has ended, running none of their user code.
+        """Cancel every item in flight, running none of their user code, and give them a moment to end.
 
         It waits on the tasks themselves, not on their landings: the interrupt that stops the map may have
         taken a landing off the queue, or come before an item's task was made, and neither will post again.
+        Nothing here is done item by item across the threads: one call on the loop cancels every task and
+        counts them down as they end, and the requests they posted meanwhile are refused together.
         """
         self.cancelling = True
         items = list(self.in_flight)
         cancelled = threading.Event()
+        ended = threading.Event()
 
         def cancel() -> None:  # after every `start` scheduled so far: a task still `None` here was never made
-            for item in items:
-                if item.task is not None:
-                    item.task.cancel()
+            tasks = [item.task for item in items if item.task is not None and not item.task.done()]
+            left = [len(tasks)]
+
+            def one_ended(_: object) -> None:
+                left[0] -= 1
+                if left[0] == 0:
+                    ended.set()
+
+            for task in tasks:
+                task.cancel()
+                task.add_done_callback(one_ended)
+            if not tasks:
+                ended.set()
             cancelled.set()
 
         self.loop.call_soon_threadsafe(cancel)
         try:
             cancelled.wait()
-            tasks = [item.task for item in items if item.task is not None]
-            while not all(task.done() for task in tasks):
-                try:
-                    _loop._refuse(self.caller.requests.get(timeout=_CANCEL_POLL_S))  # landings just drop their item
-                except queue.Empty:
-                    pass
+            for item in items:
+                if item.twin is not None:
+                    _close(item)  # on this thread: the twin is the user's function, paused at a block
+            ended.wait(UNWIND_WAIT_S)
+            _loop._refuse_all(_drained(self.caller.requests))  # landings just drop their item
         except KeyboardInterrupt:
             return  # a second interrupt: stop waiting; the caller is closed, nothing more runs here
 
 
-_CANCEL_POLL_S = 0.05
-"""How often the wait for cancelled items looks at their tasks between requests they post."""
+def _drained(requests: queue.SimpleQueue[Any]) -> list[Callable[[], None]]:
+    """What is queued now, without waiting."""
+    taken = []
+    while True:
+        try:
+            taken.append(requests.get_nowait())
+        except queue.Empty:
+            return taken
 
 
 async def _awaited(awaitable: Any) -> Any:

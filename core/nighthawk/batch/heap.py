@@ -17,9 +17,13 @@ would have made anyway, right after which the counts are zero). A freeze then co
 pass and costs at most the young passes counted since that pass: a short map right after another changes
 nothing. A map of fewer than `SHORT_MAP_ITEMS` items (known from its iterables) leaves the collector alone:
 a trial run of a few items before the real map (or a benchmark's warm-up) would otherwise spend the full
-pass the real map's freeze waits for, and that map would pay a walk over the whole heap. What becomes
-garbage among the set-aside objects while the map runs waits for the first full pass after it. A heap somebody else froze (a server before `fork`) is left as it is; one that user code freezes
-while a map runs is handed back with the map's.
+pass the real map's freeze waits for, and that map would pay a walk over the whole heap. Each later full
+pass during a map is followed by another freeze (at the next item's end or the next tick of the map, once a
+second), which sets aside what the map itself keeps alive: with thousands of items in flight (a batch map
+holds them all), their conversations made every full pass walk millions of objects, 0.6-3 s each, one every
+second or two, and an interrupt landing in one waited for it. What becomes garbage among the set-aside
+objects while the map runs waits for the first full pass after it. A heap somebody else froze (a server
+before `fork`) is left as it is; one that user code freezes while a map runs is handed back with the map's.
 """
 
 from __future__ import annotations
@@ -91,12 +95,13 @@ def set_aside_heap(items: int | None = None) -> Iterator[None]:
 
 
 def set_aside_if_due() -> None:
-    """Freeze the heap if it is due (see the module's note) and nothing else froze it; cheap when not due."""
+    """Freeze the heap if it is due (see the module's note) and nothing else froze it (a map may freeze it
+    again); cheap when not due."""
     global _due, _froze
     if not _due:
         return
     with _lock:
-        if _due and _running and not _froze and gc.isenabled() and gc.get_freeze_count() == 0:
+        if _due and _running and gc.isenabled() and (_froze or gc.get_freeze_count() == 0):
             _froze = True  # first: an interrupt between the two must not leave a freeze nobody hands back
             gc.freeze()
         _due = False

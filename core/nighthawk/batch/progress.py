@@ -1,8 +1,9 @@
 """How far a map is: done/total, failed, items/s, tokens, cost, ETA; and who shows it.
 
 `MapTally` counts and formats the figures. `LineProgress` draws them as one line on stderr, redrawn in place
-(`\\r`) at most ten times a second and once more when the map ends, then left as the summary. tqdm would
-do, but it would be a dependency for one line; the figures here are the map's own.
+(`\\r`) at most ten times a second, at least once a second (the map ticks it, from its start), and once more
+when the map ends, then left as the summary. tqdm would do, but it would be a dependency for one line; the
+figures here are the map's own.
 
 A front end can show a map its own way (the kernel extension shows one live display per map in a notebook):
 it registers a factory with `use_renderer` (kept in `nighthawk._map_renderers`, so registering one imports no
@@ -128,14 +129,15 @@ class MapTally:
 
     def time_text(self, *, final: bool = False) -> str:
         """The ETA while items are left and a rate is known, else the time so far; at the end, the time taken
-        and, when the map stopped, where and why."""
+        and, when the map stopped, where and why. A map waiting on batches shows no ETA: its items end in
+        bursts, when a batch does, and the provider decides when (one early item made it a day)."""
         left, rate = self.left, self.rate
         if final:
             ended = f"{clock(self.elapsed)} elapsed"
             if self.stop is not None:
                 ended += f", {self.stop}" + (f", {left} left" if left else "")
             return ended
-        if left and rate > 0:
+        if left and rate > 0 and not self.status:
             return f"ETA {clock(left / rate)}"
         return f"{clock(self.elapsed)} elapsed"
 
@@ -191,6 +193,11 @@ class LineProgress(MapTally):
         with self._lock:  # from another thread: never after the summary
             if not self._closed:
                 self._draw(final=True)  # a batch's state changes seldom: show each change at once
+
+    def tick(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._draw(final=False)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,181 @@
+"""How fast a 2,000-item `nighthawk.map` stops on Ctrl-C, in each phase, and how soon its progress line shows.
+
+Run: `python bench/bench_map_interrupt.py [--base PATH] [--items N] [--repeat N] [--cases waiting:0,direct:8]`
+from a checkout. Each case runs the map in a child process (this checkout's `core/` on its path, or
+`PATH/core` for `--base`, so two versions are measured in one run) against the test suite's local Batch API
+server (`tests/support/batch_server.py`, in a child process of its own, on loopback), sends SIGINT at a
+moment of the map and prints the seconds from the signal to the moment the child caught the
+`KeyboardInterrupt`, with the length of the traceback Python would print and the message. Asserts nothing.
+
+The phases:
+- `waiting`: a batch map whose first batch runs for minutes, interrupted 1 s after the provider said
+  `in_progress` (every item waits on its batch line);
+- `processing`: the first batch ends after 3 s; interrupted 1 s after its results were downloaded (the items'
+  answers are being handed back and run on);
+- `direct`: a direct map (concurrency 8 and 1,000) whose requests hang, interrupted 5 s after it was called.
+
+It also prints when the progress line first appeared on stderr (seconds after the map was called).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+DIRECT_AFTER_S = 5.0
+"""A direct map is interrupted this long after it was called (its requests hang: nothing else happens)."""
+ITEMS = int(sys.argv[sys.argv.index("--items") + 1]) if "--items" in sys.argv else 2000
+REPEAT = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
+
+CHILD = textwrap.dedent(
+    '''
+    import json, os, sys, time, traceback
+    import nighthawk as nh
+
+    @nh.natural_function
+    def shout(text: str) -> str:
+        """natural
+        Shout <text>.
+        """
+
+    phase, store, count, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=0)
+    texts = [f"ticket {n}" for n in range(count)]
+    with nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
+        print(json.dumps({"started": time.time()}), flush=True)
+        try:
+            nh.map(shout, texts, batch_api=phase != "direct", store=store, progress=True, concurrency=concurrency or None)
+        except KeyboardInterrupt as exc:
+            caught = time.time()
+            chain = "".join(traceback.format_exception(exc))
+            print(json.dumps({"caught": caught, "message": str(exc), "traceback_chars": len(chain)}), flush=True)
+    '''
+)
+
+
+def serve() -> None:
+    """Child process: the batch server; prints its base URL, stops when stdin closes."""
+    sys.path.insert(0, str(TESTS))
+    from support.batch_server import BatchServer
+    from support.openai_server import Hang, Reply, tool_call
+
+    def script(request: Any) -> Any:
+        if request.path.endswith("/chat/completions") and "direct" in sys.argv:
+            return Hang(120.0)
+        if not request.tool_results:
+            return Reply(calls=[tool_call("nh_eval", expression="text.upper()")])
+        return Reply(calls=[tool_call("nh_outcome", kind="return", return_expression="text.upper() + '!'")])
+
+    delays = [3.0] if "processing" in sys.argv else [600.0]
+    with BatchServer(script, delays=delays, delay=600.0, lifetime=900.0) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str, Any]:
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", phase], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None and server.stdin is not None
+    base_url = server.stdout.readline().strip()
+    script = folder / "child.py"
+    script.write_text(CHILD)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{core}{os.pathsep}{core.parent}",
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": "bench-key",
+        "NIGHTHAWK_TOKENIZER": "estimate",
+        "NIGHTHAWK_BATCH_POLL_S": "0.25",
+    }
+    store = folder / "map.sqlite"
+    child = subprocess.Popen(
+        [sys.executable, str(script), phase, str(store), str(ITEMS), str(concurrency)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=folder,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    started = json.loads(child.stdout.readline())["started"]
+    first_line: float | None = None
+    trigger = {"waiting": b"in_progress", "processing": b"downloading results"}.get(phase)
+    seen = b""
+    fire_at: float | None = None if trigger else time.monotonic() + DIRECT_AFTER_S
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if fire_at is not None and time.monotonic() >= fire_at:
+            break
+        ready, _, _ = select.select([child.stderr], [], [], 0.05)
+        if ready:
+            chunk = os.read(child.stderr.fileno(), 65536)
+            if not chunk:
+                break
+            if first_line is None and b"nighthawk.map" in chunk:
+                first_line = time.time() - started
+            seen += chunk
+            if fire_at is None and trigger in seen:
+                fire_at = time.monotonic() + 1.0
+    signalled = time.time()
+    child.send_signal(signal.SIGINT)
+    line = child.stdout.readline()
+    if not line:
+        seen += child.stderr.read()
+    child.kill()
+    child.wait()
+    server.stdin.close()
+    server.wait(timeout=30)
+    report = json.loads(line) if line else {}
+    return {
+        "interrupt_s": report["caught"] - signalled if "caught" in report else None,
+        "first_line_s": first_line,
+        "message": report.get("message", "(no KeyboardInterrupt caught): " + seen.decode(errors="replace")[-600:]),
+        "traceback_chars": report.get("traceback_chars"),
+    }
+
+
+def main() -> None:
+    import tempfile
+
+    base = Path(sys.argv[sys.argv.index("--base") + 1]) if "--base" in sys.argv else None
+    versions = [("base", base / "core")] if base is not None else []
+    versions.append(("this", REPO / "core"))
+    cases = [(c.split(":")[0], int(c.split(":")[1])) for c in (sys.argv[sys.argv.index("--cases") + 1].split(",") if "--cases" in sys.argv else ["waiting:0", "processing:0", "direct:8", "direct:1000"])]
+    print(f"{ITEMS} items, {REPEAT} run(s) each; seconds from SIGINT to the KeyboardInterrupt caught in the child")
+    with tempfile.TemporaryDirectory() as folder:
+        for phase, concurrency in cases:
+            for label, core in versions:
+                runs = []
+                for attempt in range(REPEAT):
+                    attempt_folder = Path(folder) / f"{label}-{phase}-{concurrency}-{attempt}"
+                    attempt_folder.mkdir()
+                    runs.append(run_case(core, phase, concurrency, attempt_folder))
+                name = f"{phase}" + (f" (concurrency {concurrency})" if concurrency else "")
+                print(
+                    f"{label:>4} {name:<28} interrupt {_figures([run['interrupt_s'] for run in runs])}; "
+                    f"first progress line {_figures([run['first_line_s'] for run in runs])}; "
+                    f"traceback {runs[-1]['traceback_chars']} chars; message: {runs[-1]['message'][:200]!r}",
+                    flush=True,
+                )
+
+
+def _figures(values: list[float | None]) -> str:
+    """`median s (each, ...)`; `never` for a run without the figure."""
+    known = sorted(value for value in values if value is not None)
+    median = f"{statistics.median(known):.2f} s" if known else "never"
+    each = ", ".join("never" if value is None else f"{value:.2f}" for value in values)
+    return f"{median} ({each})" if len(values) > 1 else median
+
+if __name__ == "__main__":
+    if "--serve" in sys.argv:
+        serve()
+    else:
+        main()
