@@ -141,7 +141,7 @@ def grows_and_collects(index: int) -> int:
 
 
 def test_what_the_map_itself_keeps_across_a_full_collection_is_set_aside_too() -> None:
-    counts = nh.map(grows_and_collects, range(4), concurrency=1, progress=False)
+    counts = nh.map(grows_and_collects, unsized(4), concurrency=1, progress=False)  # a long map, as far as it knows
     kept_alive.clear()
 
     assert counts[3] >= counts[1] + 50_000, counts  # the next full passes of the map do not walk them again
