@@ -47,6 +47,20 @@ from typing import Any
 
 from ..errors import OperationRefusedError
 from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
+from ._paths import (
+    CHANGED_PATHS,
+    WRITE_FLAGS,
+    Check,
+    check_chdir,
+    check_change,
+    check_open,
+    check_socket_file,
+    check_sqlite,
+    check_sqlite_handle,
+    opens_for_writing,
+    refusal,
+    sqlite_connection_type,
+)
 
 __all__ = ["install"]
 
@@ -118,6 +132,13 @@ def _announce_silent_operations() -> None:
             wrapped = announced(getattr(posix, name), f"os.{name}", node)
             setattr(posix, name, wrapped)
             setattr(os, name, wrapped)
+    # Ending the process at once, with everything the kernel holds in memory: no event in any version.
+    for name in ("_exit", "abort"):
+        wrapped = announced(getattr(posix, name), f"os.{name}", lambda *args, **_: args)
+        setattr(posix, name, wrapped)
+        setattr(os, name, wrapped)
+    _announce_crashes()
+    posix.open = os.open = _standing_in(posix.open, _opening_at(posix.open))
     # Signals sent or scheduled without an event: raised here, sent through a process descriptor, or
     # delivered to this process later by a timer (SIGALRM, which ends it unless handled).
     signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda *args: args)
@@ -151,6 +172,47 @@ def _announce_silent_operations() -> None:
     weakref.finalize.__init__ = left(  # type: ignore[method-assign]
         weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)"
     )
+
+
+def _announce_crashes() -> None:
+    """`faulthandler`'s functions that crash the process on purpose (for its own tests), and its timer that
+    can end it later (`dump_traceback_later(..., exit=True)`), raise an event."""
+    import faulthandler
+
+    def crash(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            sys.audit("nighthawk.process_end", f"faulthandler.{name}")
+            return function(*args, **kwargs)
+
+        return _standing_in(function, call)
+
+    for name in dir(faulthandler):
+        if name.startswith("_") and not name.startswith("__") and callable(getattr(faulthandler, name)):
+            setattr(faulthandler, name, crash(getattr(faulthandler, name), name))
+    later = faulthandler.dump_traceback_later
+
+    def dump_traceback_later(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exit", args[3] if len(args) > 3 else False):
+            sys.audit("nighthawk.process_end", "faulthandler.dump_traceback_later(exit=True)")
+        return later(*args, **kwargs)
+
+    faulthandler.dump_traceback_later = _standing_in(later, dump_traceback_later)
+
+
+def _opening_at(original: Callable[..., int]) -> Callable[..., int]:
+    """`os.open` naming a path relative to an open directory (`dir_fd`) by `/proc/self/fd/N/path`, the name
+    Linux resolves the same way: its `open` event carries no `dir_fd`, and the check would read the path as
+    relative to the current directory. Only opens that may write are renamed (reading is never refused)."""
+
+    def open_at(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if dir_fd is not None and isinstance(flags, int) and flags & WRITE_FLAGS and isinstance(dir_fd, int):
+            name = os.fspath(path)
+            if isinstance(name, str | bytes) and not os.path.isabs(name):
+                folder = f"/proc/self/fd/{dir_fd}"
+                path, dir_fd = os.path.join(os.fsencode(folder) if isinstance(name, bytes) else folder, name), None
+        return original(path, flags, mode, dir_fd=dir_fd)
+
+    return open_at
 
 
 def _standing_in(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
@@ -205,7 +267,7 @@ def _hook_reading(
 
 def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuard, ...]:
     """The guards of the innermost model-made function on the stack (none: `()`)."""
-    if event == "open" and not _opens_for_writing(args):
+    if event == "open" and not opens_for_writing(args):
         return ()  # the common event, which every guard allows: no need to look
     try:
         frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
@@ -219,120 +281,9 @@ def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuar
     return ()
 
 
-_Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
 
 
-def _refusal(guard: RuntimeGuard, what: str, why: str) -> Refusal:
-    return Refusal(guard.policy, f"{guard.policy} refused {what}: {why}")
-
-
-# --- files ----------------------------------------------------------------------------------------------
-
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-
-_CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
-    # event: the paths it changes, as (position of the path, position of its `dir_fd` or None)
-    "os.remove": ((0, 1),),
-    "os.rmdir": ((0, 1),),
-    "os.rename": ((0, 2), (1, 3)),
-    "os.truncate": ((0, None),),
-    "os.chmod": ((0, 2),),
-    "os.chown": ((0, 3),),
-    "os.chflags": ((0, None),),
-    "os.link": ((0, 2), (1, 3)),  # the source too: a link in a writable folder would write the original
-    "os.symlink": ((1, 2),),
-    "os.mkdir": ((0, 2),),
-    "os.utime": ((0, 3),),
-    "os.setxattr": ((0, None),),
-    "os.mkfifo": ((0, 1),),
-    "os.mknod": ((0, 1),),
-    "os.removexattr": ((0, None),),
-    "shutil.rmtree": ((0, 1),),
-    "shutil.move": ((0, None), (1, None)),
-    "shutil.copyfile": ((1, None),),
-    "shutil.copymode": ((1, None),),
-    "shutil.copystat": ((1, None),),
-    "shutil.copytree": ((1, None),),
-    "shutil.chown": ((0, None),),
-    "shutil.make_archive": ((0, None),),
-    "shutil.unpack_archive": ((1, None),),
-}
-
-
-def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    path = args[0]
-    if not _opens_for_writing(args) or isinstance(path, int):
-        return None  # reading; or a descriptor already open, which grants nothing new
-    return _check_paths(guards, f"opening {_shown(path)} for writing", ((path, None),))
-
-
-def _opens_for_writing(args: tuple[object, ...]) -> bool:
-    _, mode, flags = args
-    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
-    if isinstance(flags, int):
-        return bool(flags & _WRITE_FLAGS)
-    return isinstance(mode, str) and any(letter in mode for letter in "wax+")
-
-
-def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    targets = tuple(
-        (args[at], args[fd_at] if fd_at is not None and fd_at < len(args) else None)
-        for at, fd_at in _CHANGED_PATHS[event]
-        if at < len(args)
-    )
-    shown = " and ".join(_shown(path) for path, _ in targets)
-    return _check_paths(guards, f"{event} of {shown}", targets)
-
-
-def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    database = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else str(args[0])
-    if database in ("", ":memory:"):
-        return None  # private to the connection
-    if database.startswith("file:"):
-        database, _, query = database[len("file:"):].partition("#")[0].partition("?")
-        if database == ":memory:" or _read_only_uri(query):
-            return None
-    hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
-    return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
-
-
-def _read_only_uri(query: str) -> bool:
-    """Whether an SQLite URI's query opens the database read-only (or in memory): it names `mode`, and every
-    `mode` it names is `ro` or `memory` (SQLite decodes `%HH` in names and values; other names are ignored)."""
-    from urllib.parse import unquote
-
-    modes = [
-        unquote(value)
-        for name, _, value in (parameter.partition("=") for parameter in query.split("&"))
-        if unquote(name) == "mode"
-    ]
-    return bool(modes) and all(mode in ("ro", "memory") for mode in modes)
-
-
-def _check_sqlite_handle(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    # SQL writes files without an event (`ATTACH DATABASE 'new.db'`, `VACUUM INTO 'copy.db'`, from a
-    # `:memory:` or `mode=ro` connection alike): model code gets connections that may attach no database.
-    if type(args[0]) is _sqlite_connection_type():
-        return None
-    guard = next((guard for guard in guards if guard.files), None)
-    if guard is None:
-        return None
-    return _refusal(guard, f"a {type(args[0]).__name__} connection", "model-written code may open SQLite databases "
-                    "under this policy only with `sqlite3.connect(...)` and its default connection type")
-
-
-@functools.cache
-def _sqlite_connection_type() -> type:
-    """The connection class `sqlite3.connect` makes for model code under a file guard: it may attach no
-    other database (`ATTACH`, `VACUUM INTO` write files that no audit event announces)."""
-    import sqlite3
-
-    class ModelConnection(sqlite3.Connection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-
-    return ModelConnection
+# --- files (the checks are in `_paths.py`) ---------------------------------------------------------
 
 
 def _connect_for_model_code() -> None:
@@ -344,7 +295,7 @@ def _connect_for_model_code() -> None:
 
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         if len(args) < 6 and "factory" not in kwargs and _file_guard_here():
-            kwargs["factory"] = _sqlite_connection_type()
+            kwargs["factory"] = sqlite_connection_type()
         return original(*args, **kwargs)
 
     sqlite3.connect = sqlite3.dbapi2.connect = _standing_in(original, connect)  # type: ignore[assignment]
@@ -357,68 +308,32 @@ def _file_guard_here() -> bool:
     return enforcement is not None and any(guard.files for guard in enforcement.guards)
 
 
-def _check_paths(
-    guards: tuple[RuntimeGuard, ...], what: str, targets: tuple[tuple[object, object], ...], hint: str = ""
-) -> Refusal | None:
-    for guard in guards:
-        if not guard.files:
-            continue
-        for path, dir_fd in targets:
-            resolved = _resolved(path, dir_fd)
-            if resolved is None or not any(_inside(resolved, directory) for directory in guard.writable):
-                where = f" outside {', '.join(guard.writable)}" if guard.writable else ""
-                why = f"model-written code may not change files{where} under this policy"
-                return _refusal(guard, what, f"{why}; {hint}" if hint else why)
-    return None
-
-
-def _resolved(path: object, dir_fd: object) -> str | None:
-    """The absolute, symlink-free path `path` names (`None` when it cannot be told: a descriptor)."""
-    if isinstance(path, int) or path is None:
-        return None
-    try:
-        text = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
-    except TypeError:
-        return None
-    if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
-        try:  # relative to an open directory: Linux names it
-            text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
-        except OSError:
-            return None
-    return os.path.realpath(text)
-
-
-def _inside(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def _shown(path: object) -> str:
-    try:
-        return repr(os.fsdecode(os.fspath(path)))  # type: ignore[arg-type]
-    except TypeError:
-        return f"descriptor {path!r}" if isinstance(path, int) else repr(path)
-
-
 # --- processes, threads, signals ------------------------------------------------------------------------
 
 
 def _check_process(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
     target = f" ({_brief(args[0])})" if args else ""
-    return _refusal(guards[0], f"{event}{target}", "model-written code may not start processes under this policy "
+    return refusal(guards[0], f"{event}{target}", "model-written code may not start processes under this policy "
                     "(a child process would run outside it)")
 
 
 def _check_thread(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    return _refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
+    return refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
                     "this policy (a thread would run without it); call the function directly")
 
 
 def _check_signal(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    return _refusal(guards[0], f"{event}{tuple(args)!r}", "model-written code may not send signals under this policy")
+    return refusal(guards[0], f"{event}{tuple(args)!r}", "model-written code may not send signals under this policy")
+
+
+def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    what = str(args[0]) if event == "nighthawk.process_end" else f"{event}{tuple(args)!r}"
+    return refusal(guards[0], what, "model-written code may not end the process under this policy (the notebook "
+                   "would lose everything it holds in memory)")
 
 
 def _check_deferred(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    return _refusal(guards[0], str(args[0]), "model-written code may not leave a function to run later under "
+    return refusal(guards[0], str(args[0]), "model-written code may not leave a function to run later under "
                     "this policy (it would run outside it); do the work now, in the step")
 
 
@@ -442,8 +357,27 @@ def _check_network(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obj
         if guard.network and not _allowed(guard.allow, host, port):
             target = host if port is None else f"{host}:{port}"
             allowed = f" (allowed: {', '.join(guard.allow)})" if guard.allow else ""
-            return _refusal(guard, f"{event} to {target}", f"model-written code may not use the network{allowed}")
+            return refusal(guard, f"{event} to {target}", f"model-written code may not use the network{allowed}")
     return None
+
+
+def _check_connect(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if len(args) > 1 and _process_server(args[1]):
+        return _check_process(guards, "connecting to multiprocessing's fork server", (args[1],))
+    return _check_network(guards, event, args)
+
+
+def _process_server(address: object) -> bool:
+    """Whether `address` is that of a fork server already running (multiprocessing's `forkserver`), which
+    starts a process for whoever connects."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(forkserver, "_forkserver", None)
+    running = getattr(server, "_forkserver_address", None)
+    return running is not None and isinstance(address, str | bytes) and os.fsdecode(address) == os.fsdecode(running)
+
+
+def _check_bind(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    return check_socket_file(guards, event, args) or _check_network(guards, event, args)
 
 
 def _endpoint(event: str, args: tuple[object, ...]) -> tuple[str, int | None]:
@@ -510,11 +444,12 @@ _PROCESS_EVENTS = (
 _LOOKUP_EVENTS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo")
 _NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", *_LOOKUP_EVENTS)
 
-_CHECKS: dict[str, _Check] = {
-    "open": _check_open,
-    "sqlite3.connect": _check_sqlite,
-    "sqlite3.connect/handle": _check_sqlite_handle,
-    **dict.fromkeys(_CHANGED_PATHS, _check_change),
+_CHECKS: dict[str, Check] = {
+    "open": check_open,
+    "os.chdir": check_chdir,
+    "sqlite3.connect": check_sqlite,
+    "sqlite3.connect/handle": check_sqlite_handle,
+    **dict.fromkeys(CHANGED_PATHS, check_change),
     **dict.fromkeys(_PROCESS_EVENTS, _check_process),
     **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),
     **dict.fromkeys(
@@ -522,6 +457,9 @@ _CHECKS: dict[str, _Check] = {
          "signal.alarm", "signal.setitimer"),
         _check_signal,
     ),
+    **dict.fromkeys(("os._exit", "os.abort", "nighthawk.process_end"), _check_end),
     _DEFERRED: _check_deferred,
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
+    "socket.connect": _check_connect,
+    "socket.bind": _check_bind,
 }
