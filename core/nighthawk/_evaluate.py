@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import CodeType
 
+from .oversight._oversee import handling_value
 from .secrets._scrubber import note_expression, note_value
 
 __all__ = ["Evaluation", "clip", "compile_expression", "start_evaluation"]
@@ -111,7 +112,10 @@ def start_evaluation(
         with around or nullcontext() as mark:
             namespace.update(mark or {})
             value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
-    note_value(value, derived=derived)
+            # Still under the guards: scanning the value for secrets calls its methods (`items`, `__iter__`),
+            # which the model's code may have set to any function of Python's.
+            with handling_value():
+                note_value(value, derived=derived)
     return Evaluation(
         value=value,
         awaits=bool(code.co_flags & inspect.CO_COROUTINE),

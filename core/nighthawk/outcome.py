@@ -121,8 +121,10 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             await review_return(step, expression)
 
             def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
-                # A return annotation (and a walrus target's) may carry the user's validators: user code.
-                return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
+                # A return annotation (and a walrus target's) may carry the user's validators: user code. The
+                # value's own methods, which validating calls (`__iter__` for a `list`), are the model's.
+                with guarding(step, OUTCOME_TOOL, blocking=True, handling=True):
+                    return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
 
             def evaluated() -> tuple[Evaluation, _Checked | None]:
                 evaluation = start_evaluation(

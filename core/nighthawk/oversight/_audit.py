@@ -40,6 +40,7 @@ import functools
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable
 from contextvars import ContextVar
 from types import FrameType
@@ -158,9 +159,9 @@ def _announce_silent_operations() -> None:
         if hasattr(subprocess, "_fork_exec"):  # `subprocess` keeps its own name for it (3.11 and later)
             subprocess._fork_exec = _posixsubprocess.fork_exec  # type: ignore[attr-defined]
 
-    def left(function: Callable[..., Any], what: str) -> Any:
+    def left(function: Callable[..., Any], what: str, method: bool = False) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
-            if _called_by_model_code():
+            if _left_by_model_code((*args[method:], *kwargs.values())):
                 sys.audit(_DEFERRED, what)
             return function(*args, **kwargs)
 
@@ -170,8 +171,12 @@ def _announce_silent_operations() -> None:
     signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
     # `weakref.finalize` keeps its identity (its class state, `isinstance`): only its `__init__` is wrapped.
     weakref.finalize.__init__ = left(  # type: ignore[method-assign]
-        weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)"
+        weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)", method=True
     )
+    posix.register_at_fork = os.register_at_fork = left(
+        posix.register_at_fork, "os.register_at_fork (a function run when the process forks)"
+    )
+    _announce_late_handlers()
 
 
 def _announce_crashes() -> None:
@@ -223,12 +228,63 @@ def _standing_in(original: Callable[..., Any], wrapper: Callable[..., Any]) -> C
     return wrapper
 
 
-def _called_by_model_code() -> bool:
-    """Whether the caller of the wrapper calling this is model-written code (its globals carry the guards)."""
+def _announce_late_handlers() -> None:
+    """Logging handlers that open their file (`delay=True`) or connect on the first record announce it when
+    they are made: the record may come from the user's code, after the step, with no model code to hold."""
+    import logging
+    import logging.handlers
+
+    def announcing(cls: type, target: Callable[..., tuple[str, tuple[object, ...]] | None]) -> None:
+        original = cls.__init__  # type: ignore[misc]
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if (announced := target(*args, **kwargs)) is not None:
+                sys.audit(*announced)
+            original(self, *args, **kwargs)
+
+        cls.__init__ = _standing_in(original, __init__)  # type: ignore[misc]
+
+    def file(filename: object, mode: str = "a", encoding: object = None, delay: bool = False, *_: object,
+             **__: object) -> tuple[str, tuple[object, ...]] | None:
+        return ("open", (os.path.abspath(os.fspath(filename)), mode, None)) if delay else None  # type: ignore[arg-type]
+
+    def socket(host: object, port: object = None, *_: object, **__: object) -> tuple[str, tuple[object, ...]]:
+        return "socket.connect", (None, host if port is None else (host, port))
+
+    def web(host: object, *_: object, **__: object) -> tuple[str, tuple[object, ...]]:
+        name, _, port = str(host[0] if isinstance(host, tuple) else host).rpartition(":")
+        return "socket.connect", (None, (name, int(port)) if name and port.isdigit() else (str(host), None))
+
+    announcing(logging.FileHandler, file)
+    announcing(logging.handlers.SocketHandler, socket)  # DatagramHandler too
+    announcing(logging.handlers.HTTPHandler, web)
+    announcing(logging.handlers.SMTPHandler, web)
+
+
+def _left_by_model_code(given: tuple[object, ...]) -> bool:
+    """Whether a function to run later is left by model-written code: its caller is (its globals carry the
+    guards), or guarded code runs here and the caller hands over functions that are not its own (a library's
+    clean-up of its own objects is its business: `tempfile`, `random`)."""
     try:
-        return GUARDS_NAME in sys._getframe(2).f_globals
+        caller = sys._getframe(2).f_globals
     except ValueError:  # called from C with no Python caller (a thread's entry point)
         return False
+    if GUARDS_NAME in caller:
+        return True
+    enforcement = _enforced.get() if _enforced is not None else None
+    if enforcement is None:
+        enforcement = _by_thread.get(threading.get_ident())
+    if enforcement is None or enforcement.mode not in ("evaluation", "handling") or not enforcement.guards:
+        return False
+    module = caller.get("__name__")
+    return not all(_own(function, module) for function in given if callable(function))
+
+
+def _own(function: object, module: object) -> bool:
+    """Whether `function` is `module`'s own, or a method of an object (a lock's `_at_fork_reinit`)."""
+    if isinstance(function, types.BuiltinMethodType) and not isinstance(function.__self__, types.ModuleType | None):
+        return True
+    return getattr(getattr(function, "__func__", function), "__module__", None) == module
 
 
 _DEFERRED = "nighthawk.deferred_call"
@@ -251,22 +307,30 @@ def _hook_reading(
         if enforcement is None:
             if by_thread and (enforcement := by_thread.get(thread())) is not None:
                 pass
-            elif event in _CHECKS and (guards := _guards_of_caller(event, args)):
+            elif event in _CHECKS and (guards := _guards_of_caller(event, args, whole_stack=True)):
                 enforcement = Enforcement(guards)  # outside any step: nowhere to record the refusal
+            else:
+                return
+        elif enforcement.mode == "machinery":
+            if event in _CHECKS and (guards := _guards_of_caller(event, args, whole_stack=False)):
+                enforcement = Enforcement(guards)
             else:
                 return
         if not enforcement.guards:
             return  # NOT_ENFORCED
         check = _CHECKS.get(event)
-        if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
+        if check is None or (enforcement.mode == "handling" and _users_own_code()):
+            return
+        if (refusal := check(enforcement.guards, event, args)) is not None:
             enforcement.refusals.append(refusal)
             raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
     return hook
 
 
-def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuard, ...]:
-    """The guards of the innermost model-made function on the stack (none: `()`)."""
+def _guards_of_caller(event: str, args: tuple[object, ...], *, whole_stack: bool) -> tuple[RuntimeGuard, ...]:
+    """The guards of the innermost model-made function on the stack (none: `()`); with `whole_stack` false,
+    only above the first frame of code that is neither the library's nor the model's (a step's own work)."""
     if event == "open" and not opens_for_writing(args):
         return ()  # the common event, which every guard allows: no need to look
     try:
@@ -277,10 +341,47 @@ def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuar
         guards = frame.f_globals.get(GUARDS_NAME)
         if guards is not None:
             return guards  # type: ignore[no-any-return]
+        if not whole_stack and (_nighthawks(frame.f_globals) or not _library(frame.f_globals)):
+            return ()
         frame = frame.f_back
     return ()
 
 
+def _users_own_code() -> bool:
+    """Whether the operation is the user's own code at work while Nighthawk handles a model-made value: the
+    first frame up the stack that is not the library's (the standard library, installed packages) is a
+    function of the user's (a validator, a `__repr__`), not the model's nor Nighthawk's."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        namespace = frame.f_globals
+        if GUARDS_NAME in namespace:
+            return False
+        if _nighthawks(namespace):
+            return False  # Nighthawk's own frame, reached with no function of the user's in between
+        if not _library(namespace):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _nighthawks(namespace: dict[str, Any]) -> bool:
+    name = namespace.get("__name__")
+    return isinstance(name, str) and name.partition(".")[0] in ("nighthawk", "nighthawk_ipython")
+
+
+@functools.cache
+def _library_folders() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    folders = {os.path.join(paths[key], "") for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    return tuple(folders | {os.path.join(os.path.realpath(folder), "") for folder in folders})
+
+
+def _library(namespace: dict[str, Any]) -> bool:
+    """Whether a frame with these globals runs code of the standard library or of an installed package."""
+    source = namespace.get("__file__")
+    return isinstance(source, str) and source.startswith(_library_folders())
 
 
 # --- files (the checks are in `_paths.py`) ---------------------------------------------------------
@@ -330,6 +431,23 @@ def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object,
     what = str(args[0]) if event == "nighthawk.process_end" else f"{event}{tuple(args)!r}"
     return refusal(guards[0], what, "model-written code may not end the process under this policy (the notebook "
                    "would lose everything it holds in memory)")
+
+
+def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == "object.__setattr__":
+        if len(args) < 2 or args[1] != "__code__":
+            return None
+        what = "replacing the code of a function"
+    else:
+        try:
+            caller = sys._getframe(2).f_globals  # the caller of `compile`, `exec` or `types.FunctionType`
+        except ValueError:
+            return None
+        if GUARDS_NAME not in caller:
+            return None  # a library (`dataclasses`, `namedtuple`) making its own functions, or Nighthawk's eval
+        what = {"compile": "compiling new code", "exec": "running compiled code"}.get(event, "making a function")
+    return refusal(guards[0], f"{what} ({event})", "model-written code may not make functions from new code under "
+                   "this policy (they would run later without it); write the expression itself")
 
 
 def _check_deferred(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -459,6 +577,7 @@ _CHECKS: dict[str, Check] = {
     ),
     **dict.fromkeys(("os._exit", "os.abort", "nighthawk.process_end"), _check_end),
     _DEFERRED: _check_deferred,
+    **dict.fromkeys(("function.__new__", "object.__setattr__", "compile", "exec"), _check_made_code),
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
     "socket.connect": _check_connect,
     "socket.bind": _check_bind,
