@@ -239,7 +239,8 @@ def _announce_late_handlers() -> None:
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             if (announced := target(*args, **kwargs)) is not None:
-                sys.audit(*announced)
+                event, arguments = announced
+                sys.audit(event, *arguments)
             original(self, *args, **kwargs)
 
         cls.__init__ = _standing_in(original, __init__)  # type: ignore[misc]
