@@ -13,6 +13,7 @@ import functools  # noqa: F401 - the model's expressions use the modules of this
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import socket  # noqa: F401
 import subprocess
 import sys
 import textwrap
@@ -39,10 +40,11 @@ ENDINGS = {
     "faulthandler._fatal_error_c_thread": "faulthandler._fatal_error_c_thread()",
     "faulthandler timer that exits": "faulthandler.dump_traceback_later(0.05, exit=True)",
     "os._exit through a partial": "functools.partial(os._exit, 3)()",
+    "a CPU-time limit already spent": "resource.setrlimit(resource.RLIMIT_CPU, (1, 1)) or sum(range(10**8))",
 }
 
 _PROGRAM = """
-import faulthandler, functools, os, signal, sys, time
+import faulthandler, functools, os, resource, signal, sys, time
 import nighthawk as nh
 from scripting import finish, model_code, scripted_executor
 
@@ -134,10 +136,19 @@ def test_a_fork_server_the_user_started_starts_no_process_for_model_code(
 ) -> None:
     victim = tmp_path / "keep.txt"
     victim.write_text("precious")
-    globals()["multiprocessing"] = multiprocessing
     expression = (
         "(c := multiprocessing.get_context('forkserver').Process(target=os.remove, args=(p,))).start() or c.join(10)"
     )
     read = run_model_code(channel, expression, victim, POLICIES[policy]())
     assert victim.read_text() == "precious"
     assert f"{policy} refused" in read and "fork server" in read
+
+
+def test_the_fork_server_is_known_by_another_spelling_of_its_address(fork_server: None, tmp_path: Path) -> None:
+    victim = tmp_path / "keep.txt"
+    victim.write_text("precious")
+    address = multiprocessing.forkserver._forkserver._forkserver_address  # type: ignore[attr-defined]
+    respelled = address.replace("/", "//", 1) if not address.startswith("\0") else address
+    expression = f"socket.socket(socket.AF_UNIX).connect({respelled!r})"
+    read = run_model_code("nh_eval", expression, victim, POLICIES["read_only"]())
+    assert "read_only refused" in read and "fork server" in read

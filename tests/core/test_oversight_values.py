@@ -282,6 +282,19 @@ def test_a_function_run_at_the_next_fork_is_refused(channel: str, victim: Path) 
     assert "read_only refused os.register_at_fork" in read
 
 
+def test_a_function_run_at_thread_shutdown_is_refused(victim: Path) -> None:
+    import threading
+
+    before = len(threading._threading_atexits)  # type: ignore[attr-defined]
+    globals()["threading"] = threading
+    try:
+        read = run_model_code("nh_eval", "threading._register_atexit(os.remove, p)", victim, READ_ONLY())
+    finally:
+        del globals()["threading"]
+    assert len(threading._threading_atexits) == before  # type: ignore[attr-defined]
+    assert "read_only refused threading._register_atexit" in read
+
+
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_an_exit_function_registered_through_an_exit_stack_is_refused(channel: str, victim: Path) -> None:
     before = atexit._ncallbacks()  # type: ignore[attr-defined]

@@ -173,6 +173,10 @@ def _announce_silent_operations() -> None:
     weakref.finalize.__init__ = left(  # type: ignore[method-assign]
         weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)", method=True
     )
+    # Run at shutdown before `atexit`'s functions (`concurrent.futures` uses it): the same as `atexit.register`.
+    threading._register_atexit = left(  # type: ignore[attr-defined]
+        threading._register_atexit, "threading._register_atexit (a function run at exit)"  # type: ignore[attr-defined]
+    )
     posix.register_at_fork = os.register_at_fork = left(
         posix.register_at_fork, "os.register_at_fork (a function run when the process forks)"
     )
@@ -429,6 +433,7 @@ def _check_signal(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
 
 
 def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    # A limit lowered on the process (CPU time, memory, open files) ends or breaks the kernel later.
     what = str(args[0]) if event == "nighthawk.process_end" else f"{event}{tuple(args)!r}"
     return refusal(guards[0], what, "model-written code may not end the process under this policy (the notebook "
                    "would lose everything it holds in memory)")
@@ -492,7 +497,12 @@ def _process_server(address: object) -> bool:
     forkserver = sys.modules.get("multiprocessing.forkserver")
     server = getattr(forkserver, "_forkserver", None)
     running = getattr(server, "_forkserver_address", None)
-    return running is not None and isinstance(address, str | bytes) and os.fsdecode(address) == os.fsdecode(running)
+    if running is None or not isinstance(address, str | bytes) or not address:
+        return False
+    named, listening = os.fsdecode(address), os.fsdecode(running)
+    if named[0] == "\0" or listening[0] == "\0":  # an abstract address: spelled one way only
+        return named == listening
+    return os.path.realpath(named) == os.path.realpath(listening)  # `/tmp//x`, a link to it
 
 
 def _check_bind(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -576,7 +586,8 @@ _CHECKS: dict[str, Check] = {
          "signal.alarm", "signal.setitimer"),
         _check_signal,
     ),
-    **dict.fromkeys(("os._exit", "os.abort", "nighthawk.process_end"), _check_end),
+    **dict.fromkeys(("os._exit", "os.abort", "nighthawk.process_end", "resource.setrlimit", "resource.prlimit"),
+                    _check_end),
     _DEFERRED: _check_deferred,
     **dict.fromkeys(("function.__new__", "object.__setattr__", "compile", "exec"), _check_made_code),
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
