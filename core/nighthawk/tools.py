@@ -23,7 +23,7 @@ from .secrets._scrubber import current_scrubber
 from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 from .errors import OperationRefusedError, StepAbortedError, ToolEvaluationError, ToolValidationError
-from .oversight._oversee import guarding, review_tool_call
+from .oversight._oversee import guarding, handling_value, review_tool_call
 from .step import StepContext
 
 __all__ = [
@@ -141,7 +141,8 @@ async def _evaluate_awaiting(
         nonlocal evaluation
         try:
             evaluation = start_evaluation(
-                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name, blocking=True)
+                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name, blocking=True),
+                looking=handling_value,
             )
         except Exception as exc:
             raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))
