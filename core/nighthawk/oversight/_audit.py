@@ -312,28 +312,28 @@ def _hook_reading(
         if enforcement is None:
             if by_thread and (enforcement := by_thread.get(thread())) is not None:
                 pass
-            elif event in _CHECKS and (guards := _guards_of_caller(event, args, whole_stack=True)):
+            elif event in _CHECKS and (guards := _guards_of_caller(event, args, True)):
                 enforcement = Enforcement(guards)  # outside any step: nowhere to record the refusal
             else:
                 return
-        elif enforcement.mode == "machinery":
-            if event in _CHECKS and (guards := _guards_of_caller(event, args, whole_stack=False)):
-                enforcement = Enforcement(guards)
-            else:
-                return
         if not enforcement.guards:
-            return  # NOT_ENFORCED
+            # NOT_ENFORCED; or a step's own work (`machinery`), where only functions the model made are held
+            if enforcement.mode != "machinery" or event not in _CHECKS:
+                return
+            if not (guards := _guards_of_caller(event, args, False)):
+                return
+            enforcement = Enforcement(guards)
         check = _CHECKS.get(event)
-        if check is None or (enforcement.mode == "handling" and _users_own_code()):
-            return
-        if (refusal := check(enforcement.guards, event, args)) is not None:
+        if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
+            if enforcement.mode == "handling" and _users_own_code():
+                return  # the user's own function, which Nighthawk called while handling the model's value
             enforcement.refusals.append(refusal)
             raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
     return hook
 
 
-def _guards_of_caller(event: str, args: tuple[object, ...], *, whole_stack: bool) -> tuple[RuntimeGuard, ...]:
+def _guards_of_caller(event: str, args: tuple[object, ...], whole_stack: bool) -> tuple[RuntimeGuard, ...]:
     """The guards of the innermost model-made function on the stack (none: `()`); with `whole_stack` false,
     only above the first frame of code that is neither the library's nor the model's (a step's own work)."""
     if event == "open" and not opens_for_writing(args):
