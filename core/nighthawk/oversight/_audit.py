@@ -24,14 +24,8 @@ A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operat
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
 nothing is emitted from inside the hook.
 
-Python 3.11 raises no event when a thread starts: there the functions that start threads are wrapped, at
-installation, to raise the event later versions raise (`_thread.start_new_thread`). Some operations raise
-none in any version; their functions are wrapped the same way: making a FIFO or a device node
-(`os.mkfifo`, `os.mknod`), raising a signal in-process (`signal.raise_signal`), and handing a function to
-something that calls it later, outside the step, with no function of the model's in between to carry the
-guard (`atexit.register`, `weakref.finalize`, `signal.signal`). The last three are announced only when
-model-written code calls them itself: a library it uses may register its own clean-up
-(`tempfile.TemporaryDirectory` does) without that being the model's choice of what runs later.
+Operations Python does not announce (a thread start on 3.11, ending the process, a function left to run
+later, ...) are made to raise an event by the wrappers of `_announce.py`, installed with the hook.
 """
 
 from __future__ import annotations
@@ -40,17 +34,16 @@ import functools
 import os
 import sys
 import threading
-import types
 from collections.abc import Callable
 from contextvars import ContextVar
 from types import FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
+from ._announce import DEFERRED, PROCESS_END, announce_silent_operations, standing_in
 from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
 from ._paths import (
     CHANGED_PATHS,
-    WRITE_FLAGS,
     Check,
     check_chdir,
     check_change,
@@ -88,212 +81,11 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
     with _install_lock:
         if _installed:
             return
-        if sys.version_info < (3, 12):
-            _announce_thread_starts()
-        _announce_silent_operations()
         _enforced, _by_thread = enforced, by_thread
+        announce_silent_operations(_enforcement_here)
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
-
-
-def _announce_thread_starts() -> None:
-    """Make Python 3.11 raise the audit event 3.12 raises when a thread starts."""
-    import _thread
-
-    original = _thread.start_new_thread
-
-    def start_new_thread(function: Callable[..., object], args: tuple[object, ...], *kwargs: object) -> int:
-        sys.audit("_thread.start_new_thread", function, args, kwargs[0] if kwargs else None)
-        return original(function, args, *kwargs)
-
-    _thread.start_new_thread = _thread.start_new = start_new_thread  # type: ignore[assignment, attr-defined]
-    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
-
-
-def _announce_silent_operations() -> None:
-    """Wrap the functions whose operations Python does not announce so that they raise an event (see above)."""
-    import atexit
-    import posix
-    import signal
-    import weakref
-
-    def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            sys.audit(event, *target(*args, **kwargs))
-            return function(*args, **kwargs)
-
-        return _standing_in(function, call)
-
-    def node(path: object, *_: object, dir_fd: object = None, **__: object) -> tuple[object, ...]:
-        return path, dir_fd
-
-    for name in ("mkfifo", "mknod"):
-        if hasattr(posix, name):
-            wrapped = announced(getattr(posix, name), f"os.{name}", node)
-            setattr(posix, name, wrapped)
-            setattr(os, name, wrapped)
-    # Ending the process at once, with everything the kernel holds in memory: no event in any version.
-    for name in ("_exit", "abort"):
-        wrapped = announced(getattr(posix, name), f"os.{name}", lambda *args, **_: args)
-        setattr(posix, name, wrapped)
-        setattr(os, name, wrapped)
-    _announce_crashes()
-    posix.open = os.open = _standing_in(posix.open, _opening_at(posix.open))
-    # Signals sent or scheduled without an event: raised here, sent through a process descriptor, or
-    # delivered to this process later by a timer (SIGALRM, which ends it unless handled).
-    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda *args: args)
-    for name in ("pidfd_send_signal", "alarm", "setitimer"):
-        if hasattr(signal, name):
-            setattr(signal, name, announced(getattr(signal, name), f"signal.{name}", lambda *args, **_: args))
-    try:
-        import _posixsubprocess  # what `subprocess` and `multiprocessing` start children with, unannounced
-    except ImportError:
-        pass
-    else:
-        import subprocess
-
-        _posixsubprocess.fork_exec = announced(  # type: ignore[attr-defined]
-            _posixsubprocess.fork_exec, "_posixsubprocess.fork_exec", lambda *args, **_: args[:1]
-        )
-        if hasattr(subprocess, "_fork_exec"):  # `subprocess` keeps its own name for it (3.11 and later)
-            subprocess._fork_exec = _posixsubprocess.fork_exec  # type: ignore[attr-defined]
-
-    def left(function: Callable[..., Any], what: str, method: bool = False) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if _left_by_model_code((*args[method:], *kwargs.values())):
-                sys.audit(_DEFERRED, what)
-            return function(*args, **kwargs)
-
-        return _standing_in(function, call)
-
-    atexit.register = left(atexit.register, "atexit.register (a function run at exit)")
-    signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
-    # `weakref.finalize` keeps its identity (its class state, `isinstance`): only its `__init__` is wrapped.
-    weakref.finalize.__init__ = left(  # type: ignore[method-assign]
-        weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)", method=True
-    )
-    # Run at shutdown before `atexit`'s functions (`concurrent.futures` uses it): the same as `atexit.register`.
-    threading._register_atexit = left(  # type: ignore[attr-defined]
-        threading._register_atexit, "threading._register_atexit (a function run at exit)"  # type: ignore[attr-defined]
-    )
-    posix.register_at_fork = os.register_at_fork = left(
-        posix.register_at_fork, "os.register_at_fork (a function run when the process forks)"
-    )
-    _announce_late_handlers()
-
-
-def _announce_crashes() -> None:
-    """`faulthandler`'s functions that crash the process on purpose (for its own tests), and its timer that
-    can end it later (`dump_traceback_later(..., exit=True)`), raise an event."""
-    import faulthandler
-
-    def crash(function: Callable[..., Any], name: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            sys.audit("nighthawk.process_end", f"faulthandler.{name}")
-            return function(*args, **kwargs)
-
-        return _standing_in(function, call)
-
-    for name in dir(faulthandler):
-        if name.startswith("_") and not name.startswith("__") and callable(getattr(faulthandler, name)):
-            setattr(faulthandler, name, crash(getattr(faulthandler, name), name))
-    later = faulthandler.dump_traceback_later
-
-    def dump_traceback_later(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("exit", args[3] if len(args) > 3 else False):
-            sys.audit("nighthawk.process_end", "faulthandler.dump_traceback_later(exit=True)")
-        return later(*args, **kwargs)
-
-    faulthandler.dump_traceback_later = _standing_in(later, dump_traceback_later)
-
-
-def _opening_at(original: Callable[..., int]) -> Callable[..., int]:
-    """`os.open` naming a path relative to an open directory (`dir_fd`) by `/proc/self/fd/N/path`, the name
-    Linux resolves the same way: its `open` event carries no `dir_fd`, and the check would read the path as
-    relative to the current directory. Only opens that may write are renamed (reading is never refused)."""
-
-    def open_at(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        if dir_fd is not None and isinstance(flags, int) and flags & WRITE_FLAGS and isinstance(dir_fd, int):
-            name = os.fspath(path)
-            if isinstance(name, str | bytes) and not os.path.isabs(name):
-                folder = f"/proc/self/fd/{dir_fd}"
-                path, dir_fd = os.path.join(os.fsencode(folder) if isinstance(name, bytes) else folder, name), None
-        return original(path, flags, mode, dir_fd=dir_fd)
-
-    return open_at
-
-
-def _standing_in(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
-    """`wrapper` named and documented as `original`, without the `__wrapped__` that `functools.wraps` leaves:
-    `sqlite3.connect.__wrapped__` or `atexit.register.__wrapped__` would hand model code the plain function."""
-    functools.update_wrapper(wrapper, original)
-    del wrapper.__wrapped__
-    return wrapper
-
-
-def _announce_late_handlers() -> None:
-    """Logging handlers that open their file (`delay=True`) or connect on the first record announce it when
-    they are made: the record may come from the user's code, after the step, with no model code to hold."""
-    import logging
-    import logging.handlers
-
-    def announcing(cls: type, target: Callable[..., tuple[str, tuple[object, ...]] | None]) -> None:
-        original = cls.__init__  # type: ignore[misc]
-
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            if (announced := target(*args, **kwargs)) is not None:
-                event, arguments = announced
-                sys.audit(event, *arguments)
-            original(self, *args, **kwargs)
-
-        cls.__init__ = _standing_in(original, __init__)  # type: ignore[misc]
-
-    def file(filename: object, mode: str = "a", encoding: object = None, delay: bool = False, *_: object,
-             **__: object) -> tuple[str, tuple[object, ...]] | None:
-        return ("open", (os.path.abspath(os.fspath(filename)), mode, None)) if delay else None  # type: ignore[arg-type]
-
-    def socket(host: object, port: object = None, *_: object, **__: object) -> tuple[str, tuple[object, ...]]:
-        return "socket.connect", (None, host if port is None else (host, port))
-
-    def web(host: object, *_: object, **__: object) -> tuple[str, tuple[object, ...]]:
-        name, _, port = str(host[0] if isinstance(host, tuple) else host).rpartition(":")
-        return "socket.connect", (None, (name, int(port)) if name and port.isdigit() else (str(host), None))
-
-    announcing(logging.FileHandler, file)
-    announcing(logging.handlers.SocketHandler, socket)  # DatagramHandler too
-    announcing(logging.handlers.HTTPHandler, web)
-    announcing(logging.handlers.SMTPHandler, web)
-
-
-def _left_by_model_code(given: tuple[object, ...]) -> bool:
-    """Whether a function to run later is left by model-written code: its caller is (its globals carry the
-    guards), or guarded code runs here and the caller hands over functions that are not its own (a library's
-    clean-up of its own objects is its business: `tempfile`, `random`)."""
-    try:
-        caller = sys._getframe(2).f_globals
-    except ValueError:  # called from C with no Python caller (a thread's entry point)
-        return False
-    if GUARDS_NAME in caller:
-        return True
-    enforcement = _enforced.get() if _enforced is not None else None
-    if enforcement is None:
-        enforcement = _by_thread.get(threading.get_ident())
-    if enforcement is None or enforcement.mode not in ("evaluation", "handling") or not enforcement.guards:
-        return False
-    module = caller.get("__name__")
-    return not all(_own(function, module) for function in given if callable(function))
-
-
-def _own(function: object, module: object) -> bool:
-    """Whether `function` is `module`'s own, or a method of an object (a lock's `_at_fork_reinit`)."""
-    if isinstance(function, types.BuiltinMethodType) and not isinstance(function.__self__, types.ModuleType | None):
-        return True
-    return getattr(getattr(function, "__func__", function), "__module__", None) == module
-
-
-_DEFERRED = "nighthawk.deferred_call"
-"""The event the wrappers above raise when model-written code leaves a function to run later."""
 
 
 # --- the hook -------------------------------------------------------------------------------------------
@@ -404,13 +196,17 @@ def _connect_for_model_code() -> None:
             kwargs["factory"] = sqlite_connection_type()
         return original(*args, **kwargs)
 
-    sqlite3.connect = sqlite3.dbapi2.connect = _standing_in(original, connect)  # type: ignore[assignment]
+    sqlite3.connect = sqlite3.dbapi2.connect = standing_in(original, connect)  # type: ignore[assignment]
+
+
+def _enforcement_here() -> Enforcement | None:
+    """What is enforced on this thread or task now (the context variable, else the thread's evaluation)."""
+    enforcement = _enforced.get() if _enforced is not None else None
+    return _by_thread.get(threading.get_ident()) if enforcement is None else enforcement
 
 
 def _file_guard_here() -> bool:
-    enforcement = _enforced.get() if _enforced is not None else None
-    if enforcement is None:
-        enforcement = _by_thread.get(threading.get_ident())
+    enforcement = _enforcement_here()
     return enforcement is not None and any(guard.files for guard in enforcement.guards)
 
 
@@ -434,7 +230,7 @@ def _check_signal(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obje
 
 def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
     # A limit lowered on the process (CPU time, memory, open files) ends or breaks the kernel later.
-    what = str(args[0]) if event == "nighthawk.process_end" else f"{event}{tuple(args)!r}"
+    what = str(args[0]) if event == PROCESS_END else f"{event}{tuple(args)!r}"
     return refusal(guards[0], what, "model-written code may not end the process under this policy (the notebook "
                    "would lose everything it holds in memory)")
 
@@ -586,9 +382,9 @@ _CHECKS: dict[str, Check] = {
          "signal.alarm", "signal.setitimer"),
         _check_signal,
     ),
-    **dict.fromkeys(("os._exit", "os.abort", "nighthawk.process_end", "resource.setrlimit", "resource.prlimit"),
+    **dict.fromkeys(("os._exit", "os.abort", PROCESS_END, "resource.setrlimit", "resource.prlimit"),
                     _check_end),
-    _DEFERRED: _check_deferred,
+    DEFERRED: _check_deferred,
     **dict.fromkeys(("function.__new__", "object.__setattr__", "compile", "exec"), _check_made_code),
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
     "socket.connect": _check_connect,
