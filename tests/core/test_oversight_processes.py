@@ -17,6 +17,7 @@ import socket  # noqa: F401
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,43 @@ def test_the_fork_server_is_known_by_another_spelling_of_its_address(fork_server
     expression = f"socket.socket(socket.AF_UNIX).connect({respelled!r})"
     read = run_model_code("nh_eval", expression, victim, POLICIES["read_only"]())
     assert "read_only refused" in read and "fork server" in read
+
+
+# --- a pool of worker processes the user started before the step -------------------------------------------
+
+POOL_WORK = {
+    "Pool.apply": "pool.apply(functools.partial(os.remove, p))",
+    "Pool.map": "pool.map(os.remove, [p])",
+    "Pool.imap_unordered": "list(pool.imap_unordered(os.remove, [p]))",
+    "ProcessPoolExecutor.submit": "executor.submit(os.remove, p).result()",
+    "ProcessPoolExecutor.map": "list(executor.map(os.remove, [p]))",
+}
+
+
+@pytest.fixture(scope="module")
+def pools(fork_server: None) -> Iterator[None]:
+    """A `multiprocessing` pool and a `ProcessPoolExecutor` of the user's, their workers already running."""
+    import concurrent.futures
+
+    context = multiprocessing.get_context("forkserver")
+    pool = context.Pool(1)
+    executor = concurrent.futures.ProcessPoolExecutor(1, mp_context=context)
+    executor.submit(int).result()  # its workers start with the first piece of work
+    globals().update(pool=pool, executor=executor)
+    yield
+    del globals()["pool"], globals()["executor"]
+    pool.terminate()
+    executor.shutdown()
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("attack", sorted(POOL_WORK))
+def test_a_pool_of_processes_the_user_started_runs_no_work_for_model_code(
+    policy: str, channel: str, attack: str, pools: None, tmp_path: Path
+) -> None:
+    victim = tmp_path / "keep.txt"
+    victim.write_text("precious")
+    read = run_model_code(channel, POOL_WORK[attack], victim, POLICIES[policy]())
+    assert victim.read_text() == "precious"
+    assert f"{policy} refused handing work to a pool of processes" in read

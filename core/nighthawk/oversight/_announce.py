@@ -27,12 +27,14 @@ from typing import Any
 from ._kinds import GUARDS_NAME, Enforcement
 from ._paths import WRITE_FLAGS
 
-__all__ = ["DEFERRED", "PROCESS_END", "announce_silent_operations", "standing_in"]
+__all__ = ["DEFERRED", "POOL_WORK", "PROCESS_END", "announce_pools", "announce_silent_operations", "standing_in"]
 
 DEFERRED = "nighthawk.deferred_call"
 """The event raised when model-written code leaves a function to run later."""
 PROCESS_END = "nighthawk.process_end"
 """The event raised before a function that ends the process at once (its name the argument)."""
+POOL_WORK = "nighthawk.pool_work"
+"""The event raised when guarded code hands work to a pool of worker processes that is already running."""
 
 _enforcement_here: Callable[[], Enforcement | None] = lambda: None  # noqa: E731 - set by `announce_silent_operations`
 
@@ -45,6 +47,44 @@ def announce_silent_operations(enforcement_here: Callable[[], Enforcement | None
     if sys.version_info < (3, 12):
         _announce_thread_starts()
     _announce_silent()
+
+
+_POOLS = {
+    # module: (class, the methods that hand it work)
+    "multiprocessing.pool": ("Pool", ("apply_async", "_map_async", "imap", "imap_unordered")),
+    "concurrent.futures.process": ("ProcessPoolExecutor", ("submit",)),
+}
+_pools_announced: set[str] = set()
+
+
+def announce_pools() -> None:
+    """Make handing work to a pool of worker processes raise `POOL_WORK` when guarded code does it: the work
+    is pickled to a process already running, through a pipe no event names, and runs there unguarded.
+
+    Called before every guarded evaluation: a pool the user made before it has its module loaded by then.
+    """
+    if len(_pools_announced) == len(_POOLS):
+        return
+    for name, (class_name, methods) in _POOLS.items():
+        module = sys.modules.get(name)
+        if name in _pools_announced or module is None:
+            continue
+        pool = getattr(module, class_name)
+        for method in methods:
+            setattr(pool, method, _handing(getattr(pool, method), f"{class_name}.{method}"))
+        _pools_announced.add(name)
+
+
+def _handing(method: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        enforcement = _enforcement_here()
+        if enforcement is not None and enforcement.mode in ("evaluation", "handling") and enforcement.guards:
+            sys.audit(POOL_WORK, what)
+        elif GUARDS_NAME in sys._getframe(1).f_globals:  # a function the model made, run later
+            sys.audit(POOL_WORK, what)
+        return method(*args, **kwargs)
+
+    return standing_in(method, call)
 
 
 def _announce_thread_starts() -> None:

@@ -40,7 +40,7 @@ from types import FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
-from ._announce import DEFERRED, PROCESS_END, announce_silent_operations, standing_in
+from ._announce import DEFERRED, POOL_WORK, PROCESS_END, announce_pools, announce_silent_operations, standing_in
 from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
 from ._paths import (
     CHANGED_PATHS,
@@ -77,12 +77,14 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
     those of the model-made function that called (marked `GUARDS_NAME`)."""
     global _installed, _enforced, _by_thread
     if _installed:
+        announce_pools()
         return
     with _install_lock:
         if _installed:
             return
         _enforced, _by_thread = enforced, by_thread
         announce_silent_operations(_enforcement_here)
+        announce_pools()
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
@@ -214,6 +216,9 @@ def _file_guard_here() -> bool:
 
 
 def _check_process(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == POOL_WORK:
+        return refusal(guards[0], f"handing work to a pool of processes ({args[0]})", "model-written code may not "
+                       "run work in other processes under this policy (it would run there outside it)")
     target = f" ({_brief(args[0])})" if args else ""
     return refusal(guards[0], f"{event}{target}", "model-written code may not start processes under this policy "
                     "(a child process would run outside it)")
@@ -364,7 +369,7 @@ def _addresses(host: str) -> frozenset[str]:
 
 _PROCESS_EVENTS = (
     "subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-    "os.startfile", "pty.spawn", "_posixsubprocess.fork_exec",
+    "os.startfile", "pty.spawn", "_posixsubprocess.fork_exec", POOL_WORK,
 )
 _LOOKUP_EVENTS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo")
 _NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", *_LOOKUP_EVENTS)
