@@ -55,6 +55,7 @@ _POOLS = {
     "concurrent.futures.process": ("ProcessPoolExecutor", ("submit",)),
 }
 _pools_announced: set[str] = set()
+_modules_seen = 0
 
 
 def announce_pools() -> None:
@@ -63,8 +64,10 @@ def announce_pools() -> None:
 
     Called before every guarded evaluation: a pool the user made before it has its module loaded by then.
     """
-    if len(_pools_announced) == len(_POOLS):
-        return
+    global _modules_seen
+    if len(_pools_announced) == len(_POOLS) or len(sys.modules) == _modules_seen:
+        return  # (nothing imported since the last look: the common case, a dict's length)
+    _modules_seen = len(sys.modules)
     for name, (class_name, methods) in _POOLS.items():
         module = sys.modules.get(name)
         if name in _pools_announced or module is None:
