@@ -20,6 +20,14 @@ callback or to a thread that was already running. Every function it makes has th
 evaluation for globals, which the guard marks with its guards (`GUARDS_NAME`); where nothing is enforced,
 a checked operation called from such a function (found on the caller's stack) is held to those guards.
 
+Two regions are held differently (`Enforcement.mode`). While Nighthawk handles a value the model's code
+made (`handling`: the secret scan, validation, rendering), what the value's methods do is refused, even a
+function of Python's such as `functools.partial(os.remove, p)`, but not the user's own functions called on
+the way (a validator, a `__repr__`): the first frame up the stack that is neither the library's (the
+standard library, installed packages) nor Nighthawk's decides. In the work of a step that guarded model
+code started (`machinery`: a natural function it called), only functions the model made are held, found
+above the step's own frames.
+
 A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
 nothing is emitted from inside the hook.
