@@ -8,6 +8,7 @@ validator, a `__repr__`) are the user's code and are not refused.
 from __future__ import annotations
 
 import atexit
+import code  # noqa: F401 - the model's expressions use the modules of this namespace
 import contextlib  # noqa: F401 - the model's expressions use the modules of this namespace
 import functools  # noqa: F401
 import gc
@@ -15,6 +16,7 @@ import logging
 import logging.handlers  # noqa: F401
 import os
 import socket
+import timeit  # noqa: F401
 import types  # noqa: F401
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -239,6 +241,25 @@ def test_a_function_the_model_built_from_new_code_is_held_when_run_later(
         del globals()["p"]
     assert intact(victim)
     assert "read_only refused" in read
+
+
+COMPILED_BY_A_LIBRARY = {
+    "timeit.Timer": "hooks.append(functools.partial(timeit.Timer('os.remove(p)', globals={'os': os, 'p': p}).timeit, 1))",
+    "code.InteractiveInterpreter": (
+        "hooks.append((lambda i: i.runsource('def f():\\n    os.remove(p)\\n', symbol='exec') or i.locals['f'])"
+        "(code.InteractiveInterpreter({'os': os, 'p': p})))"
+    ),
+}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("attack", sorted(COMPILED_BY_A_LIBRARY))
+def test_code_a_library_compiled_for_the_model_is_held_when_run_later(channel: str, attack: str, victim: Path) -> None:
+    run_model_code(channel, COMPILED_BY_A_LIBRARY[attack], victim, READ_ONLY())
+    assert len(hooks) == 1
+    with pytest.raises(nh.oversight.OperationRefusedError, match="read_only refused os.remove"):
+        hooks[0]()  # the user's own code, after the step
+    assert intact(victim)
 
 
 def test_a_log_file_opened_on_the_first_record_is_refused_when_made(victim: Path) -> None:

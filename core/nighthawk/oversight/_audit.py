@@ -42,9 +42,10 @@ import functools
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
@@ -148,6 +149,8 @@ def _guards_of_caller(event: str, args: tuple[object, ...], whole_stack: bool) -
         guards = frame.f_globals.get(GUARDS_NAME)
         if guards is not None:
             return guards  # type: ignore[no-any-return]
+        if (guards := _compiled_for_model_code(frame)) is not None:
+            return guards
         if not whole_stack and (_nighthawks(frame.f_globals) or not _library(frame.f_globals)):
             return ()
         frame = frame.f_back
@@ -161,7 +164,7 @@ def _users_own_code() -> bool:
     frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         namespace = frame.f_globals
-        if GUARDS_NAME in namespace:
+        if GUARDS_NAME in namespace or _compiled_for_model_code(frame) is not None:
             return False
         if _nighthawks(namespace):
             return False  # Nighthawk's own frame, reached with no function of the user's in between
@@ -169,6 +172,33 @@ def _users_own_code() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+_compiled: dict[int, tuple[RuntimeGuard, ...]] = {}
+"""Code that a library compiled and ran for guarded code (`timeit.Timer`, `code.InteractiveInterpreter`),
+by `id` while it lives, with the guards: the functions it defines have the namespace the model gave them,
+without the mark."""
+_compiled_refs: dict[int, weakref.ref[CodeType]] = {}
+
+
+def _remember_compiled(code: CodeType, guards: tuple[RuntimeGuard, ...]) -> None:
+    pending = [code]
+    while pending:
+        made = pending.pop()
+        key = id(made)
+        if key in _compiled:
+            continue
+        _compiled[key] = guards
+        _compiled_refs[key] = weakref.ref(made, lambda _, key=key: (_compiled.pop(key, None), _compiled_refs.pop(key, None)))
+        pending.extend(constant for constant in made.co_consts if isinstance(constant, CodeType))
+
+
+def _compiled_for_model_code(frame: FrameType) -> tuple[RuntimeGuard, ...] | None:
+    """The guards of a frame running such code; only looked for where the namespace names no source file
+    (a module's functions always do), as `frame.f_code` raises an audit event of its own."""
+    if not _compiled or "__file__" in frame.f_globals:
+        return None
+    return _compiled.get(id(frame.f_code))
 
 
 def _nighthawks(namespace: dict[str, Any]) -> bool:
@@ -259,7 +289,14 @@ def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[o
         except ValueError:
             return None
         if GUARDS_NAME not in caller:
-            return None  # a library (`dataclasses`, `namedtuple`) making its own functions, or Nighthawk's eval
+            # A library making functions (`dataclasses`, `namedtuple`, `timeit`), or Nighthawk's own eval: what
+            # a library runs for guarded code stays held to the guards wherever it runs later (an import's
+            # module code does not: its functions have their module's namespace, which names its file).
+            if event == "exec" and isinstance(args[0], CodeType) and not _nighthawks(caller) and (
+                caller.get("__name__") != "importlib._bootstrap"
+            ):
+                _remember_compiled(args[0], guards)
+            return None
         what = {"compile": "compiling new code", "exec": "running compiled code"}.get(event, "making a function")
     return refusal(guards[0], f"{what} ({event})", "model-written code may not make functions from new code under "
                    "this policy (they would run later without it); write the expression itself")
