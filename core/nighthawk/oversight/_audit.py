@@ -285,7 +285,7 @@ def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[o
         what = "replacing the code of a function"
     else:
         try:
-            caller = sys._getframe(2).f_globals  # the caller of `compile`, `exec` or `types.FunctionType`
+            caller = sys._getframe(2).f_globals  # the caller of `exec`, `eval` or `types.FunctionType`
         except ValueError:
             return None
         if GUARDS_NAME not in caller:
@@ -297,7 +297,7 @@ def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[o
             ):
                 _remember_compiled(args[0], guards)
             return None
-        what = {"compile": "compiling new code", "exec": "running compiled code"}.get(event, "making a function")
+        what = "running compiled code" if event == "exec" else "making a function"
     return refusal(guards[0], f"{what} ({event})", "model-written code may not make functions from new code under "
                    "this policy (they would run later without it); write the expression itself")
 
@@ -435,7 +435,8 @@ _CHECKS: dict[str, Check] = {
     **dict.fromkeys(("os._exit", "os.abort", PROCESS_END, "resource.setrlimit", "resource.prlimit"),
                     _check_end),
     DEFERRED: _check_deferred,
-    **dict.fromkeys(("function.__new__", "object.__setattr__", "compile", "exec"), _check_made_code),
+    # (`compile` alone makes nothing that runs: `exec`/`eval` of its code and `types.FunctionType` are checked)
+    **dict.fromkeys(("function.__new__", "object.__setattr__", "exec"), _check_made_code),
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
     "socket.connect": _check_connect,
     "socket.bind": _check_bind,

@@ -174,26 +174,27 @@ def _guarding(
             _record(step, "runtime", refusal.policy, "rejected", refusal.message, tool_name=tool_name)
 
 
-@contextmanager
-def handling_value() -> Iterator[None]:
+def handling_value() -> AbstractContextManager[None]:
     """Inside a guarded evaluation, around Nighthawk's own look at the value it made (the secret scan): held
     like the rest of the evaluation, but for the user's own functions it calls (see `guarding`)."""
-    current = _enforced.get()
-    if current is None or current.mode != "evaluation" or not current.guards:
-        yield
-        return
-    handling = Enforcement(current.guards, current.refusals, mode="handling")
-    token = _enforced.set(handling)
-    thread = threading.get_ident()
-    blocking = _by_thread.get(thread) is current
-    if blocking:
-        _by_thread[thread] = handling
-    try:
-        yield
-    finally:
-        _enforced.reset(token)
-        if blocking:
-            _by_thread[thread] = current
+    return _Handling()
+
+
+class _Handling:
+    """Switches the evaluation's own enforcement (the one the context variable and the thread hold) to
+    `handling` and back: a class, not a generator, as it runs for every guarded evaluation."""
+
+    __slots__ = ("switched",)
+
+    def __enter__(self) -> None:
+        current = _enforced.get()
+        self.switched = current if current is not None and current.mode == "evaluation" and current.guards else None
+        if self.switched is not None:
+            self.switched.mode = "handling"
+
+    def __exit__(self, *_: object) -> None:
+        if self.switched is not None:
+            self.switched.mode = "evaluation"
 
 
 @contextmanager
