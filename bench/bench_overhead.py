@@ -1,7 +1,8 @@
 """Host overhead of a Natural block beside a bare pydantic-ai agent run, import cost, prompt sizes.
 
 Run: `python bench/bench_overhead.py` (with nighthawk installed or
-PYTHONPATH=core). Prints figures; asserts nothing. The machine is noisy: compare ratios from one run.
+PYTHONPATH=core). Prints figures; asserts nothing. The machine is noisy: compare ratios from one run. For an
+A/B against another commit, run this file with that commit's `core` on PYTHONPATH, alternating.
 """
 
 from __future__ import annotations
@@ -88,11 +89,11 @@ def block(x: int) -> int:
     return result
 
 
-def measure(script, label: str) -> None:
+def measure(script, label: str, oversight: nh.oversight.Oversight | None = None) -> None:
     executor = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=scripted(script)))
     agent = bare_agent(script)
     loop = asyncio.new_event_loop()  # the bare agent gets a long-lived loop too, for a fair comparison
-    with nh.run(executor):
+    with nh.run(executor), nh.scope(oversight=oversight):
         bare, ours, overhead = paired_ms(lambda: loop.run_until_complete(agent.run("user prompt")), lambda: block(1))
     print(f"{label:<28} bare agent {bare:6.2f} ms   natural block {ours:6.2f} ms   own overhead {overhead:5.2f} ms")
 
@@ -156,6 +157,8 @@ def nested_definition() -> None:
 if __name__ == "__main__":
     measure(one_round, "one round (assign + pass)")
     measure(tool_round, "one tool round, then finish")
+    # The same under the runtime policies: the guard around the model's code, its value and the commit.
+    measure(tool_round, "the same, read_only+no_network", nh.oversight.combine(nh.oversight.read_only(), nh.oversight.no_network()))
     prompt_sizes()
     import_time()
     nested_definition()

@@ -19,7 +19,7 @@ import builtins
 import functools
 import inspect
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import CodeType
@@ -86,13 +86,15 @@ def start_evaluation(
     step_globals: Mapping[str, object],
     *,
     around: AbstractContextManager[Mapping[str, object] | None] | None = None,
+    looking: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> Evaluation:
     """Evaluate `expression` the way Python would if step locals were module-level names.
 
     Warnings raised while evaluating are recorded in the result instead of printed into the user's output.
     `around` is entered for the evaluation itself only (the oversight's runtime guards), not for the
     bookkeeping before and after it; the names it gives are added to the namespace the code runs in (the
-    guards' mark, which the functions the code makes keep as their globals).
+    guards' mark, which the functions the code makes keep as their globals). `looking` is entered inside it
+    around the scan of the value for secrets (the guards' mode for Nighthawk's own look at a model-made value).
 
     Raises:
         SyntaxError: Not a single expression.
@@ -111,7 +113,10 @@ def start_evaluation(
         with around or nullcontext() as mark:
             namespace.update(mark or {})
             value = eval(code, namespace)  # noqa: S307 - evaluating model expressions is the product (trusted-input model)
-    note_value(value, derived=derived)
+            # Still under the guards: scanning the value for secrets calls its methods (`items`, `__iter__`),
+            # which the model's code may have set to any function of Python's.
+            with looking():
+                note_value(value, derived=derived)
     return Evaluation(
         value=value,
         awaits=bool(code.co_flags & inspect.CO_COROUTINE),

@@ -37,7 +37,7 @@ from ._outcome_kinds import (
 from ._outcome_schema import OUTCOME_KEY, OUTCOME_TOOL, outcome_object, outcome_schema
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
-from .oversight._oversee import guarding, review_return
+from .oversight._oversee import guarding, handling_value, review_return
 from .step import StepContext
 
 __all__ = [
@@ -121,12 +121,15 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             await review_return(step, expression)
 
             def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
-                # A return annotation (and a walrus target's) may carry the user's validators: user code.
-                return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
+                # A return annotation (and a walrus target's) may carry the user's validators: user code. The
+                # value's own methods, which validating calls (`__iter__` for a `list`), are the model's.
+                with guarding(step, OUTCOME_TOOL, blocking=True, handling=True):
+                    return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
 
             def evaluated() -> tuple[Evaluation, _Checked | None]:
                 evaluation = start_evaluation(
-                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL, blocking=True)
+                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL, blocking=True),
+                    looking=handling_value,
                 )
                 if evaluation.awaits or inspect.isawaitable(evaluation.value):
                     return evaluation, None  # awaited on the loop first, validated after

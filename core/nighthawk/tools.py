@@ -23,7 +23,7 @@ from .secrets._scrubber import current_scrubber
 from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, visible_tools
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 from .errors import OperationRefusedError, StepAbortedError, ToolEvaluationError, ToolValidationError
-from .oversight._oversee import guarding, review_tool_call
+from .oversight._oversee import guarding, handling_value, review_tool_call
 from .step import StepContext
 
 __all__ = [
@@ -56,8 +56,9 @@ _MODEL_VALUED = frozenset({"nh_eval", "nh_assign"})
 
 
 def guarded(step: StepContext, tool_name: str, work: Callable[[], T]) -> T:
-    """`work()` under the runtime guards in force, as model-written code (on the calling thread)."""
-    with guarding(step, tool_name, blocking=True):
+    """`work()` under the runtime guards in force, as Nighthawk's own handling of a value model-written code
+    made (on the calling thread): the value's methods are held, the user's own functions are not."""
+    with guarding(step, tool_name, blocking=True, handling=True):
         return work()
 
 
@@ -135,14 +136,15 @@ async def _evaluate_awaiting(
         assert evaluation is not None
         # Still the model's code at work: validating and storing its value, and the preview of it, call the
         # value's own methods, which a model-made object may have set to any function of Python's.
-        with guarding(step, tool_name, blocking=True):
+        with guarding(step, tool_name, blocking=True, handling=True):
             return then(value, step.validate_bindings(evaluation.bindings()))
 
     def start() -> object:
         nonlocal evaluation
         try:
             evaluation = start_evaluation(
-                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name, blocking=True)
+                expression, step.step_locals, step.step_globals, around=guarding(step, tool_name, blocking=True),
+                looking=handling_value,
             )
         except Exception as exc:
             raise _evaluation_error(expression, exc) from ToolEvaluationError(_describe(exc))

@@ -20,18 +20,20 @@ callback or to a thread that was already running. Every function it makes has th
 evaluation for globals, which the guard marks with its guards (`GUARDS_NAME`); where nothing is enforced,
 a checked operation called from such a function (found on the caller's stack) is held to those guards.
 
+Two regions are held differently (`Enforcement.mode`). While Nighthawk handles a value the model's code
+made (`handling`: the secret scan, validation, rendering), what the value's methods do is refused, even a
+function of Python's such as `functools.partial(os.remove, p)`, but not the user's own functions called on
+the way (a validator, a `__repr__`): the first frame up the stack that is neither the library's (the
+standard library, installed packages) nor Nighthawk's decides. In the work of a step that guarded model
+code started (`machinery`: a natural function it called), only functions the model made are held, found
+above the step's own frames.
+
 A refusal raises `OperationRefusedError` (a `PermissionError`) naming the operation, its target and the
 policy, and is added to the region's refusals for the caller to record once the evaluation is over:
 nothing is emitted from inside the hook.
 
-Python 3.11 raises no event when a thread starts: there the functions that start threads are wrapped, at
-installation, to raise the event later versions raise (`_thread.start_new_thread`). Some operations raise
-none in any version; their functions are wrapped the same way: making a FIFO or a device node
-(`os.mkfifo`, `os.mknod`), raising a signal in-process (`signal.raise_signal`), and handing a function to
-something that calls it later, outside the step, with no function of the model's in between to carry the
-guard (`atexit.register`, `weakref.finalize`, `signal.signal`). The last three are announced only when
-model-written code calls them itself: a library it uses may register its own clean-up
-(`tempfile.TemporaryDirectory` does) without that being the model's choice of what runs later.
+Operations Python does not announce (a thread start on 3.11, ending the process, a function left to run
+later, ...) are made to raise an event by the wrappers of `_announce.py`, installed with the hook.
 """
 
 from __future__ import annotations
@@ -40,13 +42,28 @@ import functools
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
+from ._announce import DEFERRED, POOL_WORK, PROCESS_END, announce_pools, announce_silent_operations, standing_in
 from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
+from ._paths import (
+    CHANGED_PATHS,
+    Check,
+    check_chdir,
+    check_change,
+    check_open,
+    check_socket_file,
+    check_sqlite,
+    check_sqlite_handle,
+    opens_for_writing,
+    refusal,
+    sqlite_connection_type,
+)
 
 __all__ = ["install"]
 
@@ -69,108 +86,17 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
     those of the model-made function that called (marked `GUARDS_NAME`)."""
     global _installed, _enforced, _by_thread
     if _installed:
+        announce_pools()
         return
     with _install_lock:
         if _installed:
             return
-        if sys.version_info < (3, 12):
-            _announce_thread_starts()
-        _announce_silent_operations()
         _enforced, _by_thread = enforced, by_thread
+        announce_silent_operations(_enforcement_here)
+        announce_pools()
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
-
-
-def _announce_thread_starts() -> None:
-    """Make Python 3.11 raise the audit event 3.12 raises when a thread starts."""
-    import _thread
-
-    original = _thread.start_new_thread
-
-    def start_new_thread(function: Callable[..., object], args: tuple[object, ...], *kwargs: object) -> int:
-        sys.audit("_thread.start_new_thread", function, args, kwargs[0] if kwargs else None)
-        return original(function, args, *kwargs)
-
-    _thread.start_new_thread = _thread.start_new = start_new_thread  # type: ignore[assignment, attr-defined]
-    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
-
-
-def _announce_silent_operations() -> None:
-    """Wrap the functions whose operations Python does not announce so that they raise an event (see above)."""
-    import atexit
-    import posix
-    import signal
-    import weakref
-
-    def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            sys.audit(event, *target(*args, **kwargs))
-            return function(*args, **kwargs)
-
-        return _standing_in(function, call)
-
-    def node(path: object, *_: object, dir_fd: object = None, **__: object) -> tuple[object, ...]:
-        return path, dir_fd
-
-    for name in ("mkfifo", "mknod"):
-        if hasattr(posix, name):
-            wrapped = announced(getattr(posix, name), f"os.{name}", node)
-            setattr(posix, name, wrapped)
-            setattr(os, name, wrapped)
-    # Signals sent or scheduled without an event: raised here, sent through a process descriptor, or
-    # delivered to this process later by a timer (SIGALRM, which ends it unless handled).
-    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda *args: args)
-    for name in ("pidfd_send_signal", "alarm", "setitimer"):
-        if hasattr(signal, name):
-            setattr(signal, name, announced(getattr(signal, name), f"signal.{name}", lambda *args, **_: args))
-    try:
-        import _posixsubprocess  # what `subprocess` and `multiprocessing` start children with, unannounced
-    except ImportError:
-        pass
-    else:
-        import subprocess
-
-        _posixsubprocess.fork_exec = announced(  # type: ignore[attr-defined]
-            _posixsubprocess.fork_exec, "_posixsubprocess.fork_exec", lambda *args, **_: args[:1]
-        )
-        if hasattr(subprocess, "_fork_exec"):  # `subprocess` keeps its own name for it (3.11 and later)
-            subprocess._fork_exec = _posixsubprocess.fork_exec  # type: ignore[attr-defined]
-
-    def left(function: Callable[..., Any], what: str) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if _called_by_model_code():
-                sys.audit(_DEFERRED, what)
-            return function(*args, **kwargs)
-
-        return _standing_in(function, call)
-
-    atexit.register = left(atexit.register, "atexit.register (a function run at exit)")
-    signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
-    # `weakref.finalize` keeps its identity (its class state, `isinstance`): only its `__init__` is wrapped.
-    weakref.finalize.__init__ = left(  # type: ignore[method-assign]
-        weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)"
-    )
-
-
-def _standing_in(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
-    """`wrapper` named and documented as `original`, without the `__wrapped__` that `functools.wraps` leaves:
-    `sqlite3.connect.__wrapped__` or `atexit.register.__wrapped__` would hand model code the plain function."""
-    functools.update_wrapper(wrapper, original)
-    del wrapper.__wrapped__
-    return wrapper
-
-
-def _called_by_model_code() -> bool:
-    """Whether the caller of the wrapper calling this is model-written code (its globals carry the guards)."""
-    try:
-        return GUARDS_NAME in sys._getframe(2).f_globals
-    except ValueError:  # called from C with no Python caller (a thread's entry point)
-        return False
-
-
-_DEFERRED = "nighthawk.deferred_call"
-"""The event the wrappers above raise when model-written code leaves a function to run later."""
 
 
 # --- the hook -------------------------------------------------------------------------------------------
@@ -189,23 +115,31 @@ def _hook_reading(
         if enforcement is None:
             if by_thread and (enforcement := by_thread.get(thread())) is not None:
                 pass
-            elif event in _CHECKS and (guards := _guards_of_caller(event, args)):
+            elif event in _CHECKS and (guards := _guards_of_caller(event, args, True)):
                 enforcement = Enforcement(guards)  # outside any step: nowhere to record the refusal
             else:
                 return
         if not enforcement.guards:
-            return  # NOT_ENFORCED
+            # NOT_ENFORCED; or a step's own work (`machinery`), where only functions the model made are held
+            if enforcement.mode != "machinery" or event not in _CHECKS:
+                return
+            if not (guards := _guards_of_caller(event, args, False)):
+                return
+            enforcement = Enforcement(guards)
         check = _CHECKS.get(event)
         if check is not None and (refusal := check(enforcement.guards, event, args)) is not None:
+            if enforcement.mode == "handling" and _users_own_code():
+                return  # the user's own function, which Nighthawk called while handling the model's value
             enforcement.refusals.append(refusal)
             raise OperationRefusedError(f"{refusal.message}\n{_GUIDANCE}")
 
     return hook
 
 
-def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuard, ...]:
-    """The guards of the innermost model-made function on the stack (none: `()`)."""
-    if event == "open" and not _opens_for_writing(args):
+def _guards_of_caller(event: str, args: tuple[object, ...], whole_stack: bool) -> tuple[RuntimeGuard, ...]:
+    """The guards of the innermost model-made function on the stack (none: `()`); with `whole_stack` false,
+    only above the first frame of code that is neither the library's nor the model's (a step's own work)."""
+    if event == "open" and not opens_for_writing(args):
         return ()  # the common event, which every guard allows: no need to look
     try:
         frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
@@ -215,124 +149,79 @@ def _guards_of_caller(event: str, args: tuple[object, ...]) -> tuple[RuntimeGuar
         guards = frame.f_globals.get(GUARDS_NAME)
         if guards is not None:
             return guards  # type: ignore[no-any-return]
+        if (guards := _compiled_for_model_code(frame)) is not None:
+            return guards
+        if not whole_stack and (_nighthawks(frame.f_globals) or not _library(frame.f_globals)):
+            return ()
         frame = frame.f_back
     return ()
 
 
-_Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
+def _users_own_code() -> bool:
+    """Whether the operation is the user's own code at work while Nighthawk handles a model-made value: the
+    first frame up the stack that is not the library's (the standard library, installed packages) is a
+    function of the user's (a validator, a `__repr__`), not the model's nor Nighthawk's."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        namespace = frame.f_globals
+        if GUARDS_NAME in namespace or _compiled_for_model_code(frame) is not None:
+            return False
+        if _nighthawks(namespace):
+            return False  # Nighthawk's own frame, reached with no function of the user's in between
+        if not _library(namespace):
+            return True
+        frame = frame.f_back
+    return False
 
 
-def _refusal(guard: RuntimeGuard, what: str, why: str) -> Refusal:
-    return Refusal(guard.policy, f"{guard.policy} refused {what}: {why}")
+_compiled: dict[int, tuple[RuntimeGuard, ...]] = {}
+"""Code that a library compiled and ran for guarded code (`timeit.Timer`, `code.InteractiveInterpreter`),
+by `id` while it lives, with the guards: the functions it defines have the namespace the model gave them,
+without the mark."""
+_compiled_refs: dict[int, weakref.ref[CodeType]] = {}
 
 
-# --- files ----------------------------------------------------------------------------------------------
-
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-
-_CHANGED_PATHS: dict[str, tuple[tuple[int, int | None], ...]] = {
-    # event: the paths it changes, as (position of the path, position of its `dir_fd` or None)
-    "os.remove": ((0, 1),),
-    "os.rmdir": ((0, 1),),
-    "os.rename": ((0, 2), (1, 3)),
-    "os.truncate": ((0, None),),
-    "os.chmod": ((0, 2),),
-    "os.chown": ((0, 3),),
-    "os.chflags": ((0, None),),
-    "os.link": ((0, 2), (1, 3)),  # the source too: a link in a writable folder would write the original
-    "os.symlink": ((1, 2),),
-    "os.mkdir": ((0, 2),),
-    "os.utime": ((0, 3),),
-    "os.setxattr": ((0, None),),
-    "os.mkfifo": ((0, 1),),
-    "os.mknod": ((0, 1),),
-    "os.removexattr": ((0, None),),
-    "shutil.rmtree": ((0, 1),),
-    "shutil.move": ((0, None), (1, None)),
-    "shutil.copyfile": ((1, None),),
-    "shutil.copymode": ((1, None),),
-    "shutil.copystat": ((1, None),),
-    "shutil.copytree": ((1, None),),
-    "shutil.chown": ((0, None),),
-    "shutil.make_archive": ((0, None),),
-    "shutil.unpack_archive": ((1, None),),
-}
+def _remember_compiled(code: CodeType, guards: tuple[RuntimeGuard, ...]) -> None:
+    pending = [code]
+    while pending:
+        made = pending.pop()
+        key = id(made)
+        if key in _compiled:
+            continue
+        _compiled[key] = guards
+        _compiled_refs[key] = weakref.ref(made, lambda _, key=key: (_compiled.pop(key, None), _compiled_refs.pop(key, None)))
+        pending.extend(constant for constant in made.co_consts if isinstance(constant, CodeType))
 
 
-def _check_open(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    path = args[0]
-    if not _opens_for_writing(args) or isinstance(path, int):
-        return None  # reading; or a descriptor already open, which grants nothing new
-    return _check_paths(guards, f"opening {_shown(path)} for writing", ((path, None),))
-
-
-def _opens_for_writing(args: tuple[object, ...]) -> bool:
-    _, mode, flags = args
-    # The flags are the operating system's own (`open`, `io.FileIO` and `os.open` all pass them).
-    if isinstance(flags, int):
-        return bool(flags & _WRITE_FLAGS)
-    return isinstance(mode, str) and any(letter in mode for letter in "wax+")
-
-
-def _check_change(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    targets = tuple(
-        (args[at], args[fd_at] if fd_at is not None and fd_at < len(args) else None)
-        for at, fd_at in _CHANGED_PATHS[event]
-        if at < len(args)
-    )
-    shown = " and ".join(_shown(path) for path, _ in targets)
-    return _check_paths(guards, f"{event} of {shown}", targets)
-
-
-def _check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    database = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else str(args[0])
-    if database in ("", ":memory:"):
-        return None  # private to the connection
-    if database.startswith("file:"):
-        database, _, query = database[len("file:"):].partition("#")[0].partition("?")
-        if database == ":memory:" or _read_only_uri(query):
-            return None
-    hint = "open it read-only with `sqlite3.connect('file:...?mode=ro', uri=True)`"
-    return _check_paths(guards, f"sqlite3.connect to {_shown(database)}", ((database, None),), hint=hint)
-
-
-def _read_only_uri(query: str) -> bool:
-    """Whether an SQLite URI's query opens the database read-only (or in memory): it names `mode`, and every
-    `mode` it names is `ro` or `memory` (SQLite decodes `%HH` in names and values; other names are ignored)."""
-    from urllib.parse import unquote
-
-    modes = [
-        unquote(value)
-        for name, _, value in (parameter.partition("=") for parameter in query.split("&"))
-        if unquote(name) == "mode"
-    ]
-    return bool(modes) and all(mode in ("ro", "memory") for mode in modes)
-
-
-def _check_sqlite_handle(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    # SQL writes files without an event (`ATTACH DATABASE 'new.db'`, `VACUUM INTO 'copy.db'`, from a
-    # `:memory:` or `mode=ro` connection alike): model code gets connections that may attach no database.
-    if type(args[0]) is _sqlite_connection_type():
+def _compiled_for_model_code(frame: FrameType) -> tuple[RuntimeGuard, ...] | None:
+    """The guards of a frame running such code; only looked for where the namespace names no source file
+    (a module's functions always do), as `frame.f_code` raises an audit event of its own."""
+    if not _compiled or "__file__" in frame.f_globals:
         return None
-    guard = next((guard for guard in guards if guard.files), None)
-    if guard is None:
-        return None
-    return _refusal(guard, f"a {type(args[0]).__name__} connection", "model-written code may open SQLite databases "
-                    "under this policy only with `sqlite3.connect(...)` and its default connection type")
+    return _compiled.get(id(frame.f_code))
+
+
+def _nighthawks(namespace: dict[str, Any]) -> bool:
+    name = namespace.get("__name__")
+    return isinstance(name, str) and name.partition(".")[0] in ("nighthawk", "nighthawk_ipython")
 
 
 @functools.cache
-def _sqlite_connection_type() -> type:
-    """The connection class `sqlite3.connect` makes for model code under a file guard: it may attach no
-    other database (`ATTACH`, `VACUUM INTO` write files that no audit event announces)."""
-    import sqlite3
+def _library_folders() -> tuple[str, ...]:
+    import sysconfig
 
-    class ModelConnection(sqlite3.Connection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    paths = sysconfig.get_paths()
+    folders = {os.path.join(paths[key], "") for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    return tuple(folders | {os.path.join(os.path.realpath(folder), "") for folder in folders})
 
-    return ModelConnection
+
+def _library(namespace: dict[str, Any]) -> bool:
+    """Whether a frame with these globals runs code of the standard library or of an installed package."""
+    source = namespace.get("__file__")
+    return isinstance(source, str) and source.startswith(_library_folders())
+
+
+# --- files (the checks are in `_paths.py`) ---------------------------------------------------------
 
 
 def _connect_for_model_code() -> None:
@@ -344,81 +233,77 @@ def _connect_for_model_code() -> None:
 
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         if len(args) < 6 and "factory" not in kwargs and _file_guard_here():
-            kwargs["factory"] = _sqlite_connection_type()
+            kwargs["factory"] = sqlite_connection_type()
         return original(*args, **kwargs)
 
-    sqlite3.connect = sqlite3.dbapi2.connect = _standing_in(original, connect)  # type: ignore[assignment]
+    sqlite3.connect = sqlite3.dbapi2.connect = standing_in(original, connect)  # type: ignore[assignment]
+
+
+def _enforcement_here() -> Enforcement | None:
+    """What is enforced on this thread or task now (the context variable, else the thread's evaluation)."""
+    enforcement = _enforced.get() if _enforced is not None else None
+    return _by_thread.get(threading.get_ident()) if enforcement is None else enforcement
 
 
 def _file_guard_here() -> bool:
-    enforcement = _enforced.get() if _enforced is not None else None
-    if enforcement is None:
-        enforcement = _by_thread.get(threading.get_ident())
+    enforcement = _enforcement_here()
     return enforcement is not None and any(guard.files for guard in enforcement.guards)
-
-
-def _check_paths(
-    guards: tuple[RuntimeGuard, ...], what: str, targets: tuple[tuple[object, object], ...], hint: str = ""
-) -> Refusal | None:
-    for guard in guards:
-        if not guard.files:
-            continue
-        for path, dir_fd in targets:
-            resolved = _resolved(path, dir_fd)
-            if resolved is None or not any(_inside(resolved, directory) for directory in guard.writable):
-                where = f" outside {', '.join(guard.writable)}" if guard.writable else ""
-                why = f"model-written code may not change files{where} under this policy"
-                return _refusal(guard, what, f"{why}; {hint}" if hint else why)
-    return None
-
-
-def _resolved(path: object, dir_fd: object) -> str | None:
-    """The absolute, symlink-free path `path` names (`None` when it cannot be told: a descriptor)."""
-    if isinstance(path, int) or path is None:
-        return None
-    try:
-        text = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
-    except TypeError:
-        return None
-    if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
-        try:  # relative to an open directory: Linux names it
-            text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
-        except OSError:
-            return None
-    return os.path.realpath(text)
-
-
-def _inside(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def _shown(path: object) -> str:
-    try:
-        return repr(os.fsdecode(os.fspath(path)))  # type: ignore[arg-type]
-    except TypeError:
-        return f"descriptor {path!r}" if isinstance(path, int) else repr(path)
 
 
 # --- processes, threads, signals ------------------------------------------------------------------------
 
 
 def _check_process(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == POOL_WORK:
+        return refusal(guards[0], f"handing work to a pool of processes ({args[0]})", "model-written code may not "
+                       "run work in other processes under this policy (it would run there outside it)")
     target = f" ({_brief(args[0])})" if args else ""
-    return _refusal(guards[0], f"{event}{target}", "model-written code may not start processes under this policy "
+    return refusal(guards[0], f"{event}{target}", "model-written code may not start processes under this policy "
                     "(a child process would run outside it)")
 
 
 def _check_thread(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    return _refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
+    return refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
                     "this policy (a thread would run without it); call the function directly")
 
 
 def _check_signal(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    return _refusal(guards[0], f"{event}{tuple(args)!r}", "model-written code may not send signals under this policy")
+    return refusal(guards[0], f"{event}{tuple(args)!r}", "model-written code may not send signals under this policy")
+
+
+def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    # A limit lowered on the process (CPU time, memory, open files) ends or breaks the kernel later.
+    what = str(args[0]) if event == PROCESS_END else f"{event}{tuple(args)!r}"
+    return refusal(guards[0], what, "model-written code may not end the process under this policy (the notebook "
+                   "would lose everything it holds in memory)")
+
+
+def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == "object.__setattr__":
+        if len(args) < 2 or args[1] != "__code__":
+            return None
+        what = "replacing the code of a function"
+    else:
+        try:
+            caller = sys._getframe(2).f_globals  # the caller of `exec`, `eval` or `types.FunctionType`
+        except ValueError:
+            return None
+        if GUARDS_NAME not in caller:
+            # A library making functions (`dataclasses`, `namedtuple`, `timeit`), or Nighthawk's own eval: what
+            # a library runs for guarded code stays held to the guards wherever it runs later (an import's
+            # module code does not: its functions have their module's namespace, which names its file).
+            if event == "exec" and isinstance(args[0], CodeType) and not _nighthawks(caller) and (
+                caller.get("__name__") != "importlib._bootstrap"
+            ):
+                _remember_compiled(args[0], guards)
+            return None
+        what = "running compiled code" if event == "exec" else "making a function"
+    return refusal(guards[0], f"{what} ({event})", "model-written code may not make functions from new code under "
+                   "this policy (they would run later without it); write the expression itself")
 
 
 def _check_deferred(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    return _refusal(guards[0], str(args[0]), "model-written code may not leave a function to run later under "
+    return refusal(guards[0], str(args[0]), "model-written code may not leave a function to run later under "
                     "this policy (it would run outside it); do the work now, in the step")
 
 
@@ -442,8 +327,32 @@ def _check_network(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obj
         if guard.network and not _allowed(guard.allow, host, port):
             target = host if port is None else f"{host}:{port}"
             allowed = f" (allowed: {', '.join(guard.allow)})" if guard.allow else ""
-            return _refusal(guard, f"{event} to {target}", f"model-written code may not use the network{allowed}")
+            return refusal(guard, f"{event} to {target}", f"model-written code may not use the network{allowed}")
     return None
+
+
+def _check_connect(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if len(args) > 1 and _process_server(args[1]):
+        return _check_process(guards, "connecting to multiprocessing's fork server", (args[1],))
+    return _check_network(guards, event, args)
+
+
+def _process_server(address: object) -> bool:
+    """Whether `address` is that of a fork server already running (multiprocessing's `forkserver`), which
+    starts a process for whoever connects."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(forkserver, "_forkserver", None)
+    running = getattr(server, "_forkserver_address", None)
+    if running is None or not isinstance(address, str | bytes) or not address:
+        return False
+    named, listening = os.fsdecode(address), os.fsdecode(running)
+    if named[0] == "\0" or listening[0] == "\0":  # an abstract address: spelled one way only
+        return named == listening
+    return os.path.realpath(named) == os.path.realpath(listening)  # `/tmp//x`, a link to it
+
+
+def _check_bind(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    return check_socket_file(guards, event, args) or _check_network(guards, event, args)
 
 
 def _endpoint(event: str, args: tuple[object, ...]) -> tuple[str, int | None]:
@@ -505,16 +414,17 @@ def _addresses(host: str) -> frozenset[str]:
 
 _PROCESS_EVENTS = (
     "subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-    "os.startfile", "pty.spawn", "_posixsubprocess.fork_exec",
+    "os.startfile", "pty.spawn", "_posixsubprocess.fork_exec", POOL_WORK,
 )
 _LOOKUP_EVENTS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo")
 _NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", *_LOOKUP_EVENTS)
 
-_CHECKS: dict[str, _Check] = {
-    "open": _check_open,
-    "sqlite3.connect": _check_sqlite,
-    "sqlite3.connect/handle": _check_sqlite_handle,
-    **dict.fromkeys(_CHANGED_PATHS, _check_change),
+_CHECKS: dict[str, Check] = {
+    "open": check_open,
+    "os.chdir": check_chdir,
+    "sqlite3.connect": check_sqlite,
+    "sqlite3.connect/handle": check_sqlite_handle,
+    **dict.fromkeys(CHANGED_PATHS, check_change),
     **dict.fromkeys(_PROCESS_EVENTS, _check_process),
     **dict.fromkeys(("_thread.start_new_thread", "_thread.start_joinable_thread"), _check_thread),
     **dict.fromkeys(
@@ -522,6 +432,12 @@ _CHECKS: dict[str, _Check] = {
          "signal.alarm", "signal.setitimer"),
         _check_signal,
     ),
-    _DEFERRED: _check_deferred,
+    **dict.fromkeys(("os._exit", "os.abort", PROCESS_END, "resource.setrlimit", "resource.prlimit"),
+                    _check_end),
+    DEFERRED: _check_deferred,
+    # (`compile` alone makes nothing that runs: `exec`/`eval` of its code and `types.FunctionType` are checked)
+    **dict.fromkeys(("function.__new__", "object.__setattr__", "exec"), _check_made_code),
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),
+    "socket.connect": _check_connect,
+    "socket.bind": _check_bind,
 }

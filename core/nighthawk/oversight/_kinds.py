@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias, Union
+from typing import Literal, TypeAlias, Union
 
 from ..step import ExecutionContext
 
@@ -23,6 +23,7 @@ __all__ = [
     "Reject",
     "Rewrite",
     "RuntimeGuard",
+    "STEP_MACHINERY",
     "StepCommitDecision",
     "StepCommitHook",
     "StepCommitProposal",
@@ -126,15 +127,25 @@ class Enforcement:
 
     guards: tuple[RuntimeGuard, ...]
     refusals: list[Refusal] = field(default_factory=list)
+    mode: Literal["evaluation", "handling", "machinery", "off"] = "evaluation"
+    """`evaluation`: the model's code runs here, all of it is held. `handling`: Nighthawk looks at a value
+    the model made (scans, validates, renders it): held, but for the user's own functions it calls (a
+    validator, a `__repr__`). `machinery`: a step's own work, started by guarded model code: nothing is
+    held but the functions the model made, called from it. `off`: nothing is held (the guard's own work)."""
 
 
 GUARDS_NAME = "__nighthawk_guards__"
 """The name under which guarded model code's namespace holds its guards: the globals of every function it
 makes, which stay held to them wherever they run."""
 
-NOT_ENFORCED = Enforcement(guards=())
-"""Set on purpose where nothing is enforced though model code runs further up (a step's own work, a look-up
-of the guard's own): unlike an unset value, it also overrides the enforcement of the thread."""
+NOT_ENFORCED = Enforcement(guards=(), mode="off")
+"""Set on purpose where nothing is enforced though model code runs further up (a look-up of the guard's
+own): unlike an unset value, it also overrides the enforcement of the thread."""
+
+STEP_MACHINERY = Enforcement(guards=(), mode="machinery")
+"""Set around the work of a step that guarded model code started (a natural function it called): that work
+is Nighthawk's and the user's, but a function the model made is still held to its guards when it runs
+there (found on the stack above the step's own frames)."""
 
 
 ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with

@@ -32,7 +32,7 @@ from ..step import StepContext
 from ._kinds import (
     Accept,
     GUARDS_NAME,
-    NOT_ENFORCED,
+    STEP_MACHINERY,
     Enforcement,
     Oversight,
     Reject,
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_process_oversight",
     "guarding",
+    "handling_value",
     "in_force",
     "overseeing",
     "overseeing_also",
@@ -118,7 +119,7 @@ def in_force() -> tuple[Oversight, ...]:
 
 
 def guarding(
-    step: StepContext, tool_name: str, *, blocking: bool = False
+    step: StepContext, tool_name: str, *, blocking: bool = False, handling: bool = False
 ) -> AbstractContextManager[Mapping[str, object] | None]:
     """Around the evaluation of model-written code for `tool_name` (`nh_eval`, `nh_assign`, `nh_outcome`).
 
@@ -130,6 +131,10 @@ def guarding(
 
     The block gets the names to add to the namespace the model's code runs in (`None` when nothing is
     enforced): the mark that holds the functions it makes to the same guards wherever they run later.
+
+    `handling` says that the block is Nighthawk's own work on a value the model's code made (validating,
+    storing, rendering it): what that value's methods do is held, but not the user's own functions called
+    there (the validators of a write binding, the `__repr__` of the user's class).
     """
     current = _enforced.get()
     if current is None and _scoped.get() is None and not _process and not _carried.get():
@@ -139,17 +144,17 @@ def guarding(
         current.guards if current is not None else (),
         tuple(guard for oversight in in_force() for guard in oversight.runtime),
     )
-    return _guarding(step, tool_name, guards, blocking) if guards else nullcontext()
+    return _guarding(step, tool_name, guards, blocking, handling) if guards else nullcontext()
 
 
 @contextmanager
 def _guarding(
-    step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...], blocking: bool
+    step: StepContext, tool_name: str, guards: tuple[RuntimeGuard, ...], blocking: bool, handling: bool
 ) -> Iterator[Mapping[str, object]]:
     from ._audit import install  # here: the hook and its checks load with the first guarded evaluation
 
     install(_enforced, _by_thread)
-    enforcement = Enforcement(guards)
+    enforcement = Enforcement(guards, mode="handling" if handling else "evaluation")
     token = _enforced.set(enforcement)
     thread = threading.get_ident()
     outer = _by_thread.get(thread)
@@ -169,17 +174,40 @@ def _guarding(
             _record(step, "runtime", refusal.policy, "rejected", refusal.message, tool_name=tool_name)
 
 
+def handling_value() -> AbstractContextManager[None]:
+    """Inside a guarded evaluation, around Nighthawk's own look at the value it made (the secret scan): held
+    like the rest of the evaluation, but for the user's own functions it calls (see `guarding`)."""
+    return _Handling()
+
+
+class _Handling:
+    """Switches the evaluation's own enforcement (the one the context variable and the thread hold) to
+    `handling` and back: a class, not a generator, as it runs for every guarded evaluation."""
+
+    __slots__ = ("switched",)
+
+    def __enter__(self) -> None:
+        current = _enforced.get()
+        self.switched = current if current is not None and current.mode == "evaluation" and current.guards else None
+        if self.switched is not None:
+            self.switched.mode = "handling"
+
+    def __exit__(self, *_: object) -> None:
+        if self.switched is not None:
+            self.switched.mode = "evaluation"
+
+
 @contextmanager
 def step_machinery() -> Iterator[None]:
     """Around a step's own work: the guards of the model code that started it (a natural function it
     calls) are not enforced on the step's requests and bookkeeping, but carried to the model code the step
-    evaluates."""
+    evaluates; a function that model code made is still held to them when the step's work calls it."""
     current = _enforced.get()
     if current is None or not current.guards:
         yield
         return
     carried = _carried.set(_union(_carried.get(), current.guards))
-    cleared = _enforced.set(NOT_ENFORCED)  # also over the thread's enforcement
+    cleared = _enforced.set(STEP_MACHINERY)  # also over the thread's enforcement
     try:
         yield
     finally:

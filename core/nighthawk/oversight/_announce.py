@@ -1,0 +1,283 @@
+"""Operations Python does not announce with an audit event, made to announce one: the wrappers the audit
+hook of `_audit.py` is installed with (once per process, at the first guarded evaluation).
+
+Python 3.11 raises no event when a thread starts: there the functions that start threads raise the event
+later versions raise (`_thread.start_new_thread`). Some operations raise none in any version: making a FIFO
+or a device node (`os.mkfifo`, `os.mknod`), raising a signal in-process, ending the process (`os._exit`,
+`os.abort`, `faulthandler`'s crashes), a writing `os.open` relative to a `dir_fd` (its `open` event names
+no directory), a logging handler that opens its file or connects only at its first record, and handing a
+function to something that calls it later, outside the step, with no function of the model's in between to
+carry the guard (`atexit.register`, `weakref.finalize`, `signal.signal`, `os.register_at_fork`,
+`threading._register_atexit`). These last are announced when model-written code calls them, or when guarded
+code runs and the caller hands over a function not its own (an `ExitStack` callback calling
+`atexit.register`): a library may register clean-up of its own (`tempfile.TemporaryDirectory` does)
+without that being the model's choice of what runs later.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+from ._kinds import GUARDS_NAME, Enforcement
+from ._paths import WRITE_FLAGS
+
+__all__ = ["DEFERRED", "POOL_WORK", "PROCESS_END", "announce_pools", "announce_silent_operations", "standing_in"]
+
+DEFERRED = "nighthawk.deferred_call"
+"""The event raised when model-written code leaves a function to run later."""
+PROCESS_END = "nighthawk.process_end"
+"""The event raised before a function that ends the process at once (its name the argument)."""
+POOL_WORK = "nighthawk.pool_work"
+"""The event raised when guarded code hands work to a pool of worker processes that is already running."""
+
+_enforcement_here: Callable[[], Enforcement | None] = lambda: None  # noqa: E731 - set by `announce_silent_operations`
+
+
+def announce_silent_operations(enforcement_here: Callable[[], Enforcement | None]) -> None:
+    """Wrap the functions whose operations Python does not announce (see above); `enforcement_here` tells
+    what is enforced on the calling thread or task."""
+    global _enforcement_here
+    _enforcement_here = enforcement_here
+    if sys.version_info < (3, 12):
+        _announce_thread_starts()
+    _announce_silent()
+
+
+_POOLS = {
+    # module: (class, the methods that hand it work)
+    "multiprocessing.pool": ("Pool", ("apply_async", "_map_async", "imap", "imap_unordered")),
+    "concurrent.futures.process": ("ProcessPoolExecutor", ("submit",)),
+}
+_pools_announced: set[str] = set()
+_modules_seen = 0
+
+
+def announce_pools() -> None:
+    """Make handing work to a pool of worker processes raise `POOL_WORK` when guarded code does it: the work
+    is pickled to a process already running, through a pipe no event names, and runs there unguarded.
+
+    Called before every guarded evaluation: a pool the user made before it has its module loaded by then.
+    """
+    global _modules_seen
+    if len(_pools_announced) == len(_POOLS) or len(sys.modules) == _modules_seen:
+        return  # (nothing imported since the last look: the common case, a dict's length)
+    _modules_seen = len(sys.modules)
+    for name, (class_name, methods) in _POOLS.items():
+        module = sys.modules.get(name)
+        if name in _pools_announced or module is None:
+            continue
+        pool = getattr(module, class_name)
+        for method in methods:
+            setattr(pool, method, _handing(getattr(pool, method), f"{class_name}.{method}"))
+        _pools_announced.add(name)
+
+
+def _handing(method: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        enforcement = _enforcement_here()
+        if enforcement is not None and enforcement.mode in ("evaluation", "handling") and enforcement.guards:
+            sys.audit(POOL_WORK, what)
+        elif GUARDS_NAME in sys._getframe(1).f_globals:  # a function the model made, run later
+            sys.audit(POOL_WORK, what)
+        return method(*args, **kwargs)
+
+    return standing_in(method, call)
+
+
+def _announce_thread_starts() -> None:
+    """Make Python 3.11 raise the audit event 3.12 raises when a thread starts."""
+    import _thread
+
+    original = _thread.start_new_thread
+
+    def start_new_thread(function: Callable[..., object], args: tuple[object, ...], *kwargs: object) -> int:
+        sys.audit("_thread.start_new_thread", function, args, kwargs[0] if kwargs else None)
+        return original(function, args, *kwargs)
+
+    _thread.start_new_thread = _thread.start_new = start_new_thread  # type: ignore[assignment, attr-defined]
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+
+
+def _announce_silent() -> None:
+    """Wrap the functions whose operations Python does not announce so that they raise an event (see above)."""
+    import atexit
+    import posix
+    import signal
+    import weakref
+
+    def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            sys.audit(event, *target(*args, **kwargs))
+            return function(*args, **kwargs)
+
+        return standing_in(function, call)
+
+    def node(path: object, *_: object, dir_fd: object = None, **__: object) -> tuple[object, ...]:
+        return path, dir_fd
+
+    for name in ("mkfifo", "mknod"):
+        if hasattr(posix, name):
+            wrapped = announced(getattr(posix, name), f"os.{name}", node)
+            setattr(posix, name, wrapped)
+            setattr(os, name, wrapped)
+    # Ending the process at once, with everything the kernel holds in memory: no event in any version.
+    for name in ("_exit", "abort"):
+        wrapped = announced(getattr(posix, name), f"os.{name}", lambda *args, **_: args)
+        setattr(posix, name, wrapped)
+        setattr(os, name, wrapped)
+    _announce_crashes()
+    posix.open = os.open = standing_in(posix.open, _opening_at(posix.open))
+    # Signals sent or scheduled without an event: raised here, sent through a process descriptor, or
+    # delivered to this process later by a timer (SIGALRM, which ends it unless handled).
+    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda *args: args)
+    for name in ("pidfd_send_signal", "alarm", "setitimer"):
+        if hasattr(signal, name):
+            setattr(signal, name, announced(getattr(signal, name), f"signal.{name}", lambda *args, **_: args))
+    try:
+        import _posixsubprocess  # what `subprocess` and `multiprocessing` start children with, unannounced
+    except ImportError:
+        pass
+    else:
+        import subprocess
+
+        _posixsubprocess.fork_exec = announced(  # type: ignore[attr-defined]
+            _posixsubprocess.fork_exec, "_posixsubprocess.fork_exec", lambda *args, **_: args[:1]
+        )
+        if hasattr(subprocess, "_fork_exec"):  # `subprocess` keeps its own name for it (3.11 and later)
+            subprocess._fork_exec = _posixsubprocess.fork_exec  # type: ignore[attr-defined]
+
+    def left(function: Callable[..., Any], what: str, method: bool = False) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if _left_by_model_code((*args[method:], *kwargs.values())):
+                sys.audit(DEFERRED, what)
+            return function(*args, **kwargs)
+
+        return standing_in(function, call)
+
+    atexit.register = left(atexit.register, "atexit.register (a function run at exit)")
+    signal.signal = left(signal.signal, "signal.signal (a function run at a signal)")
+    # `weakref.finalize` keeps its identity (its class state, `isinstance`): only its `__init__` is wrapped.
+    weakref.finalize.__init__ = left(  # type: ignore[method-assign]
+        weakref.finalize.__init__, "weakref.finalize (a function run when an object is collected)", method=True
+    )
+    # Run at shutdown before `atexit`'s functions (`concurrent.futures` uses it): the same as `atexit.register`.
+    threading._register_atexit = left(  # type: ignore[attr-defined]
+        threading._register_atexit, "threading._register_atexit (a function run at exit)"  # type: ignore[attr-defined]
+    )
+    posix.register_at_fork = os.register_at_fork = left(
+        posix.register_at_fork, "os.register_at_fork (a function run when the process forks)"
+    )
+    _announce_late_handlers()
+
+
+def _announce_crashes() -> None:
+    """`faulthandler`'s functions that crash the process on purpose (for its own tests), and its timer that
+    can end it later (`dump_traceback_later(..., exit=True)`), raise an event."""
+    import faulthandler
+
+    def crash(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            sys.audit(PROCESS_END, f"faulthandler.{name}")
+            return function(*args, **kwargs)
+
+        return standing_in(function, call)
+
+    for name in dir(faulthandler):
+        if name.startswith("_") and not name.startswith("__") and callable(getattr(faulthandler, name)):
+            setattr(faulthandler, name, crash(getattr(faulthandler, name), name))
+    later = faulthandler.dump_traceback_later
+
+    def dump_traceback_later(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exit", args[3] if len(args) > 3 else False):
+            sys.audit(PROCESS_END, "faulthandler.dump_traceback_later(exit=True)")
+        return later(*args, **kwargs)
+
+    faulthandler.dump_traceback_later = standing_in(later, dump_traceback_later)
+
+
+def _opening_at(original: Callable[..., int]) -> Callable[..., int]:
+    """`os.open` naming a path relative to an open directory (`dir_fd`) by `/proc/self/fd/N/path`, the name
+    Linux resolves the same way: its `open` event carries no `dir_fd`, and the check would read the path as
+    relative to the current directory. Only opens that may write are renamed (reading is never refused)."""
+
+    def open_at(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if dir_fd is not None and isinstance(flags, int) and flags & WRITE_FLAGS and isinstance(dir_fd, int):
+            name = os.fspath(path)
+            if isinstance(name, str | bytes) and not os.path.isabs(name):
+                folder = f"/proc/self/fd/{dir_fd}"
+                path, dir_fd = os.path.join(os.fsencode(folder) if isinstance(name, bytes) else folder, name), None
+        return original(path, flags, mode, dir_fd=dir_fd)
+
+    return open_at
+
+
+def standing_in(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """`wrapper` named and documented as `original`, without the `__wrapped__` that `functools.wraps` leaves:
+    `sqlite3.connect.__wrapped__` or `atexit.register.__wrapped__` would hand model code the plain function."""
+    functools.update_wrapper(wrapper, original)
+    del wrapper.__wrapped__
+    return wrapper
+
+
+def _announce_late_handlers() -> None:
+    """Logging handlers that open their file (`delay=True`) or connect on the first record announce it when
+    they are made: the record may come from the user's code, after the step, with no model code to hold."""
+    import logging
+    import logging.handlers
+
+    def announcing(cls: type, target: Callable[..., tuple[str, tuple[object, ...]] | None]) -> None:
+        original = cls.__init__  # type: ignore[misc]
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if (announced := target(*args, **kwargs)) is not None:
+                event, arguments = announced
+                sys.audit(event, *arguments)
+            original(self, *args, **kwargs)
+
+        cls.__init__ = standing_in(original, __init__)  # type: ignore[misc]
+
+    def file(filename: object, mode: str = "a", encoding: object = None, delay: bool = False, *_: object,
+             **__: object) -> tuple[str, tuple[object, ...]] | None:
+        return ("open", (os.path.abspath(os.fspath(filename)), mode, None)) if delay else None  # type: ignore[arg-type]
+
+    def socket(host: object, port: object = None, *_: object, **__: object) -> tuple[str, tuple[object, ...]]:
+        return "socket.connect", (None, host if port is None else (host, port))
+
+    def web(host: object, *_: object, **__: object) -> tuple[str, tuple[object, ...]]:
+        name, _, port = str(host[0] if isinstance(host, tuple) else host).rpartition(":")
+        return "socket.connect", (None, (name, int(port)) if name and port.isdigit() else (str(host), None))
+
+    announcing(logging.FileHandler, file)
+    announcing(logging.handlers.SocketHandler, socket)  # DatagramHandler too
+    announcing(logging.handlers.HTTPHandler, web)
+    announcing(logging.handlers.SMTPHandler, web)
+
+
+def _left_by_model_code(given: tuple[object, ...]) -> bool:
+    """Whether a function to run later is left by model-written code: its caller is (its globals carry the
+    guards), or guarded code runs here and the caller hands over functions that are not its own (a library's
+    clean-up of its own objects is its business: `tempfile`, `random`)."""
+    try:
+        caller = sys._getframe(2).f_globals
+    except ValueError:  # called from C with no Python caller (a thread's entry point)
+        return False
+    if GUARDS_NAME in caller:
+        return True
+    enforcement = _enforcement_here()
+    if enforcement is None or enforcement.mode not in ("evaluation", "handling") or not enforcement.guards:
+        return False
+    module = caller.get("__name__")
+    return not all(_own(function, module) for function in given if callable(function))
+
+
+def _own(function: object, module: object) -> bool:
+    """Whether `function` is `module`'s own, or a method of an object (a lock's `_at_fork_reinit`)."""
+    if isinstance(function, types.BuiltinMethodType) and not isinstance(function.__self__, types.ModuleType | None):
+        return True
+    return getattr(getattr(function, "__func__", function), "__module__", None) == module
