@@ -22,7 +22,8 @@ import ast
 
 from IPython.core.error import StdinNotImplementedError
 
-from nighthawk.secrets._code import mask_code_strings, visible_controls
+from nighthawk._unseen import visible_controls
+from nighthawk.secrets._code import mask_code_strings
 from nighthawk.secrets._scrubber import current_scrubber
 from nighthawk.errors import OversightRejectedError, not_committed
 from nighthawk.oversight import (

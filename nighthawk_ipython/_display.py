@@ -9,9 +9,10 @@ widget is a separate, temporary output (see `_live`), so what stays in a noteboo
 
 The size of a cell's display does not grow with the number of steps: beyond a few, only the first ones,
 the last ones and the ones that did not complete are shown in full, and the rest are counted. Event payloads
-are already bounded, masked previews, so nothing here needs to mask again. What a step's events said is kept
-by `_records.StepRecord`, which `StepView` extends; the text and the HTML are built by `_text` and `_html`,
-which read records and never import this module.
+are already bounded, masked previews, so nothing here needs to mask again; characters that would redraw,
+reorder or hide text (a model may write them) are shown as `<U+XXXX>` in both forms. What a step's events
+said is kept by `_records.StepRecord`, which `StepView` extends; the text and the HTML are built by `_text`
+and `_html`, which read records and never import this module.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 from typing import Any
 
 from nighthawk import events
+from nighthawk._unseen import visible_controls
 
 from ._html import CSS, cell_html, live_html, step_html
 from ._records import StepRecord
@@ -50,7 +52,7 @@ class StepView(StepRecord):
     def text(self) -> str:
         """Deterministic plain text of the current state (no durations)."""
         with self._lock:
-            return "\n".join(step_lines(self, indent=""))
+            return visible_controls("\n".join(step_lines(self, indent="")))
 
     def html(self) -> str:
         """Deterministic HTML of the current state; durations sit in `<span class="nh-duration">`."""
@@ -93,7 +95,7 @@ class CellView:
 
     def text(self) -> str:
         """Deterministic plain text: the step itself, or a bounded summary of many."""
-        return "\n".join(cell_lines(self.snapshot()))
+        return visible_controls("\n".join(cell_lines(self.snapshot())))
 
     def html(self) -> str:
         """Deterministic HTML: the step itself, or a bounded summary of many."""

@@ -14,6 +14,8 @@ import base64
 import html
 from typing import TYPE_CHECKING
 
+from nighthawk._unseen import visible_controls
+
 from ._records import StepRecord, ToolCallRecord, shown_indices
 from ._text import (
     CHANGE_MARK,
@@ -61,7 +63,8 @@ _LIVE_CALLS = 20
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for HTML; a character that would reorder or hide what follows (a bidi override) shows as `<U+XXXX>`."""
+    return html.escape(visible_controls(str(text)), quote=True)
 
 
 def _code(text: object) -> str:

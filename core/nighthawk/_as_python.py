@@ -23,29 +23,17 @@ import ast
 import io
 import re
 import tokenize
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ._unseen import unseen
 from .secrets import ContextRedaction
 
 if TYPE_CHECKING:
     from .events import OutcomeReached
 
 __all__ = ["CallCode", "step_as_python"]
-
-_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-"""Unicode categories of characters a reader does not see as they are: controls (a carriage return or a
-terminal escape redraws the line), bidi overrides and zero-width marks (they reorder or hide what follows,
-as in "Trojan Source"), line separators, unassigned code points. The user runs this code after reading it."""
-
-_BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800") | frozenset(
-    chr(code) for start, end in ((0x180B, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)) for code in range(start, end + 1)
-)
-"""Characters of other categories that show as nothing, yet Python takes in a name: `\\u3164 = 1` binds a
-name that looks like a space, and `a\\ufe00` (a variation selector) is another name than `a` that looks the same."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class CallCode:
@@ -65,19 +53,15 @@ class CallCode:
     """The runtime awaited the value the expression gave (`fetch()` of an `async def`): the code awaits it."""
 
 
-def _hidden(character: str) -> bool:
-    return character not in "\n\t" and (character in _BLANK or unicodedata.category(character) in _HIDDEN)
-
-
 def _shown(text: str) -> str:
     """`text` with each character a reader would not see written as its escape (`\\u202e`), for a comment."""
-    return "".join(c.encode("unicode_escape").decode("ascii") if _hidden(c) else c for c in text)
+    return "".join(c.encode("unicode_escape").decode("ascii") if unseen(c) else c for c in text)
 
 
 def _misleading(text: str) -> bool:
     """Whether the text, shown as it stands, could read as other code than it is: it holds a character a
     reader does not see, or a string over several lines (whose lines may look like comments or statements)."""
-    if any(_hidden(character) for character in text):
+    if any(unseen(character) for character in text):
         return True
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
     return any(token.start[0] != token.end[0] for token in tokens)
@@ -115,7 +99,7 @@ def _statement(expression: str, target: str | None, placeholder: str, *, awaited
         return _comment(f"a secret in it is masked ({placeholder}): put it back to run it", head + text)
     if _misleading(text):
         text = ast.unparse(tree)
-        if any(_hidden(character) for character in text):  # in a name, which no escape can write
+        if any(unseen(character) for character in text):  # in a name, which no escape can write
             return _comment("not runnable as shown: a name in it holds a character that shows as nothing", head + text)
     value = ast.dump(ast.Await(value=tree.body) if awaited else tree.body)
     # On lines of their own, the parentheses stay out of a trailing comment's way.

@@ -4,7 +4,8 @@ is ever masked, however the literal is spelled, and code that hides behind a str
 from __future__ import annotations
 
 import pytest
-from nighthawk.secrets._code import mask_code_strings, visible_controls
+from nighthawk._unseen import visible_controls
+from nighthawk.secrets._code import mask_code_strings
 from nighthawk.secrets._scrubber import SecretScrubber
 
 SECRET = "hunter2-blue"

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["mask_code_strings", "visible_controls"]
+__all__ = ["mask_code_strings"]
 
 # Tokens that may stand between two literals Python joins into one (`'a'\n  'b'` inside brackets).
 _BETWEEN_JOINED = frozenset({tokenize.NL, tokenize.COMMENT})
@@ -378,24 +378,3 @@ def _parsed_strings(text: str) -> dict[tuple[int, int], str] | None:
 def _group_value(group: list[_Literal]) -> str | None:
     values = [piece.value for literal in group for piece in literal.pieces]
     return None if any(value is None for value in values) else "".join(values)  # type: ignore[arg-type]
-
-
-# --- showing ------------------------------------------------------------------------------------------
-
-
-# Code points that render as nothing though they are printable (Unicode's default-ignorable ones outside the
-# format and control categories): the Hangul fillers are even valid in a Python name, an invisible one.
-_INVISIBLE = frozenset(
-    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, *range(0x180B, 0x1810), *range(0xFE00, 0xFE10)]
-    + [*range(0xE0100, 0xE01F0)]
-)
-
-
-def visible_controls(text: str) -> str:
-    """`text` with every character that moves the cursor, erases, reorders or hides text when printed
-    (carriage returns, escapes, backspaces, bidirectional and zero-width marks, invisible fillers) shown as
-    `<U+XXXX>`; line breaks and tabs stay."""
-    return "".join(
-        f"<U+{ord(char):04X}>" if (not char.isprintable() and char not in "\n\t") or ord(char) in _INVISIBLE else char
-        for char in text
-    )
