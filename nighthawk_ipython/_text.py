@@ -72,13 +72,17 @@ def cached_text(totals: UsageTotals) -> str:
 
 
 def cost_text(totals: UsageTotals) -> str:
-    """Money of some requests: `$0.0012`, `unpriced` when no price is known, or a lower bound when some are."""
+    """Money of some requests: `$0.0012`, `unpriced` when no price is known, or a lower bound when some are.
+
+    Requests the provider answered with an error are not billed: they cost 0 whatever the model, so they
+    neither make a cost unknown nor count among the unpriced ones (as in the batch map's progress line)."""
     if not totals.requests:
         return "$0"
-    if totals.unpriced_requests >= totals.requests:
+    if totals.cost_usd is not None:
+        return f"${totals.cost_usd:.4f}"
+    if not totals.priced_cost_usd:
         return "unpriced"
-    total = f"${totals.priced_cost_usd:.4f}"
-    return f"≥ {total} ({_plural(totals.unpriced_requests, 'unpriced request')})" if totals.unpriced_requests else total
+    return f"≥ ${totals.priced_cost_usd:.4f} ({_plural(totals.unpriced_requests, 'unpriced request')})"
 
 
 def _summed(usages: list[events.UsageReported]) -> UsageTotals:
