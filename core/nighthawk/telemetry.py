@@ -83,6 +83,7 @@ _USAGE_INPUT_TOKENS: Final = "nighthawk.step.usage.input_tokens"
 _USAGE_OUTPUT_TOKENS: Final = "nighthawk.step.usage.output_tokens"
 _USAGE_COST: Final = "nighthawk.step.usage.cost_usd"
 _USAGE_CACHE_READ_TOKENS: Final = "nighthawk.step.usage.cache_read_tokens"
+_USAGE_FAILED_REQUESTS: Final = "nighthawk.step.usage.failed_requests"
 
 # Each oversight decision (beyond the spec's table): an event on the step span.
 _OVERSIGHT_DECISION: Final = "nighthawk.oversight.decision"
@@ -111,6 +112,7 @@ USAGE_ATTRIBUTES: Final[tuple[str, ...]] = (
     _USAGE_OUTPUT_TOKENS,
     _USAGE_COST,
     _USAGE_CACHE_READ_TOKENS,
+    _USAGE_FAILED_REQUESTS,
 )
 """Attributes of a step span that carry what the step spent (added beside the spec's identity attributes)."""
 
@@ -327,6 +329,8 @@ class OpenTelemetryListener:
         }
         if event.cost_usd is not None:
             attributes[_USAGE_COST] = event.cost_usd
+        if event.failed_requests:  # of `requests`, the unbilled ones: why a step cost less than its count says
+            attributes[_USAGE_FAILED_REQUESTS] = event.failed_requests
         step.span.set_attributes(attributes)
 
     def _add_failure(self, event: events.StepFailed) -> None:

@@ -544,7 +544,7 @@ def test_step_span_carries_the_usage_the_step_reported(
     _feed(listener, *sequence)
 
     attributes = dict(_span(exporter, "nighthawk.step").attributes or {})
-    assert {name: attributes[name] for name in telemetry.USAGE_ATTRIBUTES} == {
+    assert {name: attributes[name] for name in telemetry.USAGE_ATTRIBUTES if name in attributes} == {
         "nighthawk.step.usage.model": "openai:gpt-4o",
         "nighthawk.step.usage.requests": 2,
         "nighthawk.step.usage.input_tokens": 10,
@@ -552,3 +552,22 @@ def test_step_span_carries_the_usage_the_step_reported(
         "nighthawk.step.usage.cache_read_tokens": 4,
         "nighthawk.step.usage.cost_usd": 0.25,
     }
+
+
+def test_step_span_counts_the_failed_requests_of_a_step_whose_provider_erred(
+    listener: telemetry.OpenTelemetryListener, exporter: InMemorySpanExporter
+) -> None:
+    sequence = [
+        events.UsageReported(
+            invocation_id=INVOCATION_ID, model="openai:gpt-4o", requests=3, input_tokens=10, output_tokens=5, cost_usd=0.25,
+            failed_requests=2,
+        )
+        if isinstance(event, events.UsageReported)
+        else event
+        for event in _full_sequence()
+    ]
+    _feed(listener, *sequence)
+
+    attributes = dict(_span(exporter, "nighthawk.step").attributes or {})
+    assert attributes["nighthawk.step.usage.requests"] == 3
+    assert attributes["nighthawk.step.usage.failed_requests"] == 2
