@@ -3,7 +3,9 @@
 At decoration the function's source is parsed and every Natural block statement is replaced by a call into
 the runner followed by plain Python: the commit of write bindings (ordinary assignments, so they become
 real locals) and the control flow the outcome asks for (`return`, `break`, `continue`, `raise`). The new
-code object keeps the original file name and line numbers and the original closure cells.
+code object keeps the original file name and line numbers and the original closure cells. The rewrite and
+its compilation are in `_rewrite`; here is when it happens (once per function and enclosing code) and the
+runtime the generated code calls.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._rewrite import PRIVATE_PREFIX, RUNTIME, BlockSpec, build_code, read_late, rewrite_body
 from ._source import KeptSource, function_source
 from ._validation import resolve_annotation
-from .block import Program, escape_bindings, parse_program, scan_bindings, strip_sentinel, unresolved_read
+from .block import Program, escape_bindings, parse_program, strip_sentinel, unresolved_read
 from .errors import NaturalParseError
 from .frame import Frame
 
@@ -31,23 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["natural_function"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_RUNTIME = "_nighthawk_rt"
-_RESULT = "_nighthawk_result"
-_READS = "_nighthawk_reads"
-_PRIVATE_PREFIX = "_nighthawk_"
-
-
-@dataclass(frozen=True, kw_only=True)
-class _BlockSpec:
-    program: Program | None
-    """Parsed at decoration for plain literals; `None` for f-strings (parsed after interpolation)."""
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    line: int
-    in_loop: bool
-    fields: tuple[str, ...] = ()
-    """Source of each `{...}` field of an f-string block."""
 
 
 def natural_function(function: F) -> F:
@@ -84,7 +70,7 @@ def _decorate(function: object, enclosing: types.FrameType | None) -> types.Func
 class _Compiled:
     """What compiling a function's blocks yields; it depends only on its code and the enclosing function's."""
 
-    specs: list[_BlockSpec]
+    specs: list[BlockSpec]
     annotated: dict[str, ast.expr]
     code: types.CodeType
     reads_late: bool
@@ -121,7 +107,7 @@ def _compile(function: types.FunctionType, enclosing: types.FrameType | None) ->
         source=compiled_blocks.source,
     )
     cells = {name: cell for name, cell in zip(code.co_freevars, function.__closure__ or (), strict=True)}
-    cells[_RUNTIME] = types.CellType(runtime)
+    cells[RUNTIME] = types.CellType(runtime)
     new_code = compiled_blocks.code
     closure = tuple(cells[name] for name in new_code.co_freevars)
     compiled = types.FunctionType(new_code, function.__globals__, function.__name__, function.__defaults__, closure)
@@ -160,170 +146,28 @@ def _compile_blocks(
     if as_coroutine and isinstance(node, ast.FunctionDef):
         node = ast.copy_location(ast.AsyncFunctionDef(**{name: getattr(node, name) for name in node._fields}), node)
     is_async = isinstance(node, ast.AsyncFunctionDef)
-    specs: list[_BlockSpec] = []
+    specs: list[BlockSpec] = []
     annotated: dict[str, ast.expr] = {}
     nested: list[str] = []
-    node.body = _rewrite(node.body, specs, annotated, nested, in_loop=False, is_async=is_async, filename=filename)
+    node.body = rewrite_body(node.body, specs, annotated, nested, in_loop=False, is_async=is_async, filename=filename)
     if not specs and not nested:
         return None
-    free_names = [*code.co_freevars, _RUNTIME]
+    free_names = [*code.co_freevars, RUNTIME]
     read_names = {name for spec in specs for name in spec.reads}
-    new_code = _build_code(node, function, filename, free_names)
+    new_code = build_code(node, function, filename, free_names)
     # A read binding of an enclosing-function variable the body never mentions has no closure cell (Python
     # compiled it as a global lookup); read it from the enclosing frame when the block runs instead.
     late = {name for name in new_code.co_names if name in read_names and name not in free_names and name in _variables(enclosing)}
     if late:
-        _read_late(node, late)
-        new_code = _build_code(node, function, filename, free_names)
+        read_late(node, late)
+        new_code = build_code(node, function, filename, free_names)
     return _Compiled(specs=specs, annotated=annotated, code=new_code, reads_late=bool(late), source=source)
 
 
 def _kept_by(frame: types.FrameType | None) -> KeptSource | None:
     """What an enclosing natural function kept of its source (its runtime is a free variable of its frame)."""
-    runtime = frame.f_locals.get(_RUNTIME) if frame is not None else None
+    runtime = frame.f_locals.get(RUNTIME) if frame is not None else None
     return None if runtime is None else KeptSource(runtime.source, runtime.first_line)
-
-
-def _build_code(node: ast.stmt, function: types.FunctionType, filename: str, free_names: list[str]) -> types.CodeType:
-    """Compile the rewritten def inside a factory whose parameters become the closure's free variables."""
-    inner: ast.stmt = node
-    owner = _owner_class(function.__qualname__)
-    if owner is not None:
-        # Compiling inside a class of the same name keeps private-name mangling (`self.__x`) identical.
-        inner = ast.ClassDef(name=owner, bases=[], keywords=[], body=[node], decorator_list=[], type_params=[])
-    params = [ast.arg(arg=name) for name in free_names if name != "__class__" or owner is None]
-    # The def (and the stand-in class) would otherwise be locals of the factory, and a body that names
-    # them (recursion, `isinstance(x, Owner)`) would close over the factory instead of the module. A name
-    # the function closes over (a def calling itself inside an enclosing function) is a factory parameter
-    # instead, bound to the enclosing function's cell; when no name is left, an empty `global` would not
-    # compile, so none is written.
-    module_names = [name for name in (function.__name__, owner) if name and name not in free_names]
-    declarations: list[ast.stmt] = [ast.Global(names=module_names)] if module_names else []
-    factory = ast.FunctionDef(
-        name="_nighthawk_factory",
-        args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[*declarations, inner, ast.Return(value=ast.Constant(None))],
-        decorator_list=[],
-        returns=None,
-        type_params=[],
-    )
-    module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
-    try:
-        module_code = compile(module, filename, "exec", dont_inherit=True)
-    except SyntaxError as exc:  # e.g. a block inside `except*`, where `return`/`break` are not allowed
-        raise NaturalParseError(
-            f"a Natural block cannot be placed here: {exc.msg}", filename=filename, line=exc.lineno
-        ) from exc
-    found = _find_code(module_code, function.__name__, function.__code__.co_firstlineno)
-    if found is None:  # pragma: no cover - the def is always there
-        raise NaturalParseError(f"could not compile {function.__qualname__!r}", filename=filename)
-    return found
-
-
-def _owner_class(qualname: str) -> str | None:
-    parts = qualname.split(".")
-    return parts[-2] if len(parts) >= 2 and parts[-2] != "<locals>" else None
-
-
-def _find_code(code: types.CodeType, name: str, first_line: int) -> types.CodeType | None:
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            if const.co_name == name and const.co_firstlineno >= first_line - 1 and const.co_name != "_nighthawk_factory":
-                return const
-            found = _find_code(const, name, first_line)
-            if found is not None:
-                return found
-    return None
-
-
-# --- the rewrite ------------------------------------------------------------------------------------
-
-
-def _block_literal(statement: ast.stmt) -> ast.Constant | ast.JoinedStr | None:
-    if not isinstance(statement, ast.Expr):
-        return None
-    value = statement.value
-    if isinstance(value, ast.Constant) and isinstance(value.value, str) and strip_sentinel(value.value) is not None:
-        return value
-    if isinstance(value, ast.JoinedStr) and value.values:
-        first = value.values[0]
-        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("natural\n"):
-            return value
-    return None
-
-
-def _rewrite(
-    body: list[ast.stmt],
-    specs: list[_BlockSpec],
-    annotated: dict[str, ast.expr],
-    nested: list[str],
-    *,
-    in_loop: bool,
-    is_async: bool,
-    filename: str,
-) -> list[ast.stmt]:
-    rewritten: list[ast.stmt] = []
-    for statement in body:
-        literal = _block_literal(statement)
-        if literal is not None:
-            rewritten.extend(_block_statements(literal, statement, specs, in_loop=in_loop, is_async=is_async, filename=filename))
-            continue
-        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            annotated[statement.target.id] = statement.annotation
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and _runs_blocks(statement):
-            # A nested def with Natural blocks becomes a natural function itself, compiled when the enclosing
-            # function defines it (so its closures and the enclosing variables are read at call time).
-            statement.decorator_list.append(
-                ast.copy_location(
-                    ast.Attribute(value=ast.Name(id=_RUNTIME, ctx=ast.Load()), attr="nested", ctx=ast.Load()), statement
-                )
-            )
-            nested.append(statement.name)
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            rewritten.append(statement)  # nested definitions keep their own blocks
-            continue
-        for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            children = getattr(statement, field_name, None)
-            if not isinstance(children, list) or not children:
-                continue
-            loop_body = isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and field_name == "body"
-            if field_name in ("handlers", "cases"):
-                for child in children:
-                    child.body = _rewrite(
-                        child.body, specs, annotated, nested, in_loop=in_loop, is_async=is_async, filename=filename
-                    )
-            else:
-                setattr(
-                    statement,
-                    field_name,
-                    _rewrite(
-                        children, specs, annotated, nested, in_loop=in_loop or loop_body, is_async=is_async, filename=filename
-                    ),
-                )
-        rewritten.append(statement)
-    return rewritten
-
-
-def _runs_blocks(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a nested def holds Natural blocks (at any depth) and is not made a natural function already."""
-    if any(_names_natural_function(decorator) for decorator in definition.decorator_list):
-        return False
-    if isinstance(definition, ast.AsyncFunctionDef) and any(
-        isinstance(child, (ast.Yield, ast.YieldFrom)) for child in ast.walk(definition)
-    ):
-        return False  # an async generator cannot run blocks; it stays a plain function
-    return any(
-        isinstance(child, ast.stmt) and _block_literal(child) is not None
-        for statement in definition.body
-        for child in ast.walk(statement)
-    )
-
-
-def _names_natural_function(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
-    return name == "natural_function"
 
 
 def _variables(frame: types.FrameType | None) -> frozenset[str]:
@@ -332,95 +176,6 @@ def _variables(frame: types.FrameType | None) -> frozenset[str]:
         return frozenset()
     code = frame.f_code
     return frozenset((*code.co_varnames, *code.co_cellvars, *code.co_freevars))
-
-
-def _read_late(node: ast.stmt, names: set[str]) -> None:
-    """Make the read tuples of `names` ask the runtime for the enclosing frame's current value."""
-    for child in ast.walk(node):
-        if not (isinstance(child, ast.Assign) and isinstance(child.value, ast.Tuple)):
-            continue
-        if not any(isinstance(target, ast.Name) and target.id == _READS for target in child.targets):
-            continue
-        child.value.elts = [
-            ast.copy_location(
-                ast.Call(
-                    func=ast.Attribute(value=ast.Name(id=_RUNTIME, ctx=ast.Load()), attr="outer", ctx=ast.Load()),
-                    args=[ast.Constant(element.id)],
-                    keywords=[],
-                ),
-                element,
-            )
-            if isinstance(element, ast.Name) and element.id in names
-            else element
-            for element in child.value.elts
-        ]
-
-
-def _block_statements(
-    literal: ast.Constant | ast.JoinedStr,
-    statement: ast.stmt,
-    specs: list[_BlockSpec],
-    *,
-    in_loop: bool,
-    is_async: bool,
-    filename: str,
-) -> list[ast.stmt]:
-    line = statement.lineno
-    if isinstance(literal, ast.Constant):
-        program = parse_program(strip_sentinel(literal.value) or "", filename=filename, line=line + 1)
-        reads, writes = program.reads, program.writes
-        rendered: ast.expr = ast.Constant(None)
-        fields: tuple[str, ...] = ()
-    else:
-        program = None
-        static_text = "".join(part.value if isinstance(part, ast.Constant) else "\x00" for part in literal.values)
-        reads, writes = scan_bindings(static_text)
-        rendered = _escaping_interpolations(literal)
-        fields = tuple(ast.unparse(node.value) for node in ast.walk(literal) if isinstance(node, ast.FormattedValue))
-    index = len(specs)
-    specs.append(_BlockSpec(program=program, reads=reads, writes=writes, line=line, in_loop=in_loop, fields=fields))
-    call = f"{_RUNTIME}.{'run_async' if is_async else 'run'}({index}, locals(), {_READS}, None)"
-    # Read bindings are plain Python name lookups, so scoping is Python's own; a name that resolves to
-    # nothing gets a hint, since `<li>`-style text in a program reads as a binding.
-    lines = [
-        f"try: {_READS} = ({''.join(f'{n}, ' for n in reads)})",
-        f"except NameError as {_PRIVATE_PREFIX}error: raise {_RUNTIME}.unresolved({_PRIVATE_PREFIX}error, {index}, locals()) from None",
-        f"{_RESULT} = {'await ' if is_async else ''}{call}",
-        f"if {_RESULT}.exception is not None: raise {_RESULT}.exception",
-    ]
-    lines += [f"if {name!r} in {_RESULT}.values: {name} = {_RESULT}.values[{name!r}]" for name in writes]
-    lines.append(f"if {_RESULT}.kind == 'return': return {_RESULT}.value")
-    if in_loop:
-        lines.append(f"if {_RESULT}.kind == 'break': break")
-        lines.append(f"if {_RESULT}.kind == 'continue': continue")
-    generated = ast.parse("\n".join(lines)).body
-    first = generated[1]
-    assert isinstance(first, ast.Assign)
-    awaited = first.value
-    call_node = awaited.value if isinstance(awaited, ast.Await) else awaited
-    assert isinstance(call_node, ast.Call)
-    call_node.args[3] = rendered
-    keep = {id(child) for child in ast.walk(rendered)}
-    for new in generated:
-        for child in ast.walk(new):
-            if id(child) not in keep and "lineno" in child._attributes:
-                ast.copy_location(child, statement)
-    return generated
-
-
-def _escaping_interpolations(literal: ast.JoinedStr) -> ast.JoinedStr:
-    """The f-string with each `{...}` field passed through `escape_bindings`: data never becomes a binding."""
-    parts: list[ast.expr] = []
-    for part in literal.values:
-        if isinstance(part, ast.FormattedValue):
-            escaped = ast.Call(
-                func=ast.Attribute(value=ast.Name(id=_RUNTIME, ctx=ast.Load()), attr="escape", ctx=ast.Load()),
-                args=[ast.JoinedStr(values=[part])],
-                keywords=[],
-            )
-            part = ast.FormattedValue(value=escaped, conversion=-1, format_spec=None)
-        parts.append(part)
-    return ast.copy_location(ast.JoinedStr(values=parts), literal)
 
 
 # --- the runtime behind the generated code ----------------------------------------------------------
@@ -432,7 +187,7 @@ class _FunctionRuntime:
     def __init__(
         self,
         function: types.FunctionType,
-        specs: list[_BlockSpec],
+        specs: list[BlockSpec],
         annotated: dict[str, ast.expr],
         *,
         filename: str,
@@ -466,9 +221,9 @@ class _FunctionRuntime:
             self._types = (binding_types, _returned_type(self.function, hints.get("return", object)))
         return self._types
 
-    def _make_frame(self, spec: _BlockSpec, python_locals: dict[str, object], read_values: tuple[object, ...]) -> Frame:
+    def _make_frame(self, spec: BlockSpec, python_locals: dict[str, object], read_values: tuple[object, ...]) -> Frame:
         binding_types, return_type = self._declared_types()
-        visible = {name: value for name, value in python_locals.items() if not name.startswith(_PRIVATE_PREFIX)}
+        visible = {name: value for name, value in python_locals.items() if not name.startswith(PRIVATE_PREFIX)}
         return Frame(
             python_locals=visible,
             python_globals=self.function.__globals__,
@@ -506,7 +261,7 @@ class _FunctionRuntime:
                 name=name,
             ) from None
 
-    def _program(self, spec: _BlockSpec, rendered: str | None) -> Program:
+    def _program(self, spec: BlockSpec, rendered: str | None) -> Program:
         if spec.program is not None:
             return spec.program
         program = parse_program(strip_sentinel(rendered or "") or "", filename=self.filename, line=spec.line + 1)

@@ -18,8 +18,9 @@ import weakref
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
+from .._rewrite import RUNTIME
 from ..block import Program
-from ..decorator import _RUNTIME, _compile_blocks, _FunctionRuntime
+from ..decorator import _compile_blocks, _FunctionRuntime
 from ..frame import Frame
 from ..runner import BlockResult, run_block_async
 
@@ -61,9 +62,9 @@ class _DeferredRuntime:
 def natural_runtime(function: object) -> _FunctionRuntime | None:
     """The runtime behind a function made by `@natural_function` (blocks compiled), else `None`."""
     code = getattr(function, "__code__", None)
-    if not isinstance(code, types.CodeType) or _RUNTIME not in code.co_freevars:
+    if not isinstance(code, types.CodeType) or RUNTIME not in code.co_freevars:
         return None
-    cell = function.__closure__[code.co_freevars.index(_RUNTIME)]  # type: ignore[attr-defined]
+    cell = function.__closure__[code.co_freevars.index(RUNTIME)]  # type: ignore[attr-defined]
     runtime = cell.cell_contents
     return runtime if isinstance(runtime, _FunctionRuntime) else None
 
@@ -96,7 +97,7 @@ def _build(
     blocks = _compile_blocks(original, runtime.enclosing, as_coroutine=True, source=runtime.source)
     assert blocks is not None  # the function has blocks: it was compiled from the same source
     cells = dict(zip(compiled.__code__.co_freevars, compiled.__closure__ or (), strict=True))
-    cells[_RUNTIME] = types.CellType(_DeferredRuntime(runtime))
+    cells[RUNTIME] = types.CellType(_DeferredRuntime(runtime))
     closure = tuple(cells[name] for name in blocks.code.co_freevars)
     twin = types.FunctionType(blocks.code, compiled.__globals__, compiled.__name__, compiled.__defaults__, closure)
     twin.__kwdefaults__ = compiled.__kwdefaults__
