@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import _loop
 from ..errors import NighthawkError
@@ -29,7 +29,6 @@ from .keys import program_fingerprint
 
 __all__ = ["BATCH_CONCURRENCY", "DEFAULT_BATCH_STORE", "batch_map", "batch_store", "cancel_batches"]
 
-T = TypeVar("T")
 
 DEFAULT_BATCH_STORE = "nighthawk-batches.sqlite"
 """The store file (in the working directory) of a batch-API map given no `store=`."""
