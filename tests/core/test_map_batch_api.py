@@ -455,3 +455,35 @@ def test_equal_kept_items_count_what_was_paid_once(environment, tmp_path):
 
     assert again.usage.items_kept == 3 * len(TEXTS)
     assert again.usage.kept_cost_usd == pytest.approx(first.usage.cost_usd)
+
+
+# --- the first line, before the batch client is built ----------------------------------------------------
+
+
+def test_the_progress_line_is_drawn_before_the_batch_client_is_built(environment, tmp_path, capsys):
+    from nighthawk.batch import batch_api
+
+    building = batch_api._batched_model
+    seen_while_building: list[str] = []
+
+    def slow_to_build(*args, **kwargs):  # a cold process spends seconds here, loading the provider's SDK
+        seen_while_building.append(capsys.readouterr().err)
+        return building(*args, **kwargs)
+
+    environment.setattr(batch_api, "_batched_model", slow_to_build)
+    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
+        nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=True)
+
+    assert seen_while_building and "nighthawk.map 0/12 | preparing the batch client" in seen_while_building[0]
+    assert "preparing" not in capsys.readouterr().err.split("\r")[-1]  # the summary does not say it
+
+
+def test_a_model_refused_while_the_line_shows_ends_the_line_saying_why(environment, tmp_path, capsys):
+    scripted = nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=FunctionModel(lambda m, i: None)))
+    with nh.run(scripted), pytest.raises(nh.NighthawkError, match="has no Batch API"):
+        nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=True)
+
+    err = capsys.readouterr().err
+    assert err.endswith("\n")  # the line is ended: what prints next starts on its own line
+    assert "stopped: NighthawkError" in err.split("\r")[-1]
+    assert not (tmp_path / "map.sqlite").exists()

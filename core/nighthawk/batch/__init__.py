@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, Literal
 
 from dataclasses import dataclass
@@ -119,19 +119,14 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         )
     if batch_api not in (True, "cancel", "resubmit"):
         raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
-    from .batch_api import BATCH_CONCURRENCY, batch_map, cancel_batches  # on first use: it loads the OpenAI SDK
+    from .batch_api import BATCH_CONCURRENCY, batch_map, batch_store, cancel_batches  # on first use: it loads the OpenAI SDK
 
     if batch_api == "cancel":
         return MapResult(cancel_batches(function, store=store, progress=progress))
-    return batch_map(
-        function,
-        store=store,
-        progress=progress,
-        resubmit=batch_api == "resubmit",
-        run=lambda path, shown_to, note: map_reporting_items(
-            function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
-            store=path, progress=progress, shown_to=shown_to, interrupt_note=note,
-        ),
+    return map_reporting_items(
+        function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
+        store=batch_store(store), progress=progress,
+        routed=lambda shown: batch_map(function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit"),
     )
 
 
@@ -145,15 +140,15 @@ def map_reporting_items(
     store: str | None = None,
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
-    shown_to: Callable[[ProgressRenderer | None], None] | None = None,
-    interrupt_note: Callable[[], str] | None = None,
+    routed: Callable[[ProgressRenderer | None], AbstractContextManager[Callable[[], str]]] | None = None,
 ) -> MapResult:
     """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
     all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
     answered from a store spent nothing. An item never reported did not end (the map stopped first).
-    `shown_to(renderer)` gets the map's progress renderer (`None`: none) before any item runs (a batch map
-    tells it how its batches stand); `interrupt_note()` adds to the message of an interrupted map (a batch map
-    names the batches that keep running)."""
+    `routed(renderer)` (a batch map's) is entered once the map's progress display is open (`None`: none), so
+    its first line is drawn before the batch client is built, and left after the items; it tells the display
+    how the batches stand and yields `note()`, which adds to the message of an interrupted map the batches
+    that keep running."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -185,14 +180,18 @@ def map_reporting_items(
     with ExitStack() as stack:
         usage = results.usage
         stack.enter_context(counting(usage))  # an unbounded group: it only counts
-        disk = DiskStore(store, return_type(function)) if store is not None else None
-        if disk is not None:
-            stack.callback(disk.close)
         shown = open_progress(progress, total, usage)
         if shown is not None:
             stack.callback(shown.close)
-        if shown_to is not None:
-            shown_to(shown)
+        try:
+            interrupt_note = stack.enter_context(routed(shown)) if routed is not None else None
+            # After routing: a map refused there leaves no store file.
+            disk = DiskStore(store, return_type(function)) if store is not None else None
+        except BaseException as exc:
+            _ended(shown, [], exc, finished, total, store, "")
+            raise
+        if disk is not None:
+            stack.callback(disk.close)
 
         def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
             nonlocal finished
@@ -301,13 +300,19 @@ def map_reporting_items(
                 function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None)
             )
         except BaseException as exc:
-            if shown is not None:
-                shown.stopped(stop[0] if stop else "interrupted" if isinstance(exc, KeyboardInterrupt) else
-                              f"stopped: {_brief(exc)}")
-            if type(exc) is KeyboardInterrupt:  # not a step deadline's (a subclass), which its step handles
-                raise _interrupted(finished, total, store, interrupt_note() if interrupt_note else "") from exc
+            _ended(shown, stop, exc, finished, total, store, interrupt_note() if interrupt_note else "")
             raise
     return results
+
+
+def _ended(
+    shown: ProgressRenderer | None, stop: list[str], exc: BaseException, finished: int, total: int | None, store: str | None, note: str
+) -> None:
+    """Say in the display why the map stopped; an interrupt becomes the map's own, saying what it keeps."""
+    if shown is not None:
+        shown.stopped(stop[0] if stop else "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped: {_brief(exc)}")
+    if type(exc) is KeyboardInterrupt:  # not a step deadline's (a subclass), which its step handles
+        raise _interrupted(finished, total, store, note) from exc
 
 
 def _interrupted(finished: int, total: int | None, store: str | None, note: str) -> KeyboardInterrupt:

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import _loop
 from ..errors import NighthawkError
@@ -27,9 +27,8 @@ from .openai_batches import OpenAIBatches
 from .progress import wanted
 from .keys import program_fingerprint
 
-__all__ = ["BATCH_CONCURRENCY", "DEFAULT_BATCH_STORE", "batch_map", "cancel_batches"]
+__all__ = ["BATCH_CONCURRENCY", "DEFAULT_BATCH_STORE", "batch_map", "batch_store", "cancel_batches"]
 
-T = TypeVar("T")
 
 DEFAULT_BATCH_STORE = "nighthawk-batches.sqlite"
 """The store file (in the working directory) of a batch-API map given no `store=`."""
@@ -44,33 +43,33 @@ half after each check, up to `MAX_POLL_S`."""
 MAX_POLL_S = 60.0
 
 
+def batch_store(store: str | None) -> str:
+    """The store file of a batch map given `store=` (kept answers and batch records share it)."""
+    return store if store is not None else DEFAULT_BATCH_STORE
+
+
+@contextmanager
 def batch_map(
-    function: Callable[..., Any],
-    *,
-    store: str | None,
-    progress: bool | None,
-    run: Callable[[str, Callable[[Any], None], Callable[[], str]], T],
-    resubmit: bool = False,
-) -> T:
-    """`run(store_path, shown_to, note)` (the map itself, which hands its progress renderer to `shown_to` and
-    adds `note()` to the message of an interrupt) with the executor in force routed to the provider's batches,
-    once the batches an interrupted run may have made are found (`resubmit`: the requests of those that cannot
-    be looked up go out again).
+    function: Callable[..., Any], *, store: str | None, shown: Any, progress: bool | None, resubmit: bool = False
+) -> Iterator[Callable[[], str]]:
+    """Within it the executor in force is routed to the provider's batches, once the batches an interrupted
+    run may have made are found (`resubmit`: the requests of those that cannot be looked up go out again);
+    `shown` (the map's progress renderer, open already, or `None`) says how the batches stand, starting with
+    the building of the batch client. Yields `note()`: what an interrupt of the map adds to its message.
 
     Raises:
         NighthawkError: The model in force has no batch endpoint nighthawk can use, or a batch an interrupted
             run may have made cannot be looked up and `resubmit` is not set (nothing was sent).
-        KeyboardInterrupt: Interrupted; the batches keep running at the provider, and the message says how to
-            collect or cancel them.
     """
-    with _routed(function, store, progress) as (executor, collector, records, map_key, status):
+    with _routed(function, store, progress, shown) as (executor, collector, records, map_key, status):
+        status("")  # the client is built: the display drops "preparing the batch client"
         unknown = _loop.run_sync(collector.settle_intents(resubmit=resubmit))
         if unknown and not resubmit:
             raise NighthawkError(_unconfirmed(unknown, store))
         for intent, why in unknown:
             collector.show(f"sending again the {len(intent.custom_ids)} requests of batch intent {intent.marker} ({why})")
         with scope(step_executor=executor):
-            return run(str(records.path), status.attach, lambda: _interrupt_note(collector, records, map_key))
+            yield lambda: _interrupt_note(collector, records, map_key)
 
 
 def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -> str:
@@ -134,10 +133,10 @@ def _unconfirmed(unknown: list[tuple[Intent, str]], store: str | None) -> str:
 
 @contextmanager
 def _routed(
-    function: Callable[..., Any], store: str | None, progress: bool | None
+    function: Callable[..., Any], store: str | None, progress: bool | None, shown: Any = None
 ) -> Iterator[tuple[Any, Collector, BatchRecords, str, _Status]]:
     """The executor in force routed to batches, its collector, the store's batch records, the map's key, and
-    where the collector says how the batches stand."""
+    where the collector says how the batches stand (`shown`: the map's progress renderer, if any)."""
     executor = get_step_executor()
     routed = getattr(executor, "routed", None)
     configuration = getattr(executor, "configuration", None)
@@ -152,15 +151,18 @@ def _routed(
     map_key = hashlib.sha256(f"{program_fingerprint(function)}\n{executor.model_label}".encode()).hexdigest()[:32]
     made: list[Collector] = []
     show = _Status(progress)
+    show.attach(shown)
 
     def route(model: Any) -> Any:
         batched, collector = _batched_model(model, records, map_key, show)
         made.append(collector)
         return batched
 
-    records = BatchRecords(store if store is not None else DEFAULT_BATCH_STORE)
+    records = BatchRecords(batch_store(store))
     waited = True
     try:
+        if shown is not None:
+            show("preparing the batch client")  # its first use loads the provider's SDK: seconds, in a new process
         batched_executor = routed(route)  # refuses a model without a batch endpoint before anything is sent
         try:
             yield batched_executor, made[0], records, map_key, show
