@@ -25,11 +25,20 @@ def names_of(lines: list[str]) -> list[str]:
 
 
 @pytest.fixture
-def notebook(shell: Any) -> Any:
-    """The data notebook with the usual import cell above it."""
-    shell.run_cell(IMPORTS)
-    shell.run_cell(DATA)
+def empty_notebook(shell: Any) -> Any:
+    """The shared shell with nothing of the user's in its namespace: it keeps what earlier test modules left,
+    and the `shell` fixture puts that back afterwards."""
+    for name in [name for name in shell.user_ns if name not in shell.user_ns_hidden]:
+        del shell.user_ns[name]
     return shell
+
+
+@pytest.fixture
+def notebook(empty_notebook: Any) -> Any:
+    """The data notebook with the usual import cell above it."""
+    empty_notebook.run_cell(IMPORTS)
+    empty_notebook.run_cell(DATA)
+    return empty_notebook
 
 
 def test_45_imported_names_take_one_line_grouped_by_module(notebook: Any) -> None:
@@ -42,7 +51,8 @@ def test_45_imported_names_take_one_line_grouped_by_module(notebook: Any) -> Non
         assert name not in names_of(lines)
 
 
-def test_the_import_cell_adds_little_to_what_the_model_reads(shell: Any) -> None:
+def test_the_import_cell_adds_little_to_what_the_model_reads(empty_notebook: Any) -> None:
+    shell = empty_notebook
     shell.run_cell(DATA)
     _, plain = first_request(shell, SUM_BY_REGION, "--display none")
     shell.run_cell(IMPORTS)
@@ -72,7 +82,8 @@ def test_the_summary_ranks_mentioned_names_then_data_then_definitions_then_impor
     assert lines[0].startswith("Counter: (")
 
 
-def test_a_name_mentioned_only_in_the_text_survives_the_item_limit(shell: Any) -> None:
+def test_a_name_mentioned_only_in_the_text_survives_the_item_limit(empty_notebook: Any) -> None:
+    shell = empty_notebook
     for cell in (IMPORTS, DATA, MORE):
         shell.run_cell(cell)
     assert len([name for name in shell.user_ns if not name.startswith("_")]) >= 95
@@ -81,7 +92,8 @@ def test_a_name_mentioned_only_in_the_text_survives_the_item_limit(shell: Any) -
     assert len(lines) <= 80
 
 
-def test_mentioned_names_survive_any_limit_and_the_cut_is_named(shell: Any) -> None:
+def test_mentioned_names_survive_any_limit_and_the_cut_is_named(empty_notebook: Any) -> None:
+    shell = empty_notebook
     for cell in (IMPORTS, DATA, MORE):
         shell.run_cell(cell)
     shell.run_line_magic("nighthawk", "limits locals_max_items=3 locals_max_tokens=40")
