@@ -231,6 +231,25 @@ def test_steps_derive_the_masked_forms_of_an_unchanged_environment_secret_once(m
     assert derived_from.count(token) == 1
 
 
+def test_a_steps_prompt_is_searched_for_secrets_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The prompt is scrubbed as it is rendered and again by the model wrapper on its way out: the second
+    # pass finds the same text, still clean for the same secrets, and need not search it again.
+    from nighthawk.secrets._scrubber import SecretScrubber
+
+    searched: list[str] = []
+    real = SecretScrubber.scrub_values
+
+    def counted(self: SecretScrubber, text: str) -> str:
+        searched.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(SecretScrubber, "scrub_values", counted)
+    executor, _script = scripted_executor([finish()])
+    with nh.run(executor):
+        inspect_scope({"ticket": "printer on floor 3 jams on every duplex job"})
+    assert len([text for text in searched if "duplex job" in text]) == 1
+
+
 def test_a_directory_in_a_credential_looking_environment_variable_is_not_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PASSWORD_STORE_DIR", "/srv/team-store")
     executor, script = scripted_executor([evaluate("'/srv/team-store/web'")], [finish()])

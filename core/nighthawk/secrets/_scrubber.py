@@ -70,6 +70,10 @@ they are shown under their name."""
 _MAX_VALUES = 256
 # Derived pieces (prefixes, suffixes) are masked for secrets up to this size; a PEM key is matched by shape.
 _MAX_SPLIT_CHARS = 64
+# Texts a scrubber remembers as clean (a step's prompt, its tool results) before it forgets them all.
+_MAX_CLEAN_TEXTS = 16
+# Longer texts are not remembered: the scrubber outside steps lives as long as the process.
+_MAX_CLEAN_CHARS = 200_000
 # Environment variables the `pwd` name pattern matches by accident: they hold directories, not passwords.
 _NOT_SECRET_ENVIRONMENT = frozenset({"PWD", "OLDPWD"})
 
@@ -128,6 +132,8 @@ class SecretScrubber:
         """Text shorter than this can hold neither a secret value nor a credential shape."""
         self._looked_at: set[int] = set()
         """Ids of values already searched in this step (each is searched once)."""
+        self._clean: tuple[frozenset[str], dict[str, None]] = (self._values, {})
+        """Texts `scrub` left as they were while `values` was the first item (see `scrub`)."""
         self.add(values)
 
     def __repr__(self) -> str:
@@ -167,7 +173,20 @@ class SecretScrubber:
         """`text` with every secret value and every credential-shaped substring replaced by the placeholder."""
         if len(text) < self._shortest:  # most strings leaving the process (names, schema words) are short
             return text
-        return self.redaction.scrub_text(self.scrub_values(text))
+        # A step's prompt is scrubbed when rendered and again by the model wrapper: a text found clean is
+        # not searched again until a value is added. `values` is read before the masked texts (`add` replaces
+        # it last), so a text is only ever remembered as clean for values it was searched for.
+        values = self._values
+        remembered, clean = self._clean
+        if remembered is values and text in clean:
+            return text
+        scrubbed = self.redaction.scrub_text(self.scrub_values(text))
+        if scrubbed == text and len(text) <= _MAX_CLEAN_CHARS:
+            if remembered is not values or len(clean) >= _MAX_CLEAN_TEXTS:
+                clean = {}
+                self._clean = (values, clean)
+            clean[text] = None
+        return scrubbed
 
     def scrub_values(self, text: str) -> str:
         """`text` with the secret values masked (credential shapes left to the caller's own rules)."""
