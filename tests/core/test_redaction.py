@@ -279,3 +279,11 @@ def test_log_scrubber_outside_a_step_masks_credential_shapes() -> None:
 def test_a_scrubber_keeps_at_most_256_secret_values() -> None:
     scrubber = SecretScrubber(values=[f"pass-{i:04d}-x" for i in range(300)])
     assert len(scrubber.values) == 256
+
+
+def test_a_text_found_clean_is_masked_once_the_step_meets_a_secret_it_holds() -> None:
+    scrubber = SecretScrubber()
+    text = "connecting with hunter2-blue-42 now"
+    assert scrubber.scrub(text) == text
+    scrubber.add(["hunter2-blue-42"])
+    assert scrubber.scrub(text) == "connecting with <masked> now"

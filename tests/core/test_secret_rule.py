@@ -206,6 +206,50 @@ def test_a_credential_put_in_the_environment_between_two_steps_is_masked_in_the_
     assert "env-tok-5d2f1-rotated" not in changed and "<masked>" in changed
 
 
+def test_steps_derive_the_masked_forms_of_an_unchanged_environment_secret_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every item of a map is a step: deriving each environment secret's escapes, cases and pieces again per
+    # item was client CPU per request. While the environment stays as it is, the forms are derived once.
+    from nighthawk.secrets import _scrubber
+
+    token = "env-tok-4c9e2-live"
+    derived_from: list[str] = []
+    real = _scrubber._masked_texts
+
+    def counted(value: str):
+        derived_from.append(value)
+        return real(value)
+
+    monkeypatch.setattr(_scrubber, "_masked_texts", counted)
+    monkeypatch.setenv("BILLING_API_TOKEN", token)
+    read = evaluate("__import__('os').environ['BILLING_API_TOKEN']")
+    executor, script = scripted_executor(*[step for _ in range(4) for step in ([read], [finish()])])
+    with nh.run(executor):
+        for _ in range(4):
+            inspect_scope({})
+            (result,) = script.last_tool_results()
+            assert token not in result and "<masked>" in result
+    assert derived_from.count(token) == 1
+
+
+def test_a_steps_prompt_is_searched_for_secrets_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The prompt is scrubbed as it is rendered and again by the model wrapper on its way out: the second
+    # pass finds the same text, still clean for the same secrets, and need not search it again.
+    from nighthawk.secrets._scrubber import SecretScrubber
+
+    searched: list[str] = []
+    real = SecretScrubber.scrub_values
+
+    def counted(self: SecretScrubber, text: str) -> str:
+        searched.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(SecretScrubber, "scrub_values", counted)
+    executor, _script = scripted_executor([finish()])
+    with nh.run(executor):
+        inspect_scope({"ticket": "printer on floor 3 jams on every duplex job"})
+    assert len([text for text in searched if "duplex job" in text]) == 1
+
+
 def test_a_directory_in_a_credential_looking_environment_variable_is_not_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PASSWORD_STORE_DIR", "/srv/team-store")
     executor, script = scripted_executor([evaluate("'/srv/team-store/web'")], [finish()])

@@ -70,6 +70,10 @@ they are shown under their name."""
 _MAX_VALUES = 256
 # Derived pieces (prefixes, suffixes) are masked for secrets up to this size; a PEM key is matched by shape.
 _MAX_SPLIT_CHARS = 64
+# Texts a scrubber remembers as clean (a step's prompt, its tool results) before it forgets them all.
+_MAX_CLEAN_TEXTS = 16
+# Longer texts are not remembered: the scrubber outside steps lives as long as the process.
+_MAX_CLEAN_CHARS = 200_000
 # Environment variables the `pwd` name pattern matches by accident: they hold directories, not passwords.
 _NOT_SECRET_ENVIRONMENT = frozenset({"PWD", "OLDPWD"})
 
@@ -128,6 +132,8 @@ class SecretScrubber:
         """Text shorter than this can hold neither a secret value nor a credential shape."""
         self._looked_at: set[int] = set()
         """Ids of values already searched in this step (each is searched once)."""
+        self._clean: tuple[frozenset[str], dict[str, None]] = (self._values, {})
+        """Texts `scrub` left as they were while `values` was the first item (see `scrub`)."""
         self.add(values)
 
     def __repr__(self) -> str:
@@ -137,6 +143,12 @@ class SecretScrubber:
     def values(self) -> frozenset[str]:
         """The secret values masked, with their derived forms, wherever they occur."""
         return self._values
+
+    def _start_from(self, base: SecretScrubber) -> None:
+        """Mask what `base` masks, with the forms it already derived (its tables are never changed in place)."""
+        self._gates = dict(base._gates)
+        self._shortest = base._shortest
+        self._values = base._values
 
     def add(self, values: Iterable[str]) -> None:
         """Mask `values` too from now on (the step met them)."""
@@ -161,7 +173,20 @@ class SecretScrubber:
         """`text` with every secret value and every credential-shaped substring replaced by the placeholder."""
         if len(text) < self._shortest:  # most strings leaving the process (names, schema words) are short
             return text
-        return self.redaction.scrub_text(self.scrub_values(text))
+        # A step's prompt is scrubbed when rendered and again by the model wrapper: a text found clean is
+        # not searched again until a value is added. `values` is read before the masked texts (`add` replaces
+        # it last), so a text is only ever remembered as clean for values it was searched for.
+        values = self._values
+        remembered, clean = self._clean
+        if remembered is values and text in clean:
+            return text
+        scrubbed = self.redaction.scrub_text(self.scrub_values(text))
+        if scrubbed == text and len(text) <= _MAX_CLEAN_CHARS:
+            if remembered is not values or len(clean) >= _MAX_CLEAN_TEXTS:
+                clean = {}
+                self._clean = (values, clean)
+            clean[text] = None
+        return scrubbed
 
     def scrub_values(self, text: str) -> str:
         """`text` with the secret values masked (credential shapes left to the caller's own rules)."""
@@ -233,27 +258,30 @@ def current_scrubber() -> SecretScrubber:
 # --- collecting -------------------------------------------------------------------------------------
 
 
-_environment_judged: tuple[ContextRedaction, dict[Any, Any], tuple[str, ...]] | None = None
-"""The last environment judged: the rules, its raw entries and the secrets found in it."""
+_environment_judged: tuple[ContextRedaction, dict[Any, Any], SecretScrubber] | None = None
+"""The last environment judged: the rules, its raw entries and a scrubber of the secrets found in it."""
 
 
-def _environment_secrets(redaction: ContextRedaction) -> tuple[str, ...]:
+def _environment_scrubber(redaction: ContextRedaction) -> SecretScrubber:
+    """A scrubber of the environment's secrets, for steps to start from (never made current, never added to)."""
     # `nh_eval("os.environ['DB_PASSWORD']")` reaches the environment without any variable in scope.
-    # Every step asks (each item of a map): decoding and judging every variable is judged again only when the
-    # environment or the rules changed. `os.environ._data` holds the raw entries, compared without decoding.
+    # Every step asks (each item of a map): the variables are judged, and the masked forms of their secrets
+    # derived, again only when the environment or the rules changed. `os.environ._data` holds the raw
+    # entries, compared without decoding.
     global _environment_judged
     raw = getattr(os.environ, "_data", None)
     judged = _environment_judged
     if raw is not None and judged is not None and judged[1] == raw and (judged[0] is redaction or judged[0] == redaction):
         return judged[2]
-    found = tuple(
+    found = (
         value
         for name, value in os.environ.items()
         if name not in _NOT_SECRET_ENVIRONMENT and redaction.is_sensitive_name(name) and not looks_ordinary(value)
     )
+    scrubber = SecretScrubber(redaction=redaction, values=found)
     if raw is not None:
-        _environment_judged = (redaction, dict(raw), found)
-    return found
+        _environment_judged = (redaction, dict(raw), scrubber)
+    return scrubber
 
 
 def step_scrubber(
@@ -267,11 +295,14 @@ def step_scrubber(
     """The scrubber for a step as it starts: its parent's values, the credential-named environment variables,
     its own credential-named variables and globals, what its read bindings (`reads`) hold under credential
     names, and what the fields of an f-string block (`interpolated`, their sources) lead to."""
-    parent = _active.get()
-    scrubber = SecretScrubber(redaction=redaction, values=parent.values if parent is not None else ())
+    scrubber = SecretScrubber(redaction=redaction)
     if not redaction.enabled:
         return scrubber
-    found = set(_environment_secrets(redaction))
+    scrubber._start_from(_environment_scrubber(redaction))
+    parent = _active.get()
+    if parent is not None:
+        scrubber.add(parent.values)
+    found: set[str] = set()
     # Names only: a variable's value is looked into when its name is a credential name. A module global
     # counts too (`DB_PASSWORD = ...` read by a helper the step calls), but nothing under any other global
     # name is looked at: a notebook namespace holds big tables, modules and the IPython shell.
