@@ -15,27 +15,11 @@ from nighthawk.batch import batch_rounds
 from nighthawk.batch.progress import MapTally, use_renderer
 from nighthawk.budget import UsageTotals
 from support.batch_server import BatchServer
-from support.openai_server import RecordedRequest, Reply, ScriptItem, tool_call
+from support.shouting_map import executor, one_round, shout
 
 pytestmark = [pytest.mark.usefixtures("fresh_session_store"), pytest.mark.timeout(120)]
 
 TEXTS = [f"word {n}" for n in range(12)]
-
-
-def one_round(request: RecordedRequest) -> ScriptItem:
-    return Reply(calls=[tool_call("nh_outcome", kind="return", return_expression="text.upper() + '!'")])
-
-
-@nh.natural_function
-def shout(text: str) -> str:
-    """natural
-    Shout <text>.
-    """
-
-
-def executor() -> nh.AgentStepExecutor:
-    configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=0)
-    return nh.AgentStepExecutor.from_configuration(configuration=configuration)
 
 
 @pytest.fixture
