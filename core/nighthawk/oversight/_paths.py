@@ -151,12 +151,16 @@ def _plain_path(value: object) -> bool:
     """Whether `value` is a path object of the standard library's own, whose `os.fspath` is its `str`."""
     import pathlib
 
-    kind = type(value)
-    return kind is os.DirEntry or (
-        isinstance(value, pathlib.PurePath)
-        and kind.__module__ == "pathlib"
-        and kind.__fspath__ is pathlib.PurePath.__fspath__
-        and kind.__str__ is pathlib.PurePath.__str__
+    # The classes themselves, not their subclasses (whose `__fspath__` may answer differently at each call).
+    # Their module is `pathlib` on 3.11 and `pathlib._local` on 3.13, so it is no test of where they come from.
+    return type(value) in (
+        os.DirEntry,
+        pathlib.PurePath,
+        pathlib.PurePosixPath,
+        pathlib.PureWindowsPath,
+        pathlib.Path,
+        pathlib.PosixPath,
+        pathlib.WindowsPath,
     )
 
 
