@@ -20,6 +20,7 @@ from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
 from nighthawk import _loop
+from nighthawk.batch import batch_api
 from nighthawk.batch.batch_records import BatchRecords
 from nighthawk.batch.progress import MapTally, use_renderer
 from nighthawk.budget import UsageTotals
@@ -77,6 +78,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[BatchServer]:
     monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
     monkeypatch.setenv("NIGHTHAWK_BATCH_POLL_S", "0.05")
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    # One batch for the 2,000 items, as the messages below say: on a slow machine a pause of the usual gathering
+    # window between two items' requests would send a first batch early, and the map would hold two.
+    monkeypatch.setattr(batch_api, "GATHER_S", 3.0)
     with BatchServer(one_round, delay=5.0, lifetime=280.0) as served, override_allow_model_requests(True):
         monkeypatch.setenv("OPENAI_BASE_URL", served.base_url)
         yield served
