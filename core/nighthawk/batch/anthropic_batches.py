@@ -75,11 +75,7 @@ class AnthropicBatches:
         while True:
             params = {"limit": 100} if after is None else {"limit": 100, "after_id": after}
             raw = await self._client.get("/v1/messages/batches", cast_to=httpx2.Response, options={"params": params})
-            try:
-                page = raw.json()
-            except ValueError as exc:
-                raise UnreadableList(f"the answer is not JSON: {raw.text[:120]!r}") from exc
-            batches, more = listed(page, {"id": str, "created_at": str, "request_counts": dict})
+            batches, more = listed(raw, {"id": str, "created_at": str, "request_counts": dict})
             for batch in batches:
                 try:
                     made = _seconds(batch["created_at"])

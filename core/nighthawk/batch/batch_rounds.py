@@ -65,13 +65,18 @@ class UnreadableList(Exception):
     compatible server): nothing can be concluded from it, least of all that no batch was made."""
 
 
-def listed(page: object, fields: dict[str, type | tuple[type, ...]]) -> tuple[list[dict[str, Any]], bool]:
-    """The batches of one page of a provider's batch list (`{"data": [...], "has_more": ...}`), each with
-    `fields` of those types, and whether more pages follow.
+def listed(answer: httpx2.Response, fields: dict[str, type | tuple[type, ...]]) -> tuple[list[dict[str, Any]], bool]:
+    """The batches of one page of a provider's batch list (`{"data": [...], "has_more": ...}`, read here as
+    JSON: the SDK would make an empty page of an answer that is not one), each with `fields` of those types,
+    and whether more pages follow.
 
     Raises:
         UnreadableList: The page, or a batch on it, is not shaped so.
     """
+    try:
+        page = answer.json()
+    except ValueError as exc:
+        raise UnreadableList(f"the answer is not JSON: {answer.text[:120]!r}") from exc
     data = page.get("data") if isinstance(page, dict) else None
     if not isinstance(data, list):
         raise UnreadableList(f"the answer is not a list of batches: {str(page)[:120]!r}")

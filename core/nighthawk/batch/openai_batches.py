@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 
 from ..errors import NighthawkError
-from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, UnreadableList, error_body, listed
+from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, error_body, listed
 
 __all__ = ["OpenAIBatches"]
 
@@ -66,11 +66,7 @@ class OpenAIBatches:
         while True:
             params = {"limit": 100} if after is None else {"limit": 100, "after": after}
             raw = await self._client.get("/batches", cast_to=httpx2.Response, options={"params": params})
-            try:
-                page = raw.json()
-            except ValueError as exc:
-                raise UnreadableList(f"the answer is not JSON: {raw.text[:120]!r}") from exc
-            batches, more = listed(page, {"id": str, "created_at": (int, float)})
+            batches, more = listed(raw, {"id": str, "created_at": (int, float)})
             for batch in batches:
                 if batch["created_at"] < intent.created - FIND_SKEW_S:
                     return None  # newest first: the rest are older still
