@@ -5,8 +5,9 @@ Prints figures; asserts nothing. With `--against`, each figure is measured for a
 and for this tree, in turn, in child processes; the local servers are always this tree's
 (`tests/support/`), on loopback.
 
-(a) 1,000 items with `batch_api=True` whose upload the server refuses with HTTP 401: the time until the map
-    stops, what it names, and the requests it counts as sent.
+(a) 1,000 items with `batch_api=True` against a server that refuses the key (HTTP 401 to every request, as a
+    provider does), then one that refuses only the upload (401): the time until the map stops, from its start
+    and from the first refusal, what it names, and the requests it counts as sent.
 (b) 1,000 items (`openai-chat:gpt-4o-mini`, priced) sent directly: every tenth item answering HTTP 500 with
     the SDK's retries off (`max_retries=0`), then every tenth request answering HTTP 500 with the SDK
     retrying (2): the map's cost line, and its request count beside the requests the server saw.
@@ -66,13 +67,18 @@ def _shout() -> Any:
     return module.shout
 
 
-def refused_upload() -> None:
+def refused() -> None:
+    refused_upload(refuse_key=401)
+    refused_upload(refuse_submission=401)
+
+
+def refused_upload(**refusal: int) -> None:
     _environment()
     import nighthawk as nh
     from pydantic_ai.models import override_allow_model_requests
     from support.batch_server import BatchServer
 
-    with BatchServer(_answer, refuse_submission=401, lifetime=120.0) as server, tempfile.TemporaryDirectory() as folder:
+    with BatchServer(_answer, **refusal, lifetime=120.0) as server, tempfile.TemporaryDirectory() as folder:
         os.environ["OPENAI_BASE_URL"] = server.base_url
         configuration = nh.StepExecutorConfiguration(model="openai-chat:gpt-4o-mini", max_retries=0)
         started = time.perf_counter()
@@ -86,8 +92,9 @@ def refused_upload() -> None:
         ended = time.perf_counter()
         took = ended - started
         after = f"{ended - server.refused_at:.1f} s after the refusal" if server.refused_at else "no refusal"
-    print(f"(a) stopped after {took:.1f} s ({after}); usage.requests {getattr(usage, 'requests', '?')}; uploads refused "
-          f"{server.refused_submissions}; said: {said[:150]}")
+    uploads = server.refused_submissions + sum(path.startswith("POST") for path in server.refused_paths)
+    print(f"(a) {', '.join(refusal)}: stopped after {took:.1f} s ({after}); usage.requests "
+          f"{getattr(usage, 'requests', '?')}; uploads tried {uploads}; said: {said[:150]}")
 
 
 def failing_tenth() -> None:
@@ -153,7 +160,7 @@ def killed_then_unreadable() -> None:
           f"second run exit {second.returncode}; said: {said[:220]}")
 
 
-FIGURES = {"a": refused_upload, "b": failing_tenth, "c": killed_then_unreadable}
+FIGURES = {"a": refused, "b": failing_tenth, "c": killed_then_unreadable}
 
 
 def against(commit: str) -> None:

@@ -342,6 +342,45 @@ def test_a_refused_submission_counts_no_request(environment, tmp_path, provider)
     assert caught.value.partial.usage.cost_usd == 0.0
 
 
+@pytest.mark.parametrize(("status", "said"), [(401, "the provider refuses the API key"), (403, "the API key may not use this model")])
+def test_a_refused_key_stops_the_map_before_any_batch_is_uploaded(environment, tmp_path, provider, status, said):
+    with serve(environment, BatchServer(two_rounds, refuse_key=status)) as server, nh.run(executor(provider)):
+        with pytest.raises(nh.MapStoppedError) as caught:
+            nh.map(shout, TEXTS * 20, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
+
+    message = str(caught.value)
+    assert f"the map stopped before any item ran: the batch could not be submitted: {said}" in message
+    assert f"(HTTP {status})" in message and "Nothing was sent" in message
+    assert [path for path in server.refused_paths if path.startswith("POST")] == []  # the first look told it all
+    assert caught.value.partial.usage.requests == 0
+
+
+def test_a_refused_key_stops_the_map_before_its_function_runs(environment, tmp_path):
+    started = []
+
+    @nh.natural_function
+    def counted(text: str) -> str:
+        started.append(text)
+        """natural
+        Shout <text>.
+        """
+
+    with serve(environment, BatchServer(two_rounds, refuse_key=401)), nh.run(executor()):
+        with pytest.raises(nh.MapStoppedError) as caught:
+            nh.map(counted, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert started == []
+    assert caught.value.affected == 0 and caught.value.cause == "the batch could not be submitted: the provider refuses the API key (HTTP 401)"
+
+
+def test_a_provider_without_a_batch_list_still_runs_a_batch_map(environment, tmp_path, provider):
+    with serve(environment, BatchServer(two_rounds, list_status=404)) as server, nh.run(executor(provider)):
+        result = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert list(result) == EXPECTED
+    assert len(server.batches) == 2
+
+
 def test_a_batch_map_where_nothing_listens_stops_naming_the_cause(environment, tmp_path):
     import socket
 
@@ -352,7 +391,7 @@ def test_a_batch_map_where_nothing_listens_stops_naming_the_cause(environment, t
     with nh.run(executor()), pytest.raises(nh.MapStoppedError, match="could not be submitted: nothing listens") as caught:
         nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
     assert caught.value.partial.usage.requests == 0
-    assert "No item finished" in str(caught.value)  # not "The 0 finished items are kept"
+    assert "Nothing was sent" in str(caught.value) and "0 finished" not in str(caught.value)
 
 
 # --- a batch list that cannot be read ----------------------------------------------------------------------

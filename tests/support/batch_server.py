@@ -27,9 +27,10 @@ Each line's body is answered by the script, as a direct request is (the same `Re
 item makes the line fail with that status (OpenAI: it goes to the error file; Anthropic: `errored`).
 `create_delay` holds each batch-creating answer that many seconds after the batch was made (a client
 interrupted meanwhile made a batch it never heard of). `refuse_submission` answers every upload and
-batch creation with that HTTP status (a revoked key, an unknown model) and makes nothing; `list_answer`, when
-set, is what a look at the batch list gets (a proxy's page, an older server that lists nothing the API's
-way). The server records uploaded lines,
+batch creation with that HTTP status (an unknown model) and makes nothing; `refuse_key` answers every
+request with that status (a revoked key: the provider refuses it whatever is asked) and records its path in
+`refused_paths`; `list_answer`, when set, is what a look at the batch list gets (a proxy's page, an older
+server that lists nothing the API's way), and `list_status` the status it gets instead. The server records uploaded lines,
 batches and direct requests; it binds 127.0.0.1, and stops by itself after `lifetime` seconds.
 """
 
@@ -98,6 +99,8 @@ class BatchServer(ScriptedOpenAIServer):
         create_delay: Seconds each batch-creating request is held after its batch was made.
         refuse_submission: The HTTP status answering each upload and batch creation (nothing is made).
         list_answer: The JSON answering `GET /v1/batches` and `GET /v1/messages/batches` instead of the list.
+        list_status: The HTTP status answering those instead of the list.
+        refuse_key: The HTTP status answering every request, as a provider answers a key it refuses.
     """
 
     def __init__(
@@ -110,6 +113,8 @@ class BatchServer(ScriptedOpenAIServer):
         create_delay: float = 0.0,
         refuse_submission: int | None = None,
         list_answer: Any = None,
+        list_status: int | None = None,
+        refuse_key: int | None = None,
         **options: Any,
     ) -> None:
         options.setdefault("max_requests", 100_000)
@@ -121,8 +126,12 @@ class BatchServer(ScriptedOpenAIServer):
         self.refuse_submission = refuse_submission
         self.refused_submissions = 0
         self.refused_at: float | None = None
-        """`time.perf_counter()` when the first submission was refused."""
+        """`time.perf_counter()` when the first submission (or, with `refuse_key`, request) was refused."""
         self.list_answer = list_answer
+        self.list_status = list_status
+        self.refuse_key = refuse_key
+        self.refused_paths: list[str] = []
+        """`METHOD path` of each request answered with `refuse_key`."""
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, ServedBatch] = {}
         self.batch_lines = 0
@@ -379,10 +388,27 @@ def _batch_handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
     direct = _handler_class(server)
 
     class Handler(direct):  # type: ignore[misc, valid-type]
+        def _refuse_key(self, method: str) -> bool:
+            if server.refuse_key is None:
+                return False
+            length = int(self.headers.get("content-length") or 0)
+            if length:
+                self.rfile.read(length)
+            server.refused_paths.append(f"{method} {urlsplit(self.path).path}")
+            server.refused_at = server.refused_at or time.perf_counter()
+            code = server.refuse_key
+            self._send_json(code, anthropic_error(code, "the key is refused by the test server"), {"x-should-retry": "false"})
+            return True
+
         def do_GET(self) -> None:
+            if self._refuse_key("GET"):
+                return
             url = urlsplit(self.path)
             parts = url.path.strip("/").split("/")
             try:
+                if server.list_status is not None and parts in (["v1", "batches"], ["v1", "messages", "batches"]):
+                    self._send_json(server.list_status, anthropic_error(server.list_status, "no batch list here"))
+                    return
                 if server.list_answer is not None and parts in (["v1", "batches"], ["v1", "messages", "batches"]):
                     self._send_json(200, server.list_answer)
                     return
@@ -411,6 +437,8 @@ def _batch_handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
         def do_POST(self) -> None:
+            if self._refuse_key("POST"):
+                return
             if self.path in (CHAT_PATH, RESPONSES_PATH):
                 server.direct_requests += 1
                 super().do_POST()

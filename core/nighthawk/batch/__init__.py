@@ -19,7 +19,7 @@ from ..errors import BudgetExceededError, MapItemError, MapStoppedError, record_
 from .keys import item_key, map_context
 from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
-from .stopping import CommonCause
+from .stopping import CommonCause, request_failure
 from .store import MISSING, DiskStore, return_type, session_store
 
 __all__ = ["MapResult", "MapUsage", "map", "map_reporting_items"]
@@ -188,7 +188,10 @@ def map_reporting_items(
             # After routing: a map refused there leaves no store file.
             disk = DiskStore(store, return_type(function)) if store is not None else None
         except BaseException as exc:
-            _ended(shown, [], exc, finished, total, store, "")
+            stopped = _stopped_at_start(exc, results)
+            _ended(shown, [f"stopped before any item ran: {stopped.cause}"] if stopped else [], exc, finished, total, store, "")
+            if stopped is not None:
+                raise stopped from exc
             raise
         if disk is not None:
             stack.callback(disk.close)
@@ -347,6 +350,21 @@ def _brief(error: BaseException) -> str:
     cut = min((at for at in (text.find("; "), text.find(". ")) if at > 0), default=len(text))
     text = text[:cut]
     return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 3] + "..."
+
+
+def _stopped_at_start(error: BaseException, results: MapResult) -> MapStoppedError | None:
+    """The stop of a map whose route found, before any item ran, that no request of it can succeed (a batch
+    map's provider refuses the key or cannot be reached): what its first item would have stopped it with."""
+    failure = request_failure(error)
+    if failure is None or not failure.common:
+        return None
+    return MapStoppedError(
+        f"the map stopped before any item ran: {failure.kind}. Nothing was sent: fix the cause and run the map again",
+        cause=failure.kind,
+        affected=0,
+        index=0,
+        partial=results,
+    )
 
 
 def _stopped(

@@ -60,9 +60,11 @@ def batch_map(
     Raises:
         NighthawkError: The model in force has no batch endpoint nighthawk can use, or a batch an interrupted
             run may have made cannot be looked up and `resubmit` is not set (nothing was sent).
+        NotSubmitted: The provider cannot be reached or refuses the key (nothing was sent).
     """
     with _routed(function, store, progress, shown) as (executor, collector, records, map_key, status):
         status("")  # the client is built: the display drops "preparing the batch client"
+        _loop.run_sync(collector.check_access())  # a refused key stops the map before any item runs
         unknown = _loop.run_sync(collector.settle_intents(resubmit=resubmit))
         if unknown and not resubmit:
             raise NighthawkError(_unconfirmed(unknown, store))

@@ -7,7 +7,10 @@ usage and tool calls as usual.
 
 The collector gathers the requests that arrive while the map's items run up to the model, and submits them as
 one batch once none has arrived for `GATHER_S` (every item in flight then waits on the model: the round is
-complete), split at the provider's limits. An item that needs another round (tool calls, then its outcome)
+complete), split at the provider's limits. Before the items start, one request that costs nothing
+(`BatchBackend.probe`) checks that the provider can be reached and takes the key: if not, the map stops before any
+item runs, naming the cause, rather than once every item has made its request and the upload is refused; no batch
+goes out before that request has been answered. An item that needs another round (tool calls, then its outcome)
 sends its next request once its batch has ended, and so joins the next batch.
 
 A request's `custom_id` is a hash of its endpoint and body, with how many times the same body was sent
@@ -37,7 +40,7 @@ import httpx2
 from .batch_records import BatchRecords, Intent
 
 __all__ = [
-    "FIND_SKEW_S", "GATHER_S", "HAND_BACK_SLICE", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent",
+    "FIND_SKEW_S", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent",
     "Line", "LineResult", "NotSubmitted", "UnreadableList", "error_body", "listed",
 ]
 
@@ -49,6 +52,12 @@ HAND_BACK_SLICE = 25
 
 _SAY_EVERY_S = 0.25
 """Shortest time between two reports of how far the answers of a batch were handed back."""
+
+PROBE_WAIT_S = 2.0
+"""Seconds a batch map waits for the provider's first answer (`Collector.check_access`) before its items start."""
+
+PROBE_TIMEOUT_S = 30.0
+"""Seconds after which that first question counts as unanswered (it then stops nothing)."""
 
 FIND_SKEW_S = 120.0
 """How much earlier than a local intent a provider's clock may date the batch it made for it."""
@@ -135,6 +144,11 @@ class BatchBackend(Protocol):
 
     def line_size(self, line: Line) -> int: ...
 
+    async def probe(self) -> None:
+        """Ask the provider something that costs nothing, with the address and key the batches will use; raises
+        what the SDK raises when that fails."""
+        ...
+
     async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
         """Upload and start a batch; its id."""
         ...
@@ -184,6 +198,10 @@ class Collector:
     _flush: asyncio.TimerHandle | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _closing: asyncio.Task[None] | None = None
+    _probe: asyncio.Task[None] | None = None
+    _refusal: BaseException | None = None
+    """Why no batch can be submitted, once the probe found it out (the provider's own error)."""
+    _failed_any: bool = False
     requests: int = 0
     """Requests handed over by the map's items."""
     handing_back: dict[str, int] = field(default_factory=dict)
@@ -201,6 +219,9 @@ class Collector:
             return self.results[custom_id]
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
+        if self._refusal is not None:
+            self._fail_all([custom_id], _REFUSED_AT_START, self._refusal)
+            return await future
         recorded = self.records.batch_of(custom_id)
         if recorded is not None:
             self._watch(recorded, self.records.custom_ids(recorded))
@@ -222,6 +243,32 @@ class Collector:
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
 
+    async def check_access(self, wait_s: float = PROBE_WAIT_S) -> None:
+        """Ask the provider whether it can be reached and takes the key (`BatchBackend.probe`), and wait up to
+        `wait_s` for its answer; a slower answer is waited for by the first submission instead.
+
+        Raises:
+            NotSubmitted: The provider cannot be reached or refuses the key (its own error is the cause).
+        """
+        self._probe = self._spawn(self._check_access())
+        await asyncio.wait([self._probe], timeout=wait_s)
+        if self._refusal is not None:
+            raise _not_submitted(_REFUSED_AT_START, self._refusal)
+
+    async def _check_access(self) -> None:
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                await self.backend.probe()
+        except Exception as exc:  # noqa: BLE001 - only a certain refusal stops the map; the rest the upload will tell
+            if _first_status(exc) not in _ACCESS_REFUSED:
+                return
+            self._refusal = exc
+            if self._flush is not None:
+                self._flush.cancel()
+                self._flush = None
+            lines, self.pending = self.pending, []
+            self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, exc)
+
     async def settle_intents(self, *, resubmit: bool = False) -> list[tuple[Intent, str]]:
         """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), before
         any request of this run goes out; forget the intents the provider made nothing for. The intents whose
@@ -242,6 +289,11 @@ class Collector:
         return failed
 
     async def _submit(self, endpoint: str, lines: list[Line]) -> None:
+        if self._probe is not None:
+            await self._probe
+        if self._refusal is not None:
+            self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, self._refusal)
+            return
         self.show(f"submitting a batch of {len(lines)} requests")
         intent = Intent.new(self.map_key, endpoint, [line.custom_id for line in lines])
         # Recorded before the batch is made: if this run stops before the provider's answer arrives, the next
@@ -250,22 +302,28 @@ class Collector:
         try:
             batch_id = await self.backend.submit(endpoint, lines, intent)
         except Exception as exc:  # noqa: BLE001 - every line of it fails, as its request would have
-            if _refused(exc):
+            status = _first_status(exc)
+            if status is not None and status < 500:
                 self.records.settle(intent, None)  # refused or never sent: no batch was made
             self.show(f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}")
-            why = f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}: {exc}"
-            first, *rest = lines
-            self._fail(first.custom_id, why, exc)
-            # The others a moment later: a cause every item shares (a refused key) stops the map with the first,
-            # and the map then cancels them, instead of working through a thousand alike failures first.
-            await asyncio.sleep(self.gather_s)
-            for line in rest:
-                self._fail(line.custom_id, why, exc)
+            self._fail_all([line.custom_id for line in lines], f"the batch of {len(lines)} requests could not be submitted", exc)
             return
         ids = frozenset(intent.custom_ids)
         self.records.settle(intent, batch_id)
         self.show(f"batch {batch_id} submitted ({len(lines)} requests)")
         self._watch(batch_id, ids)
+
+    def _fail_all(self, custom_ids: list[str], why: str, cause: BaseException) -> None:
+        """Fail the requests `custom_ids`, never sent because of `cause`: the map's first such failure at once,
+        the others a moment later. A cause every item shares (a refused key) then stops the map with the first,
+        and the map cancels the others, instead of working through a thousand alike failures first."""
+        loop = asyncio.get_running_loop()
+        for custom_id in custom_ids:
+            if self._failed_any:
+                loop.call_later(self.gather_s, self._fail, custom_id, why, cause)
+            else:
+                self._failed_any = True
+                self._fail(custom_id, why, cause)
 
     # --- batches ----------------------------------------------------------------------------------------
 
@@ -325,14 +383,12 @@ class Collector:
             if not future.done():
                 future.set_result(result)
 
-    def _fail(self, custom_id: str, why: str, cause: Exception) -> None:
+    def _fail(self, custom_id: str, why: str, cause: BaseException) -> None:
         """The request's line was never sent: its waiters fail with `NotSubmitted` (one each: an exception
         raised in many tasks would gather all their tracebacks), caused by `cause`."""
         for future in self._waiting.pop(custom_id, ()):
             if not future.done():
-                error = NotSubmitted(why)
-                error.__cause__ = cause
-                future.set_exception(error)
+                future.set_exception(_not_submitted(why, cause))
 
     def running(self) -> list[str]:
         """Batches this map submitted or joined that had not ended when last seen."""
@@ -362,21 +418,38 @@ class Collector:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _refused(error: BaseException) -> bool:
-    """Whether a failed submission certainly made no batch: the provider refused it (an HTTP status below
-    500) or it never reached the provider (connection refused, a name that does not resolve). A timeout or a
-    server error may come after the provider made the batch: its intent stays, for the next run to look for."""
+_UNREACHED = 0
+"""`_first_status` of a request that never reached the provider (nothing listens, the name does not resolve)."""
+
+_ACCESS_REFUSED = (_UNREACHED, 401, 403)
+"""What the probe can tell for certain of every batch to come: it cannot reach the provider, or its key is refused."""
+
+_REFUSED_AT_START = "the provider refused a first look at its batch list, so no batch was submitted"
+
+
+def _first_status(error: BaseException) -> int | None:
+    """The HTTP status of the first error of `error`'s chain that has one, `_UNREACHED` for a request that
+    never reached the provider, `None` when neither is known (a timeout, a dropped connection).
+
+    A status below 500 means the provider certainly made no batch of a failed submission; after a timeout or a
+    server error it may have: that intent stays, for the next run to look for."""
     seen: list[BaseException] = []
     current: BaseException | None = error
     while current is not None and all(current is not other for other in seen):
         seen.append(current)
         status = getattr(current, "status_code", None)
         if isinstance(status, int):
-            return status < 500
+            return status
         if isinstance(current, ConnectionRefusedError | socket.gaierror):
-            return True
+            return _UNREACHED
         current = current.__cause__ or current.__context__
-    return False
+    return None
+
+
+def _not_submitted(why: str, cause: BaseException) -> NotSubmitted:
+    error = NotSubmitted(f"{why}: {type(cause).__name__}: {cause}")
+    error.__cause__ = cause
+    return error
 
 
 def _chunks(lines: list[Line], backend: BatchBackend) -> list[tuple[str, list[Line]]]:
