@@ -22,6 +22,7 @@ deadline stops its user code the same way (see `_deadline`).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextvars
 import inspect
@@ -78,6 +79,24 @@ def _background_loop() -> asyncio.AbstractEventLoop:
             _loop = loop
             _thread.start()
         return _loop
+
+
+def call_first_threadsafe(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    """`loop.call_soon_threadsafe(callback)`, except that `callback` runs before what the loop has queued already.
+
+    An interrupt's cancel must not wait behind the queued steps of a thousand items (a 2,000-item map at
+    concurrency 1,000 had about a thousand queued: 0.1-1.5 s). asyncio has no priorities, so the handle goes
+    to the front of the loop's ready queue (the deque `_ready` of asyncio's own loops, which the loop pops from
+    the left; a deque's `appendleft` is atomic), and the loop is woken as `call_soon_threadsafe` wakes it. A
+    loop of another kind gets it at the back.
+    """
+    ready = getattr(loop, "_ready", None)
+    wake = getattr(loop, "_write_to_self", None)
+    if not isinstance(ready, collections.deque) or wake is None or loop.is_closed():
+        loop.call_soon_threadsafe(callback)
+        return
+    ready.appendleft(asyncio.Handle(callback, (), loop))
+    wake()
 
 
 # --- the caller side ------------------------------------------------------------------------------------

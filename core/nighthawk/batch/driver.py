@@ -224,6 +224,9 @@ class _Driver:
         caller = self.caller
 
         def start() -> None:
+            if self.cancelling:  # the map's cancel ran first (it jumps the queue): this item never starts
+                coroutine.close()
+                return
             task = self.loop.create_task(coroutine, context=context)
             item.task = task
             task.add_done_callback(lambda done: caller.requests.put(lambda: self._landed(item, done)))
@@ -287,7 +290,7 @@ class _Driver:
         cancelled = threading.Event()
         ended = threading.Event()
 
-        def cancel() -> None:  # after every `start` scheduled so far: a task still `None` here was never made
+        def cancel() -> None:  # a task still `None` here is never made: its `start` sees `cancelling`
             tasks = [item.task for item in items if item.task is not None and not item.task.done()]
             left = [len(tasks)]
 
@@ -303,7 +306,7 @@ class _Driver:
                 ended.set()
             cancelled.set()
 
-        self.loop.call_soon_threadsafe(cancel)
+        _loop.call_first_threadsafe(self.loop, cancel)
         try:
             cancelled.wait()
             for item in items:
