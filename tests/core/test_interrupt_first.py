@@ -8,42 +8,33 @@ queued behind it, and in which order it runs, does not depend on timing.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 import nighthawk as nh
 from nighthawk import _loop
+from support.background_loop import after_the_loop_ran_what_it_had_queued, held_loop
 
 pytestmark = pytest.mark.timeout(60)
 
 
-@contextmanager
-def held_loop() -> Iterator[threading.Event]:
-    """Hold nighthawk's background loop until the event yielded is set (at the latest when the block ends)."""
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        holding.set()
-        release.wait(30)
-
-    _loop._background_loop().call_soon_threadsafe(hold)
-    assert holding.wait(10)
-    try:
-        yield release
-    finally:
-        release.set()
-
-
-def after_the_loop_ran_what_it_had_queued() -> None:
-    """Return once the loop has run what was queued on it now, and what that queued in turn (a task's first step)."""
-    for _ in range(2):
-        done = threading.Event()
-        _loop._background_loop().call_soon_threadsafe(done.set)
-        assert done.wait(10)
+def waiting_for_its_cancel() -> None:
+    """Return once the main thread, interrupted in a map, waits for the loop to run the cancel it posted."""
+    main = threading.main_thread().ident
+    for _ in range(1000):
+        frame = sys._current_frames().get(main)
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        if "_cancel_all" in names and names[0] == "wait":
+            return
+        time.sleep(0.01)
+    raise AssertionError("the interrupted map never waited for its cancel")
 
 
 def test_a_callback_posted_first_runs_before_what_the_loop_had_queued() -> None:
@@ -70,6 +61,7 @@ def test_items_still_waiting_to_start_when_a_map_is_interrupted_never_start() ->
         def interrupt_then_release() -> None:
             # Ctrl-C, as a terminal sends it: the map is waiting for its items, none of which has started.
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            waiting_for_its_cancel()  # posted, behind the held callback: the loop may go on
             release.set()
 
         # Once the map has handed every start to the loop (queued behind the held callback) and waits.
@@ -83,3 +75,4 @@ def test_items_still_waiting_to_start_when_a_map_is_interrupted_never_start() ->
 
     assert started == []
     assert not [warning for warning in caught if "never awaited" in str(warning.message)]
+

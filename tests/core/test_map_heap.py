@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import signal
+import threading
 import weakref
 from collections.abc import Iterator
 
@@ -22,6 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
 from nighthawk.batch import heap
+from support.background_loop import after_the_loop_ran_what_it_had_queued
 
 
 pytestmark = pytest.mark.usefixtures("fresh_session_store")
@@ -175,6 +178,42 @@ def test_the_heap_is_handed_back_after_an_interrupt() -> None:
         nh.map(interrupted_after_the_first, unsized(3), concurrency=1, progress=False)
 
     assert gc.get_freeze_count() == 0
+
+
+def test_an_interrupted_map_pauses_the_collector_until_its_items_have_unwound() -> None:
+    unwinding = threading.Event()
+
+    async def hangs(index: int) -> int:
+        try:
+            await asyncio.sleep(60)
+        finally:
+            unwinding.wait(30)  # holds the loop: the items are still unwinding when the interrupt is back
+        return index
+
+    def interrupt() -> None:
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            nh.map(hangs, unsized(100), concurrency=100, progress=False)
+        paused = not gc.isenabled()
+    finally:
+        timer.join()
+        unwinding.set()
+    after_the_loop_ran_what_it_had_queued()  # every item's unwinding, then what their ends queued
+
+    assert paused
+    assert gc.isenabled()
+
+
+def test_a_paused_collector_the_user_had_stopped_stays_stopped() -> None:
+    gc.disable()
+    resume = heap.pause_collection()
+    resume()
+
+    assert not gc.isenabled()
 
 
 def test_the_heap_is_handed_back_when_an_item_clears_the_collector_callbacks() -> None:

@@ -17,11 +17,12 @@ many items have finished as are allowed in flight).
 
 An interrupt, or an error a landing raises (the map stops), cancels everything in flight, refusing any
 further user code, before it propagates: nothing an item would do can still happen. It costs the same small
-amount per item and waits for nothing per item: the loop cancels every task in one call, the requests they
-had posted are refused together, and the driver then waits a moment (`UNWIND_WAIT_S`) for the tasks to
-unwind. A 2,000-item map's tasks take a second or more to unwind through the model library; those still
-unwinding after that moment finish on the loop, where they can run no user code (the caller is closed) and
-send nothing (each was cancelled).
+amount per item and waits for nothing per item: the loop runs the cancel before anything it had queued, and
+cancels every task in one call; the requests they had posted are refused together. The driver then waits a
+moment (`UNWIND_WAIT_S`) for a few tasks to unwind; a thousand take a second or more through the model
+library, so for more than `UNWIND_WAIT_TASKS` it waits for none (waiting held the prompt back 0.5-0.8 s and
+left them unwinding all the same). Those still unwinding finish on the loop, where they can run no user code
+(the caller is closed) and send nothing (each was cancelled); the collector is paused meanwhile (`heap`).
 
 While the map runs, `tick` is called about once a second on the caller's thread, whatever the items do (a
 progress display redraws its elapsed time and what the map waits on).
@@ -44,7 +45,7 @@ from .. import _loop
 from .._send_gate import gate_steps
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
-from .heap import set_aside_heap, set_aside_if_due
+from .heap import PAUSE_MAX_S, pause_collection, set_aside_heap, set_aside_if_due
 from .twin import StepRequest, coroutine_twin
 
 __all__ = ["Settle", "drive"]
@@ -73,6 +74,9 @@ TICK_S = 1.0
 
 UNWIND_WAIT_S = 0.25
 """Seconds an interrupted map waits for its cancelled tasks to end before it propagates the interrupt."""
+
+UNWIND_WAIT_TASKS = 64
+"""An interrupted map with more tasks in flight than this does not wait for them to end (module note)."""
 
 
 def drive(
@@ -285,6 +289,7 @@ class _Driver:
         Nothing here is done item by item across the threads: one call on the loop cancels every task and
         counts them down as they end, and the requests they posted meanwhile are refused together.
         """
+        resume_collection = pause_collection()  # until the tasks have unwound (or PAUSE_MAX_S)
         self.cancelling = True
         items = list(self.in_flight)
         cancelled = threading.Event()
@@ -298,12 +303,15 @@ class _Driver:
                 left[0] -= 1
                 if left[0] == 0:
                     ended.set()
+                    resume_collection()
 
             for task in tasks:
                 task.cancel()
                 task.add_done_callback(one_ended)
             if not tasks:
                 ended.set()
+                resume_collection()
+            self.loop.call_later(PAUSE_MAX_S, resume_collection)
             cancelled.set()
 
         _loop.call_first_threadsafe(self.loop, cancel)
@@ -312,7 +320,8 @@ class _Driver:
             for item in items:
                 if item.twin is not None:
                     _close(item)  # on this thread: the twin is the user's function, paused at a block
-            ended.wait(UNWIND_WAIT_S)
+            if len(items) <= UNWIND_WAIT_TASKS:
+                ended.wait(UNWIND_WAIT_S)
             _loop._refuse_all(_drained(self.caller.requests))  # landings just drop their item
         except KeyboardInterrupt:
             return  # a second interrupt: stop waiting; the caller is closed, nothing more runs here

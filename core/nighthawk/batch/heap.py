@@ -30,14 +30,17 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-__all__ = ["SHORT_MAP_ITEMS", "set_aside_heap", "set_aside_if_due"]
+__all__ = ["PAUSE_MAX_S", "SHORT_MAP_ITEMS", "pause_collection", "set_aside_heap", "set_aside_if_due"]
 
 SHORT_MAP_ITEMS = 64
 """Maps known to have fewer items than this neither set the heap aside nor hand it back (module note)."""
+
+PAUSE_MAX_S = 10.0
+"""Seconds a `pause_collection` lasts at most, if nobody ends it sooner."""
 
 _lock = threading.Lock()
 _running = 0
@@ -105,3 +108,25 @@ def set_aside_if_due() -> None:
             _froze = True  # first: an interrupt between the two must not leave a freeze nobody hands back
             gc.freeze()
         _due = False
+
+
+def pause_collection() -> Callable[[], None]:
+    """Stop the collector until the function returned is called (a second call does nothing); if it was stopped
+    already (by the user), leave it so.
+
+    For an interrupted map: cancelling thousands of items makes garbage fast (each unwinds through the model
+    library), and a full pass over their objects, 0.2-0.9 s, stops every thread, the one giving the user their
+    prompt back included. Paused, the pass comes once they have unwound (or later), not in the interrupt's way.
+    """
+    if not gc.isenabled():
+        return lambda: None
+    gc.disable()
+    resumed = threading.Event()
+
+    def resume() -> None:
+        with _lock:
+            if not resumed.is_set():
+                resumed.set()
+                gc.enable()
+
+    return resume
