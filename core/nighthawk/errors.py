@@ -178,8 +178,8 @@ class MapStoppedError(MapItemError):
         self.cause = cause
         """What failed, in words (`nothing listens at the provider's address (connection refused)`)."""
         self.affected = affected
-        """How many items failed this way before the map stopped (0, with `index` 0, when it stopped before any
-        item ran: a batch map whose provider refuses the key or cannot be reached)."""
+        """How many items failed this way before the map stopped (0, with `index` 0, when it stopped before
+        sending anything: a batch map whose provider refuses the key or cannot be reached)."""
         super().__init__(message, index=index, partial=partial)
 
 

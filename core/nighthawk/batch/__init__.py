@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dataclasses import dataclass
 
@@ -21,6 +21,9 @@ from .progress import ProgressRenderer, open_progress
 from .ratelimit import rate_limit_wait
 from .stopping import CommonCause, request_failure
 from .store import MISSING, DiskStore, return_type, session_store
+
+if TYPE_CHECKING:
+    from .batch_api import Route
 
 __all__ = ["MapResult", "MapUsage", "map", "map_reporting_items"]
 
@@ -140,15 +143,15 @@ def map_reporting_items(
     store: str | None = None,
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
-    routed: Callable[[ProgressRenderer | None], AbstractContextManager[Callable[[], str]]] | None = None,
+    routed: Callable[[ProgressRenderer | None], AbstractContextManager[Route]] | None = None,
 ) -> MapResult:
     """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
     all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
     answered from a store spent nothing. An item never reported did not end (the map stopped first).
     `routed(renderer)` (a batch map's) is entered once the map's progress display is open (`None`: none), so
     its first line is drawn before the batch client is built, and left after the items; it tells the display
-    how the batches stand and yields `note()`, which adds to the message of an interrupted map the batches
-    that keep running."""
+    how the batches stand and yields a `batch_api.Route`: what an interrupt's message adds, and why nothing
+    can be sent, asked before the first item that is not answered from a store runs."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -184,20 +187,18 @@ def map_reporting_items(
         if shown is not None:
             stack.callback(shown.close)
         try:
-            interrupt_note = stack.enter_context(routed(shown)) if routed is not None else None
+            route = stack.enter_context(routed(shown)) if routed is not None else None
             # After routing: a map refused there leaves no store file.
             disk = DiskStore(store, return_type(function)) if store is not None else None
         except BaseException as exc:
-            stopped = _stopped_at_start(exc, results)
-            _ended(shown, [f"stopped before any item ran: {stopped.cause}"] if stopped else [], exc, finished, total, store, "")
-            if stopped is not None:
-                raise stopped from exc
+            _ended(shown, [], exc, finished, total, store, "")
             raise
         if disk is not None:
             stack.callback(disk.close)
 
         def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
             nonlocal finished
+            asked = False
             for index, args in enumerate(zip(*iterables)):
                 results.append(None)
                 key, anchors = item_key(context or "", args)
@@ -228,6 +229,9 @@ def map_reporting_items(
                     if shown is not None:
                         shown.kept_item()
                     continue
+                if route is not None and not asked:
+                    asked = True
+                    _stop_if_refused(route.refusal(), results, finished, store, stop)
                 keys[index] = (key, anchors)
                 sharing[key] = []
                 yield index, args
@@ -303,7 +307,7 @@ def map_reporting_items(
                 function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None)
             )
         except BaseException as exc:
-            _ended(shown, stop, exc, finished, total, store, interrupt_note() if interrupt_note else "")
+            _ended(shown, stop, exc, finished, total, store, route.note() if route is not None else "")
             raise
     return results
 
@@ -352,19 +356,25 @@ def _brief(error: BaseException) -> str:
     return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 3] + "..."
 
 
-def _stopped_at_start(error: BaseException, results: MapResult) -> MapStoppedError | None:
-    """The stop of a map whose route found, before any item ran, that no request of it can succeed (a batch
-    map's provider refuses the key or cannot be reached): what its first item would have stopped it with."""
-    failure = request_failure(error)
-    if failure is None or not failure.common:
-        return None
-    return MapStoppedError(
-        f"the map stopped before any item ran: {failure.kind}. Nothing was sent: fix the cause and run the map again",
+def _stop_if_refused(refusal: BaseException | None, results: MapResult, finished: int, store: str | None, stop: list[str]) -> None:
+    """Stop a map, before it sends anything, whose route knows that no request can succeed (a batch map's
+    provider refuses the key or cannot be reached), as its first item's failure would stop it."""
+    failure = None if refusal is None else request_failure(refusal)
+    if refusal is None or failure is None or not failure.common:
+        return
+    kept = f"kept in `store={store!r}`" if store is not None else "kept for this session"
+    ended = (
+        f"The {finished} finished item{'s are' if finished != 1 else ' is'} {kept}: fix the cause and run the same "
+        "map again to run only the others" if finished else "No item finished: fix the cause and run the map again"
+    )
+    stop.append(f"stopped before sending anything: {failure.kind}")
+    raise MapStoppedError(
+        f"the map stopped before sending anything: {failure.kind}. {ended}",
         cause=failure.kind,
         affected=0,
         index=0,
         partial=results,
-    )
+    ) from refusal
 
 
 def _stopped(

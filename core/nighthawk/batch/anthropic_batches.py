@@ -59,10 +59,8 @@ class AnthropicBatches:
         return len(line.body) + len(line.custom_id) + 32
 
     async def probe(self) -> None:
-        # The first entry of the batch list; its answer is not read.
-        await self._client.with_options(max_retries=0).get(
-            "/v1/messages/batches", cast_to=httpx2.Response, options={"params": {"limit": 1}}
-        )
+        # The first entry of the batch list (the SDK retries it as it would a model request); its answer is not read.
+        await self._client.get("/v1/messages/batches", cast_to=httpx2.Response, options={"params": {"limit": 1}})
 
     async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
         requests = [{"custom_id": line.custom_id, "params": _params(line.body)} for line in lines]

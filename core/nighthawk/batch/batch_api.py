@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
@@ -48,30 +49,41 @@ def batch_store(store: str | None) -> str:
     return store if store is not None else DEFAULT_BATCH_STORE
 
 
+@dataclass(frozen=True)
+class Route:
+    """What a batch map tells the map that runs through it."""
+
+    note: Callable[[], str]
+    """What an interrupt of the map adds to its message: the batches that go on without it."""
+    refusal: Callable[[], BaseException | None]
+    """Why no request can be sent (the provider cannot be reached or refuses the key), if it is known: asked
+    before the first item that is not answered from a store runs, so a map whose answers are all kept still
+    returns them offline."""
+
+
 @contextmanager
 def batch_map(
     function: Callable[..., Any], *, store: str | None, shown: Any, progress: bool | None, resubmit: bool = False
-) -> Iterator[Callable[[], str]]:
+) -> Iterator[Route]:
     """Within it the executor in force is routed to the provider's batches, once the batches an interrupted
     run may have made are found (`resubmit`: the requests of those that cannot be looked up go out again);
     `shown` (the map's progress renderer, open already, or `None`) says how the batches stand, starting with
-    the building of the batch client. Yields `note()`: what an interrupt of the map adds to its message.
+    the building of the batch client.
 
     Raises:
         NighthawkError: The model in force has no batch endpoint nighthawk can use, or a batch an interrupted
             run may have made cannot be looked up and `resubmit` is not set (nothing was sent).
-        NotSubmitted: The provider cannot be reached or refuses the key (nothing was sent).
     """
     with _routed(function, store, progress, shown) as (executor, collector, records, map_key, status):
         status("")  # the client is built: the display drops "preparing the batch client"
-        _loop.run_sync(collector.check_access())  # a refused key stops the map before any item runs
+        _loop.run_sync(collector.check_access())
         unknown = _loop.run_sync(collector.settle_intents(resubmit=resubmit))
         if unknown and not resubmit:
             raise NighthawkError(_unconfirmed(unknown, store))
         for intent, why in unknown:
             collector.show(f"sending again the {len(intent.custom_ids)} requests of batch intent {intent.marker} ({why})")
         with scope(step_executor=executor):
-            yield lambda: _interrupt_note(collector, records, map_key)
+            yield Route(note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal)
 
 
 def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -> str:

@@ -54,7 +54,8 @@ _SAY_EVERY_S = 0.25
 """Shortest time between two reports of how far the answers of a batch were handed back."""
 
 PROBE_WAIT_S = 2.0
-"""Seconds a batch map waits for the provider's first answer (`Collector.check_access`) before its items start."""
+"""Seconds a batch map waits for the provider's first answer (`Collector.check_access`) before its items start
+(read when it waits)."""
 
 PROBE_TIMEOUT_S = 30.0
 """Seconds after which that first question counts as unanswered (it then stops nothing)."""
@@ -201,7 +202,10 @@ class Collector:
     _probe: asyncio.Task[None] | None = None
     _refusal: BaseException | None = None
     """Why no batch can be submitted, once the probe found it out (the provider's own error)."""
-    _failed_any: bool = False
+    _refusal_told: bool = False
+    """Whether a request has failed for `_refusal` yet (the first fails at once, the others a moment later)."""
+    _failing: list[asyncio.TimerHandle] = field(default_factory=list)
+    """Failures handed out a moment later (`_fail_all`), cancelled when the collector closes."""
     requests: int = 0
     """Requests handed over by the map's items."""
     handing_back: dict[str, int] = field(default_factory=dict)
@@ -220,7 +224,8 @@ class Collector:
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
         if self._refusal is not None:
-            self._fail_all([custom_id], _REFUSED_AT_START, self._refusal)
+            self._fail_all([custom_id], _REFUSED_AT_START, self._refusal, at_once=not self._refusal_told)
+            self._refusal_told = True
             return await future
         recorded = self.records.batch_of(custom_id)
         if recorded is not None:
@@ -243,17 +248,16 @@ class Collector:
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
 
-    async def check_access(self, wait_s: float = PROBE_WAIT_S) -> None:
+    async def check_access(self) -> None:
         """Ask the provider whether it can be reached and takes the key (`BatchBackend.probe`), and wait up to
-        `wait_s` for its answer; a slower answer is waited for by the first submission instead.
-
-        Raises:
-            NotSubmitted: The provider cannot be reached or refuses the key (its own error is the cause).
-        """
+        `PROBE_WAIT_S` for its answer (`refusal` tells it); a slower answer is waited for by the first
+        submission instead, and a refusal then fails the requests gathered so far."""
         self._probe = self._spawn(self._check_access())
-        await asyncio.wait([self._probe], timeout=wait_s)
-        if self._refusal is not None:
-            raise _not_submitted(_REFUSED_AT_START, self._refusal)
+        await asyncio.wait([self._probe], timeout=PROBE_WAIT_S)
+
+    def refusal(self) -> NotSubmitted | None:
+        """Why no request of this map can be sent, if the provider's answer to `check_access` said so."""
+        return None if self._refusal is None else _not_submitted(_REFUSED_AT_START, self._refusal)
 
     async def _check_access(self) -> None:
         try:
@@ -267,7 +271,9 @@ class Collector:
                 self._flush.cancel()
                 self._flush = None
             lines, self.pending = self.pending, []
-            self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, exc)
+            if lines:
+                self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, exc, at_once=not self._refusal_told)
+                self._refusal_told = True
 
     async def settle_intents(self, *, resubmit: bool = False) -> list[tuple[Intent, str]]:
         """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), before
@@ -292,7 +298,8 @@ class Collector:
         if self._probe is not None:
             await self._probe
         if self._refusal is not None:
-            self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, self._refusal)
+            self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, self._refusal, at_once=not self._refusal_told)
+            self._refusal_told = True
             return
         self.show(f"submitting a batch of {len(lines)} requests")
         intent = Intent.new(self.map_key, endpoint, [line.custom_id for line in lines])
@@ -313,17 +320,16 @@ class Collector:
         self.show(f"batch {batch_id} submitted ({len(lines)} requests)")
         self._watch(batch_id, ids)
 
-    def _fail_all(self, custom_ids: list[str], why: str, cause: BaseException) -> None:
-        """Fail the requests `custom_ids`, never sent because of `cause`: the map's first such failure at once,
-        the others a moment later. A cause every item shares (a refused key) then stops the map with the first,
-        and the map cancels the others, instead of working through a thousand alike failures first."""
+    def _fail_all(self, custom_ids: list[str], why: str, cause: BaseException, *, at_once: bool = True) -> None:
+        """Fail the requests `custom_ids`, never sent because of `cause`: the first at once (unless not
+        `at_once`), the others a moment later. A cause every item shares (a refused key) then stops the map
+        with the first, and the map cancels the others, instead of working through a thousand alike failures."""
         loop = asyncio.get_running_loop()
-        for custom_id in custom_ids:
-            if self._failed_any:
-                loop.call_later(self.gather_s, self._fail, custom_id, why, cause)
-            else:
-                self._failed_any = True
+        for index, custom_id in enumerate(custom_ids):
+            if index == 0 and at_once:
                 self._fail(custom_id, why, cause)
+            else:
+                self._failing.append(loop.call_later(self.gather_s, self._fail, custom_id, why, cause))
 
     # --- batches ----------------------------------------------------------------------------------------
 
@@ -412,6 +418,8 @@ class Collector:
         store closes next); batches keep running at the provider."""
         if self._flush is not None:
             self._flush.cancel()
+        for handle in self._failing:
+            handle.cancel()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -421,10 +429,11 @@ class Collector:
 _UNREACHED = 0
 """`_first_status` of a request that never reached the provider (nothing listens, the name does not resolve)."""
 
-_ACCESS_REFUSED = (_UNREACHED, 401, 403)
-"""What the probe can tell for certain of every batch to come: it cannot reach the provider, or its key is refused."""
+_ACCESS_REFUSED = (_UNREACHED, 401)
+"""What the probe can tell for certain of every batch to come: it cannot reach the provider (after the SDK's own
+retries), or the key is refused. A 403 may be about the list alone (a key allowed to submit but not to list)."""
 
-_REFUSED_AT_START = "the provider refused a first look at its batch list, so no batch was submitted"
+_REFUSED_AT_START = "a first look at the provider's batch list failed, so no batch was submitted"
 
 
 def _first_status(error: BaseException) -> int | None:

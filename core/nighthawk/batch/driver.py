@@ -289,7 +289,6 @@ class _Driver:
         Nothing here is done item by item across the threads: one call on the loop cancels every task and
         counts them down as they end, and the requests they posted meanwhile are refused together.
         """
-        resume_collection = pause_collection()  # until the tasks have unwound (or PAUSE_MAX_S)
         self.cancelling = True
         items = list(self.in_flight)
         cancelled = threading.Event()
@@ -298,6 +297,8 @@ class _Driver:
         def cancel() -> None:  # a task still `None` here is never made: its `start` sees `cancelling`
             tasks = [item.task for item in items if item.task is not None and not item.task.done()]
             left = [len(tasks)]
+            # Here, on the loop: it ends here too, once the tasks have unwound (or after PAUSE_MAX_S).
+            resume_collection = pause_collection()
 
             def one_ended(_: object) -> None:
                 left[0] -= 1
@@ -308,10 +309,11 @@ class _Driver:
             for task in tasks:
                 task.cancel()
                 task.add_done_callback(one_ended)
-            if not tasks:
+            if tasks:
+                self.loop.call_later(PAUSE_MAX_S, resume_collection)
+            else:
                 ended.set()
                 resume_collection()
-            self.loop.call_later(PAUSE_MAX_S, resume_collection)
             cancelled.set()
 
         _loop.call_first_threadsafe(self.loop, cancel)

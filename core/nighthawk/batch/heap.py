@@ -51,6 +51,10 @@ _froze = False
 """Whether the running maps froze the heap (so the last of them unfreezes it)."""
 _passes_at_hand_back = 0
 """The collector's count of full passes when maps last handed the heap back."""
+_pauses = 0
+"""`pause_collection`s not yet ended."""
+_paused_collector = False
+"""Whether the first of them stopped a running collector (so the last one starts it again)."""
 
 
 def _full_passes() -> int:
@@ -104,29 +108,39 @@ def set_aside_if_due() -> None:
     if not _due:
         return
     with _lock:
-        if _due and _running and gc.isenabled() and (_froze or gc.get_freeze_count() == 0):
+        if not gc.isenabled():
+            return  # stopped (by the user, or paused): nothing to set aside from, and still due after
+        if _due and _running and (_froze or gc.get_freeze_count() == 0):
             _froze = True  # first: an interrupt between the two must not leave a freeze nobody hands back
             gc.freeze()
         _due = False
 
 
 def pause_collection() -> Callable[[], None]:
-    """Stop the collector until the function returned is called (a second call does nothing); if it was stopped
-    already (by the user), leave it so.
+    """Stop the collector until the function returned is called (a second call does nothing); pauses that
+    overlap end with the last of them, and a collector stopped before the first (by the user) stays stopped.
 
     For an interrupted map: cancelling thousands of items makes garbage fast (each unwinds through the model
     library), and a full pass over their objects, 0.2-0.9 s, stops every thread, the one giving the user their
     prompt back included. Paused, the pass comes once they have unwound (or later), not in the interrupt's way.
     """
-    if not gc.isenabled():
-        return lambda: None
-    gc.disable()
-    resumed = threading.Event()
+    global _pauses, _paused_collector
+    with _lock:
+        if _pauses == 0:
+            _paused_collector = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    resumed = False
 
     def resume() -> None:
+        global _pauses
+        nonlocal resumed
         with _lock:
-            if not resumed.is_set():
-                resumed.set()
+            if resumed:
+                return
+            resumed = True
+            _pauses -= 1
+            if _pauses == 0 and _paused_collector:
                 gc.enable()
 
     return resume

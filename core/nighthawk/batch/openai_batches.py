@@ -45,8 +45,9 @@ class OpenAIBatches:
         return len(_line(line))
 
     async def probe(self) -> None:
-        # The first entry of the batch list; its answer is not read (a compatible server may list nothing).
-        await self._client.with_options(max_retries=0).get("/batches", cast_to=httpx2.Response, options={"params": {"limit": 1}})
+        # The first entry of the batch list (the SDK retries it as it would a model request); its answer is not
+        # read: a compatible server may list nothing.
+        await self._client.get("/batches", cast_to=httpx2.Response, options={"params": {"limit": 1}})
 
     async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
         data = b"".join(_line(line) for line in lines)
