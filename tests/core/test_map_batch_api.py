@@ -22,6 +22,7 @@ from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk as nh
+from nighthawk.batch import batch_rounds
 from nighthawk.batch.store import session_store
 from support.batch_server import BatchServer
 from support.openai_server import RecordedRequest, Reply, ScriptItem, Status, tool_call
@@ -343,6 +344,7 @@ def test_a_refused_submission_counts_no_request(environment, tmp_path, provider)
 
 
 def test_a_refused_key_stops_the_map_before_any_batch_is_uploaded(environment, tmp_path, provider):
+    environment.setattr(batch_rounds, "PROBE_WAIT_S", 60.0)  # the items start after the answer, however slow
     with serve(environment, BatchServer(two_rounds, refuse_key=401)) as server, nh.run(executor(provider)):
         with pytest.raises(nh.MapStoppedError) as caught:
             nh.map(shout, TEXTS * 20, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
@@ -357,6 +359,7 @@ def test_a_refused_key_stops_the_map_before_any_batch_is_uploaded(environment, t
 
 
 def test_a_refused_key_stops_the_map_before_its_function_runs(environment, tmp_path):
+    environment.setattr(batch_rounds, "PROBE_WAIT_S", 60.0)  # the items start after the answer, however slow
     started = []
 
     @nh.natural_function
@@ -410,6 +413,7 @@ def test_a_batch_map_where_nothing_listens_stops_naming_the_cause(environment, t
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     environment.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    environment.setattr(batch_rounds, "PROBE_WAIT_S", 60.0)  # the items start after the answer (the SDK retries it)
     with nh.run(executor()), pytest.raises(nh.MapStoppedError, match="could not be submitted: nothing listens") as caught:
         nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
     assert caught.value.partial.usage.requests == 0

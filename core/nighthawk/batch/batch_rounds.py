@@ -53,7 +53,7 @@ HAND_BACK_SLICE = 25
 _SAY_EVERY_S = 0.25
 """Shortest time between two reports of how far the answers of a batch were handed back."""
 
-PROBE_WAIT_S = 2.0
+PROBE_WAIT_S = 5.0
 """Seconds a batch map waits for the provider's first answer (`Collector.check_access`) before its items start
 (read when it waits)."""
 
