@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import httpx2
 
 from .batch_records import BatchRecords, Intent
+from .stopping import causes
 
 __all__ = [
     "FIND_SKEW_S", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent",
@@ -224,8 +225,7 @@ class Collector:
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
         if self._refusal is not None:
-            self._fail_all([custom_id], _REFUSED_AT_START, self._refusal, at_once=not self._refusal_told)
-            self._refusal_told = True
+            self._fail_refused([custom_id])
             return await future
         recorded = self.records.batch_of(custom_id)
         if recorded is not None:
@@ -271,9 +271,7 @@ class Collector:
                 self._flush.cancel()
                 self._flush = None
             lines, self.pending = self.pending, []
-            if lines:
-                self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, exc, at_once=not self._refusal_told)
-                self._refusal_told = True
+            self._fail_refused([line.custom_id for line in lines])
 
     async def settle_intents(self, *, resubmit: bool = False) -> list[tuple[Intent, str]]:
         """Adopt the batches an earlier run had made but not recorded (interrupted while submitting), before
@@ -298,8 +296,7 @@ class Collector:
         if self._probe is not None:
             await self._probe
         if self._refusal is not None:
-            self._fail_all([line.custom_id for line in lines], _REFUSED_AT_START, self._refusal, at_once=not self._refusal_told)
-            self._refusal_told = True
+            self._fail_refused([line.custom_id for line in lines])
             return
         self.show(f"submitting a batch of {len(lines)} requests")
         intent = Intent.new(self.map_key, endpoint, [line.custom_id for line in lines])
@@ -319,6 +316,13 @@ class Collector:
         self.records.settle(intent, batch_id)
         self.show(f"batch {batch_id} submitted ({len(lines)} requests)")
         self._watch(batch_id, ids)
+
+    def _fail_refused(self, custom_ids: list[str]) -> None:
+        """Fail requests because of the probe's refusal: the map's first such failure at once, the others later."""
+        assert self._refusal is not None
+        if custom_ids:
+            self._fail_all(custom_ids, _REFUSED_AT_START, self._refusal, at_once=not self._refusal_told)
+            self._refusal_told = True
 
     def _fail_all(self, custom_ids: list[str], why: str, cause: BaseException, *, at_once: bool = True) -> None:
         """Fail the requests `custom_ids`, never sent because of `cause`: the first at once (unless not
@@ -442,16 +446,12 @@ def _first_status(error: BaseException) -> int | None:
 
     A status below 500 means the provider certainly made no batch of a failed submission; after a timeout or a
     server error it may have: that intent stays, for the next run to look for."""
-    seen: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and all(current is not other for other in seen):
-        seen.append(current)
-        status = getattr(current, "status_code", None)
+    for cause in causes(error):
+        status = getattr(cause, "status_code", None)
         if isinstance(status, int):
             return status
-        if isinstance(current, ConnectionRefusedError | socket.gaierror):
+        if isinstance(cause, ConnectionRefusedError | socket.gaierror):
             return _UNREACHED
-        current = current.__cause__ or current.__context__
     return None
 
 

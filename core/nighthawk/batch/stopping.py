@@ -17,7 +17,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-__all__ = ["CONSECUTIVE_FAILURES", "CommonCause", "RequestFailure", "request_failure"]
+__all__ = ["CONSECUTIVE_FAILURES", "CommonCause", "RequestFailure", "causes", "request_failure"]
 
 CONSECUTIVE_FAILURES = 5
 """Items in a row whose model request failed the same way (the same HTTP status, a timeout, ...) that stop
@@ -43,7 +43,7 @@ class RequestFailure:
 def request_failure(error: BaseException) -> RequestFailure | None:
     """How the model request behind `error` (an item's failure) failed, or `None` when `error` is not a failed
     model request (it is about the item), judged from its chain of causes."""
-    chain = _chain(error)
+    chain = causes(error)
     api = _model_api_error()
     failed = next((index for index, cause in enumerate(chain) if _request_error(cause, api)), None)
     if failed is None:
@@ -84,7 +84,8 @@ def _error_type(cause: BaseException) -> object:
     return (inner if isinstance(inner, dict) else body).get("type")
 
 
-def _chain(error: BaseException) -> list[BaseException]:
+def causes(error: BaseException) -> list[BaseException]:
+    """`error`, then what caused it (`__cause__`, else `__context__`), and so on, each once."""
     chain: list[BaseException] = []
     current: BaseException | None = error
     while current is not None and all(current is not seen for seen in chain):
