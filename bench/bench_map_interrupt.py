@@ -8,10 +8,11 @@ moment of the map and prints the seconds from the signal to the moment the child
 `KeyboardInterrupt`, with the length of the traceback Python would print and the message. Asserts nothing.
 
 The phases:
-- `waiting`: a batch map whose first batch runs for minutes, interrupted 1 s after the provider said
-  `in_progress` (every item waits on its batch line);
-- `processing`: the first batch ends after 3 s; interrupted 1 s after its results were downloaded (the items'
-  answers are being handed back and run on);
+- `waiting`: a batch map whose batches run for minutes, interrupted 1 s after the provider said `in_progress`
+  of the batch of many lines (every item waits on its batch line);
+- `processing`: the batch of many lines ends after 3 s; interrupted 1 s after its results were downloaded (the
+  items' answers are being handed back and run on).
+  A batch of one line (a big map's first request, sent alone, from `ALONE_FIRST_ABOVE`) runs for minutes in both.
 - `direct`: a direct map (concurrency 8 and 1,000) whose requests hang, interrupted 5 s after it was called.
 
 It also prints when the progress line first appeared on stderr (seconds after the map was called).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import statistics
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +80,14 @@ def serve() -> None:
             return Reply(calls=[tool_call("nh_eval", expression="text.upper()")])
         return Reply(calls=[tool_call("nh_outcome", kind="return", return_expression="text.upper() + '!'")])
 
-    delays = [3.0] if "processing" in sys.argv else [600.0]
-    with BatchServer(script, delays=delays, delay=600.0, lifetime=900.0) as server:
+    many_lines_s = 3.0 if "processing" in sys.argv else 600.0
+
+    class Server(BatchServer):
+        def _make(self, prefix: str, endpoint: str, lines: list[dict[str, Any]], **fields: Any) -> Any:
+            self.delay = many_lines_s if len(lines) > 1 else 600.0
+            return super()._make(prefix, endpoint, lines, **fields)
+
+    with Server(script, lifetime=900.0) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 
@@ -107,7 +116,7 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
     assert child.stdout is not None and child.stderr is not None
     started = json.loads(child.stdout.readline())["started"]
     first_line: float | None = None
-    trigger = {"waiting": b"in_progress", "processing": b"downloading results"}.get(phase)
+    trigger = {"waiting": rb"in_progress, \d+/\d\d+ done", "processing": rb"downloading results"}.get(phase)
     seen = b""
     fire_at: float | None = None if trigger else time.monotonic() + DIRECT_AFTER_S
     deadline = time.monotonic() + 300
@@ -122,7 +131,7 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
             if first_line is None and b"nighthawk.map" in chunk:
                 first_line = time.time() - started
             seen += chunk
-            if fire_at is None and trigger in seen:
+            if fire_at is None and re.search(trigger, seen):
                 fire_at = time.monotonic() + 1.0
     signalled = time.time()
     child.send_signal(signal.SIGINT)
@@ -142,14 +151,15 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
     }
 
 
-def main() -> None:
+def each_case(run: Callable[[Path, str, int, Path], dict[str, Any]], say: Callable[[list[dict[str, Any]]], str]) -> None:
+    """Run each chosen case (`--cases`) `REPEAT` times for each version (`--base`'s, then this checkout's),
+    printing the case and `say(runs)` on one line. `run(core, phase, concurrency, folder)` measures one run."""
     import tempfile
 
     base = Path(sys.argv[sys.argv.index("--base") + 1]) if "--base" in sys.argv else None
     versions = [("base", base / "core")] if base is not None else []
     versions.append(("this", REPO / "core"))
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in (sys.argv[sys.argv.index("--cases") + 1].split(",") if "--cases" in sys.argv else ["waiting:0", "processing:0", "direct:8", "direct:1000"])]
-    print(f"{ITEMS} items, {REPEAT} run(s) each; seconds from SIGINT to the KeyboardInterrupt caught in the child")
     with tempfile.TemporaryDirectory() as folder:
         for phase, concurrency in cases:
             for label, core in versions:
@@ -157,17 +167,24 @@ def main() -> None:
                 for attempt in range(REPEAT):
                     attempt_folder = Path(folder) / f"{label}-{phase}-{concurrency}-{attempt}"
                     attempt_folder.mkdir()
-                    runs.append(run_case(core, phase, concurrency, attempt_folder))
+                    runs.append(run(core, phase, concurrency, attempt_folder))
                 name = f"{phase}" + (f" (concurrency {concurrency})" if concurrency else "")
-                print(
-                    f"{label:>4} {name:<28} interrupt {_figures([run['interrupt_s'] for run in runs])}; "
-                    f"first progress line {_figures([run['first_line_s'] for run in runs])}; "
-                    f"traceback {runs[-1]['traceback_chars']} chars; message: {runs[-1]['message'][:200]!r}",
-                    flush=True,
-                )
+                print(f"{label:>4} {name:<28} {say(runs)}", flush=True)
 
 
-def _figures(values: list[float | None]) -> str:
+def main() -> None:
+    print(f"{ITEMS} items, {REPEAT} run(s) each; seconds from SIGINT to the KeyboardInterrupt caught in the child")
+    each_case(
+        run_case,
+        lambda runs: (
+            f"interrupt {figures([run['interrupt_s'] for run in runs])}; "
+            f"first progress line {figures([run['first_line_s'] for run in runs])}; "
+            f"traceback {runs[-1]['traceback_chars']} chars; message: {runs[-1]['message'][:200]!r}"
+        ),
+    )
+
+
+def figures(values: list[float | None]) -> str:
     """`median s (each, ...)`; `never` for a run without the figure."""
     known = sorted(value for value in values if value is not None)
     median = f"{statistics.median(known):.2f} s" if known else "never"

@@ -1,8 +1,6 @@
 """`nighthawk.map(..., batch_api=True)` against a local server speaking OpenAI's Batch API and Anthropic's
-Message Batches API (the tests taking `provider` run against each).
-
-The scripted model needs two rounds per item (an `nh_eval`, then the outcome), so a map of N items makes two
-batches of N lines: the second round goes out once the first has come back.
+Message Batches API (the tests taking `provider` run against each); a map of the 12 `TEXTS` makes two batches
+of 12 lines (`support.batch_maps`). A batch that cannot be submitted: test_map_batch_refusals.py.
 """
 
 from __future__ import annotations
@@ -14,66 +12,22 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import FunctionModel
 
 import nighthawk as nh
-from nighthawk.batch import batch_rounds
 from nighthawk.batch.store import session_store
+from support.batch_maps import EXPECTED, MODELS, TEXTS, environment, executor, provider, serve, shout, two_rounds
 from support.batch_server import BatchServer
-from support.openai_server import RecordedRequest, Reply, ScriptItem, Status, tool_call
+from support.openai_server import RecordedRequest, ScriptItem, Status
+
+__all__ = ["environment", "provider"]  # fixtures
 
 pytestmark = pytest.mark.usefixtures("fresh_session_store")
 
 TESTS = Path(__file__).resolve().parents[1]
-TEXTS = [f"word {n}" for n in range(12)]
-EXPECTED = [text.upper() + "!" for text in TEXTS]
-
-
-def two_rounds(request: RecordedRequest) -> ScriptItem:
-    """First round: evaluate an expression; second round: return from it."""
-    if not request.tool_results:
-        return Reply(calls=[tool_call("nh_eval", expression="text.upper()")])
-    return Reply(calls=[tool_call("nh_outcome", kind="return", return_expression="text.upper() + '!'")])
-
-
-@nh.natural_function
-def shout(text: str) -> str:
-    """natural
-    Shout <text>.
-    """
-
-
-MODELS = {"openai": "openai-chat:gpt-4o-mini", "anthropic": "anthropic:claude-haiku-4-5"}
-
-
-def executor(model: str = MODELS["openai"]) -> nh.AgentStepExecutor:
-    return nh.AgentStepExecutor.from_configuration(configuration=nh.StepExecutorConfiguration(model=MODELS.get(model, model), max_retries=0))
-
-
-@pytest.fixture(params=["openai", "anthropic"])
-def provider(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
-    monkeypatch.setenv("NIGHTHAWK_BATCH_POLL_S", "0.05")
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    with override_allow_model_requests(True):
-        yield monkeypatch
-
-
-def serve(environment: pytest.MonkeyPatch, server: BatchServer) -> BatchServer:
-    environment.setenv("OPENAI_BASE_URL", server.start().base_url)
-    environment.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-    return server
 
 
 def first_round(bodies: list[dict]) -> list[str]:
@@ -316,110 +270,6 @@ def test_the_progress_line_shows_how_the_batches_stand(environment, tmp_path, ca
     assert drawn[-1].startswith("nighthawk.map 12/12 | 2 batch(es) ended | 0 failed")  # the summary
 
 
-# --- a batch that cannot be submitted ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("status", "said"),
-    [(401, "the provider refuses the API key"), (403, "the API key may not use this model"), (404, "the provider knows no such model")],
-)
-def test_a_refused_submission_stops_the_map_naming_its_cause(environment, tmp_path, provider, status, said):
-    with serve(environment, BatchServer(two_rounds, refuse_submission=status)) as server, nh.run(executor(provider)):
-        with pytest.raises(nh.MapStoppedError) as caught:
-            nh.map(shout, TEXTS * 20, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
-
-    message = str(caught.value)
-    assert f"the map stopped: the batch could not be submitted: {said}" in message and f"(HTTP {status})" in message
-    assert "items in a row" not in message and "Try again later" not in message
-    assert server.refused_submissions == 1 and not server.batches
-
-
-def test_a_refused_submission_counts_no_request(environment, tmp_path, provider):
-    with serve(environment, BatchServer(two_rounds, refuse_submission=401)), nh.run(executor(provider)):
-        with pytest.raises(nh.MapStoppedError) as caught:
-            nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
-
-    assert caught.value.partial.usage.requests == 0
-    assert caught.value.partial.usage.cost_usd == 0.0
-
-
-def test_a_refused_key_stops_the_map_before_any_batch_is_uploaded(environment, tmp_path, provider):
-    environment.setattr(batch_rounds, "PROBE_WAIT_S", 60.0)  # the items start after the answer, however slow
-    with serve(environment, BatchServer(two_rounds, refuse_key=401)) as server, nh.run(executor(provider)):
-        with pytest.raises(nh.MapStoppedError) as caught:
-            nh.map(shout, TEXTS * 20, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
-
-    message = str(caught.value)
-    assert message.startswith(
-        "the map stopped before sending anything: the batch could not be submitted: the provider refuses the API key "
-        "(HTTP 401). No item finished"
-    )
-    assert [path for path in server.refused_paths if path.startswith("POST")] == []  # the first look told it all
-    assert caught.value.partial.usage.requests == 0
-
-
-def test_a_refused_key_stops_the_map_before_its_function_runs(environment, tmp_path):
-    environment.setattr(batch_rounds, "PROBE_WAIT_S", 60.0)  # the items start after the answer, however slow
-    started = []
-
-    @nh.natural_function
-    def counted(text: str) -> str:
-        started.append(text)
-        """natural
-        Shout <text>.
-        """
-
-    with serve(environment, BatchServer(two_rounds, refuse_key=401)), nh.run(executor()):
-        with pytest.raises(nh.MapStoppedError) as caught:
-            nh.map(counted, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
-
-    assert started == []
-    assert caught.value.affected == 0 and caught.value.cause == "the batch could not be submitted: the provider refuses the API key (HTTP 401)"
-
-
-def test_a_batch_map_whose_answers_are_all_kept_returns_them_with_the_key_refused(environment, tmp_path):
-    store = str(tmp_path / "map.sqlite")
-    with serve(environment, BatchServer(two_rounds)), nh.run(executor()):
-        first = nh.map(shout, TEXTS, batch_api=True, store=store, progress=False)
-    session_store().clear()  # a later session: the answers come from the store file
-    with serve(environment, BatchServer(two_rounds, refuse_key=401)) as server, nh.run(executor()):
-        again = nh.map(shout, TEXTS, batch_api=True, store=store, progress=False)
-
-    assert list(again) == list(first) == EXPECTED
-    assert again.usage.items_kept == len(TEXTS)
-    assert [path for path in server.refused_paths if path.startswith("POST")] == []
-
-
-def test_an_empty_batch_map_returns_nothing_with_the_key_refused(environment, tmp_path):
-    with serve(environment, BatchServer(two_rounds, refuse_key=401)), nh.run(executor()):
-        result = nh.map(shout, [], batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
-
-    assert list(result) == []
-
-
-@pytest.mark.parametrize("status", [404, 403])
-def test_a_provider_that_does_not_show_its_batch_list_still_runs_a_batch_map(environment, tmp_path, provider, status):
-    with serve(environment, BatchServer(two_rounds, list_status=status)) as server, nh.run(executor(provider)):
-        result = nh.map(shout, TEXTS, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
-
-    assert list(result) == EXPECTED
-    assert len(server.batches) == 2
-
-
-def test_a_batch_map_where_nothing_listens_stops_naming_the_cause(environment, tmp_path):
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    environment.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    environment.setattr(batch_rounds, "PROBE_WAIT_S", 60.0)  # the items start after the answer (the SDK retries it)
-    with nh.run(executor()), pytest.raises(nh.MapStoppedError, match="could not be submitted: nothing listens") as caught:
-        nh.map(shout, TEXTS, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False)
-    assert caught.value.partial.usage.requests == 0
-    assert "stopped before sending anything" in str(caught.value) and "0 finished" not in str(caught.value)
-
-
 # --- a batch list that cannot be read ----------------------------------------------------------------------
 
 NOT_A_LIST = {"object": "page", "items": [], "note": "a proxy's own page"}
@@ -454,7 +304,8 @@ def test_resubmit_sends_again_the_requests_of_a_batch_that_could_not_be_looked_u
 
 @pytest.mark.parametrize("answer", ["<html>a proxy</html>", {"data": "none"}, {"data": [{"name": "not a batch"}]}])
 def test_every_unreadable_list_answer_is_a_failed_lookup(environment, tmp_path, answer):
-    from nighthawk.batch.batch_rounds import Intent, UnreadableList
+    from nighthawk.batch.batch_backend import UnreadableList
+    from nighthawk.batch.batch_records import Intent
     from nighthawk.batch.openai_batches import OpenAIBatches
     from openai import AsyncOpenAI
     from nighthawk import _loop

@@ -78,8 +78,8 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[BatchServer]:
     monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
     monkeypatch.setenv("NIGHTHAWK_BATCH_POLL_S", "0.05")
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    # One batch for the 2,000 items, as the messages below say: on a slow machine a pause of the usual gathering
-    # window between two items' requests would send a first batch early, and the map would hold two.
+    # One batch for the 1,999 items after the first (sent alone), as the messages below say: on a slow machine a
+    # pause of the usual gathering window between two items' requests would send part of them early.
     monkeypatch.setattr(batch_api, "GATHER_S", 3.0)
     with BatchServer(one_round, delay=5.0, lifetime=280.0) as served, override_allow_model_requests(True):
         monkeypatch.setenv("OPENAI_BASE_URL", served.base_url)
@@ -102,16 +102,19 @@ def assert_short(error: BaseException) -> str:
 
 def test_an_interrupt_while_a_batch_runs_says_the_batch_goes_on_and_keeps_it_for_the_next_run(server, interrupt_when, tmp_path):
     store = str(tmp_path / "map.sqlite")
-    interrupt_when(lambda shown: "in_progress" in shown.status)
+    # batch_1 is the first item's request, sent alone; batch_2 the 1,999 others, interrupted once the first item
+    # has its answer.
+    interrupt_when(lambda shown: shown.done == 1 and "batch_2: in_progress" in shown.status)
     with nh.run(executor()), pytest.raises(KeyboardInterrupt) as interrupted:
         nh.map(shout, ITEMS, batch_api=True, store=store, progress=False)
 
     message = assert_short(interrupted.value)
-    assert message.startswith("the map was interrupted; no item had finished.")
-    assert "1 batch(es) keep running at the provider (batch_1)" in message
+    assert message.startswith(f"the map was interrupted; the 1 finished item is kept in `store={store!r}`")
+    assert "1 batch(es) keep running at the provider (batch_2)" in message
     assert 'batch_api="cancel"' in message and "without paying for them again" in message
     assert server.cancelled == []
-    assert BatchRecords(store).batch_of(next(iter(server.batches["batch_1"].lines))["custom_id"]) == "batch_1"
+    records = BatchRecords(store)
+    assert all(records.batch_of(line["custom_id"]) == batch.id for batch in server.batches.values() for line in batch.lines)
 
 
 def test_an_interrupt_while_answers_are_handed_back_keeps_the_finished_items_and_the_batch_answers_the_rest(
@@ -135,7 +138,7 @@ def test_an_interrupt_while_answers_are_handed_back_keeps_the_finished_items_and
         again = nh.map(shout, ITEMS, batch_api=True, store=store, progress=False)
     assert list(again) == [text.upper() + "!" for text in ITEMS]
     assert again.usage.items_kept == finished
-    assert len(server.batches) == 1  # the ended batch's answers were read again, not paid for again
+    assert server.batch_lines == len(ITEMS)  # the ended batches' answers were read again, not paid for again
 
 
 def test_an_interrupt_of_a_direct_map_keeps_the_finished_items_and_the_next_run_sends_only_the_others(server, interrupt_when):

@@ -126,10 +126,14 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
 
     if batch_api == "cancel":
         return MapResult(cancel_batches(function, store=store, progress=progress))
+    concurrency = BATCH_CONCURRENCY if concurrency is None else concurrency
+    total = _total(iterables)
     return map_reporting_items(
-        function, iterables, concurrency=BATCH_CONCURRENCY if concurrency is None else concurrency, on_error=on_error, retries=retries,
-        store=batch_store(store), progress=progress,
-        routed=lambda shown: batch_map(function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit"),
+        function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=batch_store(store), progress=progress,
+        routed=lambda shown: batch_map(
+            function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit",
+            at_once=concurrency if total is None else min(total, concurrency),
+        ),
     )
 
 
@@ -150,8 +154,9 @@ def map_reporting_items(
     answered from a store spent nothing. An item never reported did not end (the map stopped first).
     `routed(renderer)` (a batch map's) is entered once the map's progress display is open (`None`: none), so
     its first line is drawn before the batch client is built, and left after the items; it tells the display
-    how the batches stand and yields a `batch_api.Route`: what an interrupt's message adds, and why nothing
-    can be sent, asked before the first item that is not answered from a store runs."""
+    how the batches stand and yields a `batch_api.Route`: what an interrupt's message adds, why nothing
+    can be sent (asked before the first item that is not answered from a store runs), and the opening that
+    holds the map to one item until the provider has taken a batch."""
     _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
@@ -304,7 +309,8 @@ def map_reporting_items(
 
         try:
             drive(
-                function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None)
+                function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None),
+                opening=route.opening if route is not None else None,
             )
         except BaseException as exc:
             _ended(shown, stop, exc, finished, total, store, route.note() if route is not None else "")

@@ -18,7 +18,8 @@ from typing import Any
 import httpx2
 
 from ..errors import NighthawkError
-from .batch_rounds import FIND_SKEW_S, BATCH_ENDED, BatchState, Intent, Line, LineResult, UnreadableList, error_body, listed
+from .batch_backend import BATCH_ENDED, FIND_SKEW_S, BatchState, Line, LineResult, UnreadableList, error_body, listed
+from .batch_records import Intent
 
 __all__ = ["AnthropicBatches"]
 

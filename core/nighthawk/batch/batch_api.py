@@ -23,7 +23,9 @@ from .. import _loop
 from ..errors import NighthawkError
 from ..runtime import get_step_executor, scope
 from .batch_records import BatchRecords, Intent
-from .batch_rounds import GATHER_S, BatchBackend, BatchTransport, Collector
+from .batch_backend import BatchBackend
+from .batch_rounds import ALONE_FIRST_ABOVE, GATHER_S, BatchTransport, Collector, counted_requests
+from .driver import Opening
 from .openai_batches import OpenAIBatches
 from .progress import wanted
 from .keys import program_fingerprint
@@ -59,16 +61,25 @@ class Route:
     """Why no request can be sent (the provider cannot be reached or refuses the key), if it is known: asked
     before the first item that is not answered from a store runs, so a map whose answers are all kept still
     returns them offline."""
+    opening: Opening | None
+    """Opened once the provider has taken a batch of this map (`Collector.opened`): until then the map runs one
+    item at a time (`None`: a map small enough to gather its first round, `batch_rounds.ALONE_FIRST_ABOVE`)."""
 
 
 @contextmanager
 def batch_map(
-    function: Callable[..., Any], *, store: str | None, shown: Any, progress: bool | None, resubmit: bool = False
+    function: Callable[..., Any],
+    *,
+    store: str | None,
+    shown: Any,
+    progress: bool | None,
+    resubmit: bool = False,
+    at_once: int | None = None,
 ) -> Iterator[Route]:
     """Within it the executor in force is routed to the provider's batches, once the batches an interrupted
     run may have made are found (`resubmit`: the requests of those that cannot be looked up go out again);
     `shown` (the map's progress renderer, open already, or `None`) says how the batches stand, starting with
-    the building of the batch client.
+    the building of the batch client; `at_once`: the most items the map can have in flight, if known.
 
     Raises:
         NighthawkError: The model in force has no batch endpoint nighthawk can use, or a batch an interrupted
@@ -81,9 +92,13 @@ def batch_map(
         if unknown and not resubmit:
             raise NighthawkError(_unconfirmed(unknown, store))
         for intent, why in unknown:
-            collector.show(f"sending again the {len(intent.custom_ids)} requests of batch intent {intent.marker} ({why})")
+            collector.show(f"sending again the {counted_requests(len(intent.custom_ids))} of batch intent {intent.marker} ({why})")
+        opening = None
+        if at_once is None or at_once > ALONE_FIRST_ABOVE:
+            opening = Opening()
+            collector.alone_first, collector.opened = True, opening.open
         with scope(step_executor=executor):
-            yield Route(note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal)
+            yield Route(note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal, opening=opening)
 
 
 def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -> str:
@@ -132,7 +147,7 @@ def _unconfirmed(unknown: list[tuple[Intent, str]], store: str | None) -> str:
     """What to say of the batches an interrupted run may have made that could not be looked up."""
     stored = f", store={store!r}" if store is not None else ""
     said = "; ".join(
-        f"{len(intent.custom_ids)} requests sent at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(intent.created))} "
+        f"{counted_requests(len(intent.custom_ids))} sent at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(intent.created))} "
         f"(metadata `nighthawk_intent`: {intent.marker!r}); the lookup failed: {why}"
         for intent, why in unknown
     )

@@ -7,11 +7,22 @@ usage and tool calls as usual.
 
 The collector gathers the requests that arrive while the map's items run up to the model, and submits them as
 one batch once none has arrived for `GATHER_S` (every item in flight then waits on the model: the round is
-complete), split at the provider's limits. Before the items start, one request that costs nothing
-(`BatchBackend.probe`) checks that the provider can be reached and takes the key: if not, the map stops before any
-item runs, naming the cause, rather than once every item has made its request and the upload is refused; no batch
-goes out before that request has been answered. An item that needs another round (tool calls, then its outcome)
+complete), split at the provider's limits. An item that needs another round (tool calls, then its outcome)
 sends its next request once its batch has ended, and so joins the next batch.
+
+A provider that refuses the map is told early, at two points. Before the items start, one request that costs
+nothing (`BatchBackend.probe`) checks that the provider can be reached and takes the key: if not, the map stops
+before any item runs, naming the cause; no batch goes out before that request has been answered. Then, in a
+map with more than `ALONE_FIRST_ABOVE` items at once (`alone_first`), until the provider has taken one of its
+batches (`opened`), each request goes out alone, at once, and the map runs one item at a time
+(`driver.Opening`): an upload or a batch the provider refuses (a key that may not upload, a compatible server
+that answers 404 for a model it does not know) stops the map after that one request, and any later request
+fails with the same refusal without being uploaded. Gathering first would have told it only once every item
+had made its request: seconds for a thousand items, whose first requests all reach the collector together (a
+few dozen items gather in well under a second, so a smaller map sends its first round as one batch). A
+submission failing for a passing reason (a 500, a timeout) opens the map as a taken batch does. That batch of
+one adds one batch to the first round; its item may then run ahead of the others, its later rounds in batches
+of their own.
 
 A request's `custom_id` is a hash of its endpoint and body, with how many times the same body was sent
 before in this map (a retried item sends its first request again, and must get a new answer). So the same map
@@ -27,23 +38,26 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
-import json
 import socket
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import httpx2
 
+from .batch_backend import BATCH_ENDED, BatchBackend, BatchState, Line, LineResult, NotSubmitted, error_body
 from .batch_records import BatchRecords, Intent
-from .stopping import causes
+from .stopping import causes, request_failure
 
 __all__ = [
-    "FIND_SKEW_S", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "BatchBackend", "BatchState", "BatchTransport", "Collector", "Intent",
-    "Line", "LineResult", "NotSubmitted", "UnreadableList", "error_body", "listed",
+    "ALONE_FIRST_ABOVE", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "BatchTransport", "Collector",
+    "counted_requests",
 ]
+
+ALONE_FIRST_ABOVE = 32
+"""Items at once above which a batch map sends its first request alone (module note)."""
 
 GATHER_S = 0.5
 """Seconds without a new request after which the requests gathered go out as a batch."""
@@ -60,117 +74,6 @@ PROBE_WAIT_S = 5.0
 
 PROBE_TIMEOUT_S = 30.0
 """Seconds after which that first question counts as unanswered (it then stops nothing)."""
-
-FIND_SKEW_S = 120.0
-"""How much earlier than a local intent a provider's clock may date the batch it made for it."""
-
-
-class NotSubmitted(Exception):
-    """A batch could not be submitted (the upload or the batch's creation was refused, or never reached the
-    provider): each of its requests fails with this, its cause the provider's own error, and was not sent.
-    The map's early stop (`stopping`) reads the cause as it reads a direct request's."""
-
-
-class UnreadableList(Exception):
-    """The provider answered a look at its batch list with something that is not one (a proxy's page, an older
-    compatible server): nothing can be concluded from it, least of all that no batch was made."""
-
-
-def listed(answer: httpx2.Response, fields: dict[str, type | tuple[type, ...]]) -> tuple[list[dict[str, Any]], bool]:
-    """The batches of one page of a provider's batch list (`{"data": [...], "has_more": ...}`, read here as
-    JSON: the SDK would make an empty page of an answer that is not one), each with `fields` of those types,
-    and whether more pages follow.
-
-    Raises:
-        UnreadableList: The page, or a batch on it, is not shaped so.
-    """
-    try:
-        page = answer.json()
-    except ValueError as exc:
-        raise UnreadableList(f"the answer is not JSON: {answer.text[:120]!r}") from exc
-    data = page.get("data") if isinstance(page, dict) else None
-    if not isinstance(data, list):
-        raise UnreadableList(f"the answer is not a list of batches: {str(page)[:120]!r}")
-    for batch in data:
-        if not isinstance(batch, dict) or not all(isinstance(batch.get(name), kind) for name, kind in fields.items()):
-            raise UnreadableList(f"an entry of the list is not a batch: {str(batch)[:120]!r}")
-    more = page.get("has_more", False)
-    if more and not data:
-        raise UnreadableList("the list says more batches follow but shows none")
-    return data, bool(more)
-
-
-@dataclass(frozen=True)
-class Line:
-    """One request of a batch."""
-
-    custom_id: str
-    endpoint: str
-    """The provider's endpoint path, for example `/v1/chat/completions`."""
-    body: bytes
-    """The request body exactly as the SDK made it (JSON on one line)."""
-
-
-@dataclass(frozen=True)
-class LineResult:
-    """How the provider answered one line: an HTTP status and body, as a direct request would have."""
-
-    status_code: int
-    body: bytes
-
-
-@dataclass
-class BatchState:
-    """A batch as its provider last described it."""
-
-    id: str
-    status: str
-    """The provider's own word (OpenAI: validating, in_progress, finalizing, completed, failed, expired, ...)."""
-    ended: bool
-    completed: int = 0
-    failed: int = 0
-    total: int = 0
-    problem: str = ""
-    """Why the whole batch failed, when it did."""
-
-
-class BatchBackend(Protocol):
-    """One provider's batch API."""
-
-    max_lines: int
-    max_bytes: int
-
-    def endpoint(self, request: httpx2.Request) -> str:
-        """The batch endpoint for a direct request; raises `NighthawkError` for one it has none for."""
-        ...
-
-    def line_size(self, line: Line) -> int: ...
-
-    async def probe(self) -> None:
-        """Ask the provider something that costs nothing, with the address and key the batches will use; raises
-        what the SDK raises when that fails."""
-        ...
-
-    async def submit(self, endpoint: str, lines: list[Line], intent: Intent) -> str:
-        """Upload and start a batch; its id."""
-        ...
-
-    async def find(self, intent: Intent, known: set[str]) -> str | None:
-        """The id of the batch the provider made for `intent`, if it made one (none of `known`)."""
-        ...
-
-    def response(self, request_body: bytes, result: LineResult) -> tuple[dict[str, str], bytes]:
-        """The headers and content the SDK reads as the answer to its request."""
-        ...
-
-    async def state(self, batch_id: str) -> BatchState: ...
-
-    async def results(self, state: BatchState) -> dict[str, LineResult]:
-        """The answers of an ended batch by `custom_id` (lines it did not run are missing)."""
-        ...
-
-    async def cancel(self, batch_id: str) -> BatchState: ...
-
 
 @dataclass
 class _Batch:
@@ -207,6 +110,17 @@ class Collector:
     """Whether a request has failed for `_refusal` yet (the first fails at once, the others a moment later)."""
     _failing: list[asyncio.TimerHandle] = field(default_factory=list)
     """Failures handed out a moment later (`_fail_all`), cancelled when the collector closes."""
+    alone_first: bool = False
+    """Whether, until a batch of this map is taken, each request goes out alone, at once (module note)."""
+    opened: Callable[[], None] = lambda: None
+    """Called once no request need go out alone any more: the provider took a batch of this map, or failed
+    one in a way that does not stop the map, or a request waits on a batch an earlier run recorded."""
+    _opened: bool = False
+    _alone: bool = False
+    """Whether a request is going out alone (none has been taken or failed for a passing reason yet)."""
+    _refused: tuple[str, BaseException] | None = None
+    """Why a batch was refused in a way that stops the map (a key that may not upload, a model the provider
+    does not know): every later request fails with it at once instead of being uploaded again."""
     requests: int = 0
     """Requests handed over by the map's items."""
     handing_back: dict[str, int] = field(default_factory=dict)
@@ -227,9 +141,16 @@ class Collector:
         if self._refusal is not None:
             self._fail_refused([custom_id])
             return await future
+        if self._refused is not None:
+            self._fail(custom_id, *self._refused)
+            return await future
         recorded = self.records.batch_of(custom_id)
         if recorded is not None:
             self._watch(recorded, self.records.custom_ids(recorded))
+            self._open()
+        elif self.alone_first and not self._opened and not self._alone:
+            self._alone = True
+            self._spawn(self._submit_alone(Line(custom_id, endpoint, body)))
         else:
             self.pending.append(Line(custom_id, endpoint, body))
             self._schedule_flush()
@@ -247,6 +168,18 @@ class Collector:
         lines, self.pending = self.pending, []
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
+
+    async def _submit_alone(self, line: Line) -> None:
+        """Send `line` as a batch of its own (no request of this map has been taken yet)."""
+        try:
+            await self._submit(line.endpoint, [line])
+        finally:
+            self._alone = False
+
+    def _open(self) -> None:
+        if not self._opened:
+            self._opened = True
+            self.opened()
 
     async def check_access(self) -> None:
         """Ask the provider whether it can be reached and takes the key (`BatchBackend.probe`), and wait up to
@@ -298,7 +231,8 @@ class Collector:
         if self._refusal is not None:
             self._fail_refused([line.custom_id for line in lines])
             return
-        self.show(f"submitting a batch of {len(lines)} requests")
+        requests = counted_requests(len(lines))
+        self.show(f"submitting a batch of {requests}")
         intent = Intent.new(self.map_key, endpoint, [line.custom_id for line in lines])
         # Recorded before the batch is made: if this run stops before the provider's answer arrives, the next
         # one finds the batch by this intent instead of paying for it again.
@@ -309,13 +243,20 @@ class Collector:
             status = _first_status(exc)
             if status is not None and status < 500:
                 self.records.settle(intent, None)  # refused or never sent: no batch was made
-            self.show(f"the batch of {len(lines)} requests could not be submitted: {type(exc).__name__}")
-            self._fail_all([line.custom_id for line in lines], f"the batch of {len(lines)} requests could not be submitted", exc)
+            why = f"the batch of {requests} could not be submitted"
+            self.show(f"{why}: {type(exc).__name__}")
+            self._fail_all([line.custom_id for line in lines], why, exc)
+            failure = request_failure(_not_submitted(why, exc))
+            if failure is not None and failure.common:
+                self._refused = why, exc  # the map stops on it: nothing later is uploaded to be refused again
+            else:
+                self._open()  # a passing failure (a 500, a timeout): the next batch may well go out
             return
         ids = frozenset(intent.custom_ids)
         self.records.settle(intent, batch_id)
-        self.show(f"batch {batch_id} submitted ({len(lines)} requests)")
+        self.show(f"batch {batch_id} submitted ({requests})")
         self._watch(batch_id, ids)
+        self._open()
 
     def _fail_refused(self, custom_ids: list[str]) -> None:
         """Fail requests because of the probe's refusal: the map's first such failure at once, the others later."""
@@ -455,6 +396,11 @@ def _first_status(error: BaseException) -> int | None:
     return None
 
 
+def counted_requests(count: int) -> str:
+    """`1 request`, `2 requests`."""
+    return f"{count} request{'s' if count != 1 else ''}"
+
+
 def _not_submitted(why: str, cause: BaseException) -> NotSubmitted:
     error = NotSubmitted(f"{why}: {type(cause).__name__}: {cause}")
     error.__cause__ = cause
@@ -491,16 +437,6 @@ def _described(state: BatchState) -> str:
 def _unrun_message(state: BatchState) -> str:
     why = f": {state.problem}" if state.problem else ""
     return f"batch {state.id} ended {state.status} before this request ran{why}"
-
-
-BATCH_ENDED = "batch_ended"
-"""The error type of a line whose batch ended (expired, failed, cancelled) before it ran: every line of that
-batch fails alike and at once, so a map reports it per item rather than stopping (nothing is left to save)."""
-
-
-def error_body(message: str, *, kind: str = "batch_error") -> bytes:
-    """An error answer's body, as OpenAI's and Anthropic's SDKs both read it (`error.message`)."""
-    return json.dumps({"type": "error", "error": {"message": message, "type": kind, "code": None}}).encode()
 
 
 class BatchTransport(httpx2.AsyncBaseTransport):

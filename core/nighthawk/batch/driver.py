@@ -11,6 +11,8 @@ The items' steps go from the start of their model run to their first request in 
 the items spread out instead of moving in waves.
 
 Items are pulled from the input only when a place is free, so a long generator is never read ahead.
+A map given an `Opening` runs one item at a time until it is opened (a batch map's, until the provider has
+taken one of its batches): what the first item meets decides whether the others run at all.
 A provider's rate limit slows the whole map, not one item: nothing new is launched until the wait it asked
 for is over, and fewer items are in flight afterwards (half as many, growing back by one each time as
 many items have finished as are allowed in flight).
@@ -48,7 +50,7 @@ from ..errors import NighthawkError
 from .heap import PAUSE_MAX_S, pause_collection, set_aside_heap, set_aside_if_due
 from .twin import StepRequest, coroutine_twin
 
-__all__ = ["Settle", "drive"]
+__all__ = ["Opening", "Settle", "drive"]
 
 Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None, UsageTotals], float | None]
 """`settle(index, args, attempt, value, error, spent)` on the caller's thread (`spent`: what the item's steps
@@ -69,6 +71,28 @@ class _Item:
     task: asyncio.Task[Any] | None = None
 
 
+class Opening:
+    """Keeps a map to one item in flight until `open` is called, from any thread."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._wake: Callable[[], object] = lambda: None
+
+    @property
+    def is_open(self) -> bool:
+        return self._open.is_set()
+
+    def open(self) -> None:
+        """Let the map start as many items as it may (once; later calls do nothing)."""
+        if not self._open.is_set():
+            self._open.set()
+            self._wake()
+
+    def wakes(self, wake: Callable[[], object]) -> None:
+        """Call `wake` when opened: the driver's thread may be waiting on its queue with places free."""
+        self._wake = wake
+
+
 TICK_S = 1.0
 """Seconds between two calls of `drive`'s `tick`."""
 
@@ -87,22 +111,28 @@ def drive(
     settle: Settle,
     total: int | None = None,
     tick: Callable[[], None] | None = None,
+    opening: Opening | None = None,
 ) -> None:
     """Call `function(*args)` for each `(index, args)` of `items`, `concurrency` at a time; hand each end to
     `settle`, and call `tick()` when the map starts and then every `TICK_S` until it ends. Returns when every
     item has landed; re-raises an interrupt or what `settle` raised. `total`: how many items the map has, when
-    known (a short map leaves the collector alone, `heap`).
+    known (a short map leaves the collector alone, `heap`); `opening`: until it is open, one item at a time.
 
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
     with set_aside_heap(total):
-        _Driver(function, concurrency, settle, tick).run(items)
+        _Driver(function, concurrency, settle, tick, opening).run(items)
 
 
 class _Driver:
     def __init__(
-        self, function: Callable[..., Any], concurrency: int, settle: Settle, tick: Callable[[], None] | None
+        self,
+        function: Callable[..., Any],
+        concurrency: int,
+        settle: Settle,
+        tick: Callable[[], None] | None,
+        opening: Opening | None,
     ) -> None:
         self.loop = _loop._background_loop()
         if threading.current_thread() is _loop._thread:
@@ -128,6 +158,9 @@ class _Driver:
         self.paused_until = 0.0
         self.tick = tick
         self.ticked = 0.0
+        self.opening = opening
+        if opening is not None:
+            opening.wakes(lambda: self.caller.post(_nothing))  # before `run` first looks at it
 
     def run(self, items: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
         exhausted = False
@@ -135,7 +168,7 @@ class _Driver:
             self._tick_if_due()
             while True:
                 paused = time.monotonic() < self.paused_until
-                while not paused and len(self.in_flight) < self.limit:
+                while not paused and len(self.in_flight) < self._room():
                     if self.again:
                         item = self.again.popleft()
                         self._start(item.index, item.args, attempt=item.attempt + 1, spent=item.spent)
@@ -162,13 +195,17 @@ class _Driver:
         finally:
             _loop._refuse_all(self.caller.close())
 
+    def _room(self) -> int:
+        """Items allowed in flight now: one while the map's opening is shut."""
+        return self.limit if self.opening is None or self.opening.is_open else 1
+
     def _wait(self) -> float:
         """How long to wait for the queue: until the next tick, or a pause's end if one holds back items that
         could start and ends sooner."""
         now = time.monotonic()
         wait = self.ticked + TICK_S - now if self.tick is not None else 3600.0
         left = self.paused_until - now
-        if left > 0 and len(self.in_flight) < self.limit:
+        if left > 0 and len(self.in_flight) < self._room():
             wait = min(wait, left)
         return max(wait, 0.0)
 
@@ -267,7 +304,9 @@ class _Driver:
 
     def _slow_down(self, after_s: float) -> None:
         now = time.monotonic()
-        if now >= self.paused_until:  # a new burst; the other refusals of the same burst only extend the wait
+        # While the opening is shut, one item in flight says nothing of how many the provider takes: only wait.
+        held = self.opening is not None and not self.opening.is_open
+        if not held and now >= self.paused_until:  # a new burst; the other refusals of the same burst only extend the wait
             self.limit = max(1, min(self.limit, len(self.in_flight) + 1) // 2)
             self.finished_at_limit = 0
         self.paused_until = max(self.paused_until, now + after_s)
@@ -337,6 +376,10 @@ def _drained(requests: queue.SimpleQueue[Any]) -> list[Callable[[], None]]:
             taken.append(requests.get_nowait())
         except queue.Empty:
             return taken
+
+
+def _nothing() -> None:
+    """Posted to wake the driver's thread (it then looks again at what it may start)."""
 
 
 async def _awaited(awaitable: Any) -> Any:

@@ -13,7 +13,8 @@ from typing import Any
 import httpx2
 
 from ..errors import NighthawkError
-from .batch_rounds import FIND_SKEW_S, BatchState, Intent, Line, LineResult, error_body, listed
+from .batch_backend import FIND_SKEW_S, BatchState, Line, LineResult, error_body, listed
+from .batch_records import Intent
 
 __all__ = ["OpenAIBatches"]
 

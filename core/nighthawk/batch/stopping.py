@@ -8,7 +8,7 @@ Failures that are about the item (the model's `raise` outcome, an invalid outcom
 prompt too long for the context window) never stop a map and break a run of request failures; nor does a
 provider batch that ended before answering (`batch_api=True`): its lines all failed at once, so stopping
 would save nothing, and each item says why. A batch map's request whose batch could not be submitted
-(`batch_rounds.NotSubmitted`) is judged by the submission's own failure: a refused upload stops the map as a
+(`batch_backend.NotSubmitted`) is judged by the submission's own failure: a refused upload stops the map as a
 refused direct request does.
 """
 
@@ -71,7 +71,7 @@ def request_failure(error: BaseException) -> RequestFailure | None:
 
 def _request_error(cause: BaseException, api: type[BaseException] | None) -> bool:
     """Whether `cause` is a model request's failure: pydantic-ai's, or a batch map's request whose batch could
-    not be submitted (`batch_rounds.NotSubmitted`, named here so this module loads no HTTP client)."""
+    not be submitted (`batch_backend.NotSubmitted`, named here so this module loads no HTTP client)."""
     return api is not None and isinstance(cause, api) or type(cause).__name__ == "NotSubmitted"
 
 
