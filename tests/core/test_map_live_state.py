@@ -112,3 +112,19 @@ def test_the_notebook_view_shows_the_batch_state_and_a_moving_elapsed_time_in_on
     assert len(set().union(*map(elapsed, waiting))) >= 3
     assert len(displayed.outputs) == 2  # the live widget, updated in place, then the summary
     assert displayed.outputs[1].text.startswith("nighthawk.map 12/12 | 1 batch(es) ended | 0 failed")
+
+
+def test_the_progress_line_shows_every_running_batch_at_once_not_each_in_turn(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
+    monkeypatch.setenv("NIGHTHAWK_BATCH_POLL_S", "0.05")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    # 200 items: the first request goes alone (batch_1, 8 s), the 199 others together (batch_2, 1 s) meanwhile.
+    with BatchServer(one_round, delays=[8.0], delay=1.0, lifetime=100.0) as served, override_allow_model_requests(True):
+        monkeypatch.setenv("OPENAI_BASE_URL", served.base_url)
+        with nh.run(executor()):
+            nh.map(shout, [f"word {n}" for n in range(200)], batch_api=True, store=str(tmp_path / "map.sqlite"), progress=True)
+
+    frames = stderr_frames(capsys.readouterr().err)
+    both = [index for index, frame in enumerate(frames) if "batch_2: in_progress" in frame]
+    assert both, frames
+    assert all("batch batch_2" in frame and "batch batch_1" in frame for frame in frames[both[0]:both[-1] + 1])

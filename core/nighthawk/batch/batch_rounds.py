@@ -290,7 +290,7 @@ class Collector:
             while True:
                 await asyncio.sleep(delay)
                 state = batch.state = await self.backend.state(batch.id)
-                self.show(_described(state))
+                self.show(self._standing(batch))
                 if state.ended:
                     break
                 delay = min(self.max_poll_s, max(self.poll_s, delay * 1.5))
@@ -306,6 +306,16 @@ class Collector:
         await self._hand_back(batch, answers, LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED)))
         running = self.running()
         self.show(f"batch {batch.id} ended; {len(running)} running" if running else f"{len(self.batches)} batch(es) ended")
+
+    def _standing(self, polled: _Batch) -> str:
+        """How `polled` and the other batches still running stand, the biggest first: one text for all, so that
+        the polls of several batches (a big map's first one-line batch, a round split at the provider's limits)
+        do not take turns on the map's one status line."""
+        assert polled.state is not None
+        running = [batch.state for batch in self.batches.values() if batch is not polled and batch.state is not None and not batch.state.ended]
+        states = sorted([polled.state, *running], key=lambda state: -state.total)
+        more = f"; {len(states) - _STATES_SHOWN} more running" if len(states) > _STATES_SHOWN else ""
+        return "; ".join(_described(state) for state in states[:_STATES_SHOWN]) + more
 
     async def _hand_back(self, batch: _Batch, answers: dict[str, LineResult], unrun: LineResult) -> None:
         """Give each line of an ended batch its answer (`unrun` for one the batch did not run), a slice at a time.
@@ -426,6 +436,10 @@ def _chunks(lines: list[Line], backend: BatchBackend) -> list[tuple[str, list[Li
         if chunk:
             chunks.append((endpoint, chunk))
     return chunks
+
+
+_STATES_SHOWN = 2
+"""Batches whose state the status line spells out (the others are counted)."""
 
 
 def _described(state: BatchState) -> str:
