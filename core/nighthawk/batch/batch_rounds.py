@@ -308,14 +308,15 @@ class Collector:
         self.show(f"batch {batch.id} ended; {len(running)} running" if running else f"{len(self.batches)} batch(es) ended")
 
     def _standing(self, polled: _Batch) -> str:
-        """How `polled` and the other batches still running stand, the biggest first: one text for all, so that
-        the polls of several batches (a big map's first one-line batch, a round split at the provider's limits)
-        do not take turns on the map's one status line."""
+        """How the biggest of `polled` and the other batches still running stands, and how many more run: one
+        text for all, so that the polls of several batches (a big map's first one-line batch, a round split at
+        the provider's limits) do not take turns on the map's one status line. One batch is spelled out: a
+        provider's batch ids are long, and a line wider than the terminal cannot be redrawn in place."""
         assert polled.state is not None
         running = [batch.state for batch in self.batches.values() if batch is not polled and batch.state is not None and not batch.state.ended]
-        states = sorted([polled.state, *running], key=lambda state: -state.total)
-        more = f"; {len(states) - _STATES_SHOWN} more running" if len(states) > _STATES_SHOWN else ""
-        return "; ".join(_described(state) for state in states[:_STATES_SHOWN]) + more
+        first, *others = sorted([polled.state, *running], key=lambda state: -state.total)
+        more = sum(not state.ended for state in others)
+        return _described(first) + (f"; {more} more running" if more else "")
 
     async def _hand_back(self, batch: _Batch, answers: dict[str, LineResult], unrun: LineResult) -> None:
         """Give each line of an ended batch its answer (`unrun` for one the batch did not run), a slice at a time.
@@ -436,10 +437,6 @@ def _chunks(lines: list[Line], backend: BatchBackend) -> list[tuple[str, list[Li
         if chunk:
             chunks.append((endpoint, chunk))
     return chunks
-
-
-_STATES_SHOWN = 2
-"""Batches whose state the status line spells out (the others are counted)."""
 
 
 def _described(state: BatchState) -> str:
