@@ -149,6 +149,7 @@ def test_a_refused_batch_stops_a_big_map_once_its_first_item_has_asked(environme
 
 
 def test_a_big_map_whose_first_batch_fails_for_a_passing_reason_sends_the_others_together(environment, tmp_path):
+    environment.setattr(batch_api, "GATHER_S", 3.0)  # the 199 others gather into one batch on a slow machine too
     started: list[str] = []
     with serve(environment, BatchServer(two_rounds, refuse_submission=500)) as server, nh.run(executor()):
         with pytest.raises(nh.MapStoppedError) as caught:
