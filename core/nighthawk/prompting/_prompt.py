@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 from string import Template
 
@@ -10,12 +11,14 @@ from ..runtime import prompt_suffix_fragments
 from ..secrets._scrubber import current_scrubber
 from ..step import StepContext
 from ._media import Attachment, media_placeholders
-from ._namespace import mentioned_names, render_namespace_summary
+from ._mentions import program_mentions
+from ._namespace import render_namespace_summary
 from ._summaries import render_globals_summary, render_locals_summary
 
 __all__ = ["prompt_cache_settings", "render_prompts"]
 
 _ABSENT = object()
+_EMPTY_GLOBALS = "<<<NH:GLOBALS>>>\n\n<<<NH:END_GLOBALS>>>\n"
 
 
 def render_prompts(
@@ -32,14 +35,16 @@ def render_prompts(
     }
     visible_locals = {name: value for name, value in step.step_locals.items() if not name.startswith("__nh")}
     placeholders = media_placeholders(attachments)
+    references = step.global_references()
     if step.module_namespace:
-        # A notebook's hundred names, ranked: see `_namespace.py`. The globals summary lists the names the
-        # program binds that are not locals (its modules); they are not repeated.
+        # A notebook's hundred names in two tiers: see `_namespace.py`. Its modules are named on the import
+        # lines there, so the globals summary lists only the other names the program binds (builtins).
+        references = [name for name in references if not isinstance(step.step_globals.get(name), types.ModuleType)]
         locals_summary = render_namespace_summary(
             visible_locals,
             step.step_globals,
-            mentioned=mentioned_names(step.program),
-            shown_elsewhere=[name for name in step.global_references() if name not in visible_locals],
+            mentioned=program_mentions(step.program),
+            shown_elsewhere=[name for name in references if name not in visible_locals],
             placeholders=placeholders,
             **options,
         )
@@ -54,12 +59,15 @@ def render_prompts(
             shared=shared,
             **options,
         )
-    globals_summary = render_globals_summary(step.global_references(), visible_locals, step.step_globals, **options)
+    globals_summary = render_globals_summary(references, visible_locals, step.step_globals, **options)
     scope_system, scope_user = prompt_suffix_fragments()
     system = configuration.prompts.step_system_prompt_template
     user = Template(configuration.prompts.step_user_prompt_template).safe_substitute(
         program=step.program.prompt_text, locals=locals_summary, globals=globals_summary
     )
+    if step.module_namespace and not globals_summary:
+        # A cell's names are all in LOCALS; an empty GLOBALS section would be paid for on every request.
+        user = user.replace(_EMPTY_GLOBALS, "", 1)
     # The program text may hold an interpolated secret (an f-string block). The system prompt is the
     # protocol, never user data: it is sent as written.
     return (

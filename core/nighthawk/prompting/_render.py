@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from ..secrets import looks_ordinary
 from ..secrets._values import credential_columns
+from ._tables import column_label, index_label, readable_key
 from ._reprs import (
     ELLIPSIS,
     SCRUB_MARGIN,
@@ -361,29 +362,54 @@ class _Walker:
             return self.render(item() if callable(item) else safe_repr(value, budget), budget, depth + 1)
         cls = type(value)
         if hasattr(cls, "columns") and hasattr(cls, "iloc"):  # a DataFrame
-            # Column names once with their dtypes, then rows as plain lists: records would repeat every
-            # column name in every row.
-            small = value.iloc[:_FRAME_ROWS, :_FRAME_COLUMNS]  # type: ignore[attr-defined]
-            # A credential-named column shows its dtype; its cells are masked as the step's scrubber masks them.
-            masked = self._credential_positions(value)
-            rows = small.to_dict(orient="split")["data"]
-            summary: dict[str, object] = {
-                "shape": list(shape),
-                "columns": {str(c): _Label(t) for c, t in small.dtypes.items()},
-                "rows": [[self._cell(cell, i in masked) for i, cell in enumerate(row)] for row in rows],
-            }
-        elif hasattr(cls, "iloc"):  # a Series
+            return self._frame(value, shape, budget, depth)
+        if hasattr(cls, "iloc"):  # a Series
             masked = self._credential_positions(value)
             head = value.iloc[:_FRAME_ROWS].to_dict()  # type: ignore[attr-defined]
-            summary = {
-                "shape": list(shape),
-                "dtype": str(getattr(value, "dtype", "?")),
-                "head": {key: self._cell(cell, None in masked) for key, cell in head.items()},
-            }
+            summary: dict[str, object] = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?"))}
+            if hasattr(cls, "isna") and None not in masked:
+                summary["values"] = _Label(column_label(value))
+            index = index_label(value.index) if hasattr(cls, "index") else None  # type: ignore[attr-defined]
+            if index is not None:
+                summary["index"] = _Label(index)
+            summary["head"] = {readable_key(key): self._cell(cell, None in masked) for key, cell in head.items()}
         else:
             rows = ArrayRows(value, shape[0])
             summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?")), "data": rows}
         return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
+
+    def _frame(self, frame: object, shape: tuple[int, ...], budget: int, depth: int) -> str | None:
+        """A DataFrame: its shape, a non-default index, then every column (up to `_FRAME_COLUMNS`) with its
+        dtype and what it holds (`_tables.column_label`), then its first rows as plain lists (records would
+        repeat every column name in every row). The columns are rendered first and the rows get what is left,
+        so the first rows of a wide table never hide its columns."""
+        small = frame.iloc[:_FRAME_ROWS, :_FRAME_COLUMNS]  # type: ignore[attr-defined]
+        # A credential-named column shows its dtype; its cells are masked as the step's scrubber masks them.
+        masked = self._credential_positions(frame)
+        described = hasattr(type(frame), "isna")  # a real table: its columns can be described
+        columns: dict[str, object] = {}
+        for position, (column, dtype) in enumerate(small.dtypes.items()):
+            label = str(dtype)
+            if described and position not in masked:
+                label = column_label(frame.iloc[:, position])  # type: ignore[attr-defined]
+            columns[str(column)] = _Label(label)
+        head: dict[str, object] = {"shape": list(shape)}
+        index = index_label(frame.index) if described else None  # type: ignore[attr-defined]
+        if index is not None:
+            head["index"] = _Label(index)
+        opening = self._container(len(head), iter(head.items()), budget, depth, "{}")
+        if opening is None:
+            return None
+        left = budget - len(opening) - len(',"columns":,"rows":') - 1
+        shown = self._container(len(frame.columns), iter(columns.items()), left, depth + 1, "{}")  # type: ignore[attr-defined]
+        if shown is None:
+            return opening
+        rows = [
+            [self._cell(cell, i in masked) for i, cell in enumerate(row)]
+            for row in small.to_dict(orient="split")["data"]
+        ]
+        rendered = self.render(rows, left - len(shown), depth + 1)
+        return opening[:-1] + ',"columns":' + shown + (',"rows":' + rendered if rendered else "") + "}"
 
     def _credential_positions(self, table: object) -> set[int | None]:
         """The positions of the columns of `table` that hold credentials (`None`: the Series itself)."""
@@ -397,7 +423,7 @@ class _Walker:
         credentials (the cells the step's scrubber masks everywhere, so the preview and tool results agree)."""
         if credential and isinstance(cell, str) and not looks_ordinary(cell):
             return self.redaction.placeholder
-        return cell
+        return readable_key(cell)
 
 
 @functools.lru_cache(maxsize=16)

@@ -26,6 +26,7 @@ import typing
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..block import SENTINEL
 from ._render import render_value
 from ._reprs import bounded_repr, type_name
 
@@ -41,9 +42,11 @@ __all__ = [
     "alias_target",
     "build_entry",
     "disambiguate",
+    "intent_of",
     "render_entry",
     "render_globals_summary",
     "render_locals_summary",
+    "signature_text",
 ]
 
 SNIPPED_MARKER = "<snipped>"
@@ -83,7 +86,7 @@ def _cut(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max(max_chars - 1, 0)] + "…"
 
 
-def _signature_text(value: object, max_chars: int) -> str | None:
+def signature_text(value: object, max_chars: int) -> str | None:
     """Return `(params) -> ret` for a callable, with defaults shortened, or `None` when it has none."""
     try:
         try:
@@ -102,7 +105,7 @@ def _signature_text(value: object, max_chars: int) -> str | None:
     return _cut(text, max_chars)
 
 
-def _intent(value: object) -> str | None:
+def intent_of(value: object) -> str | None:
     """Return the first line of the callable's own docstring when it says what the callable is for."""
     if isinstance(value, functools.partial):
         value = value.func
@@ -116,7 +119,13 @@ def _intent(value: object) -> str | None:
         return None
     if not isinstance(doc, str):
         return None
-    first = next((line.strip() for line in doc.strip().splitlines() if line.strip()), "")
+    lines = [line.strip() for line in doc.strip().splitlines() if line.strip()]
+    # A natural function's docstring is its Natural block: the sentinel line says nothing, its program does.
+    if lines[:1] == [SENTINEL.strip()]:
+        lines = lines[1:]
+        if lines[:1] == ["---"] and "---" in lines[1:]:  # frontmatter (`deny: [...]`) comes before the program
+            lines = lines[lines.index("---", 1) + 1 :]
+    first = lines[0] if lines else ""
     name = getattr(value, "__name__", type(value).__name__)
     # Builtin types and dataclasses document themselves with a signature line (`int([x]) -> integer`,
     # `Point(x: int, y: int)`), which repeats the signature instead of giving an intent.
@@ -159,11 +168,11 @@ def build_entry(
         return Entry(name=name, line=f"{name}: module", signature=None)
     if callable(value):
         # A signature is never a secret, so callables are shown even under a sensitive-looking name.
-        signature = _signature_text(value, max_chars)
+        signature = signature_text(value, max_chars)
         if signature is None:
             return Entry(name=name, line=f"{name}: <callable; signature-unavailable>", signature=None)
         signature = redaction.scrub_text(signature)  # defaults may hold credentials
-        intent = _intent(value)
+        intent = intent_of(value)
         note = f"  # intent: {redaction.scrub_text(intent)}" if intent else ""
         return Entry(name=name, line=f"{name}: {signature}{note}", signature=signature)
     shown = redaction.mask_value(name, value)
@@ -189,7 +198,7 @@ def _method_lines(name: str, value: object, most: int, max_chars: int, redaction
     ]
     lines = []
     for method in methods[:most]:
-        signature = _signature_text(getattr(value, method), max_chars)
+        signature = signature_text(getattr(value, method), max_chars)
         lines.append(f"{name}.{method}: {redaction.scrub_text(signature or '<signature-unavailable>')}")
     if len(methods) > most:
         lines.append(f"{name}: {len(methods) - most} more methods not listed")
