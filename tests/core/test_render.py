@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import decimal
@@ -475,12 +476,12 @@ def test_key_that_does_not_fit_leaves_the_entry_out_instead_of_cutting_it():
     assert "a_rather" not in out or '"a_rather_long_key_name_for_a_field":' in out
 
 
-def test_pandas_dataframe_preview_shows_shape_columns_with_dtypes_and_rows():
+def test_pandas_dataframe_preview_shows_shape_columns_with_dtypes_and_what_they_hold_then_rows():
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"city": ["Oslo", "Lima"] * 500, "temperature": [3.5, 18.25] * 500})
     out = render(frame, max_tokens=200)
     assert out.startswith('{"shape":[1000,2],"columns":{"city":"')  # `object` or `str`, by pandas version
-    assert '"temperature":"float64"},"rows":[["Oslo",3.5],["Lima",18.25],' in out
+    assert '"temperature":"float64 3.5..18.25"},"rows":[["Oslo",3.5],["Lima",18.25],' in out
 
 
 # --- lists of numbers (taken in C) and keys rendered once per value ---------------------------------------
@@ -525,3 +526,34 @@ def test_a_credential_key_met_before_still_masks_its_new_value() -> None:
     assert render({"api_token": "sk-live-4f9a8b7c6d5e4f3a2b1c"}) == '{"api_token":"<masked>"}'
     assert render({"api_token": "sk-live-9z8y7x6w5v4u3t2s1r0q"}) == '{"api_token":"<masked>"}'
     assert render({"api_token": None}) == '{"api_token":null}'
+
+
+# --- previews that show data ------------------------------------------------------------------------------
+
+
+def test_a_counter_shows_its_most_common_items_first():
+    counts = collections.Counter({("good", "value"): 2, ("too", "small"): 9, ("fast", "delivery"): 5})
+    assert render(counts, max_tokens=100) == '{"(\'too\', \'small\')":9,"(\'fast\', \'delivery\')":5,"(\'good\', \'value\')":2}'
+
+
+def test_a_series_by_date_shows_readable_dates_and_floats_as_pandas_displays_them():
+    pandas = pytest.importorskip("pandas")
+    daily = pandas.Series([65409.829999999994, 1.5], index=pandas.to_datetime(["2023-01-01", "2023-01-02"]))
+    out = render(daily, max_tokens=200)
+    assert '"head":{"2023-01-01":65409.83,"2023-01-02":1.5}' in out
+    assert '"index":"DatetimeIndex 2023-01-01..2023-01-02"' in out
+
+
+def test_a_fitted_estimator_shows_what_it_learned_with_shapes():
+    numpy = pytest.importorskip("numpy")
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    model = linear_model.LinearRegression().fit(numpy.arange(30.0).reshape(10, 3), numpy.arange(10.0))
+    out = render(model, max_tokens=200)
+    assert out.startswith('{"repr":"LinearRegression()",')
+    assert '"coef_":{"shape":[3],"dtype":"float64"' in out and '"intercept_":' in out
+
+
+def test_a_repeated_value_is_said_once():
+    numpy = pytest.importorskip("numpy")
+    assert render(numpy.full(33, 0.5), max_tokens=100) == '{"shape":[33],"dtype":"float64","all":0.5}'
+    assert render([0.5] * 33, max_tokens=100) == "[0.5 ×33]"

@@ -18,6 +18,7 @@ PDF are named by type and size (`"<image/png, 23.6 kB>"`): their leading bytes s
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import decimal
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from ..secrets import looks_ordinary
 from ..secrets._values import credential_columns
-from ._tables import column_label, index_label, readable_key
+from ._tables import column_label, display_number, index_label, readable_key
 from ._reprs import (
     ELLIPSIS,
     SCRUB_MARGIN,
@@ -213,6 +214,10 @@ class _Walker:
         shape = array_shape(value)
         if shape is not None:
             return self._array_like(value, shape, budget, depth)
+        if isinstance(value, collections.Counter):
+            # Most common first: what a Counter is for. Only as many as the budget can show are picked.
+            n = len(value)
+            return self._container(n, iter(value.most_common(min(n, budget // 4))), budget, depth, "{}")
         if isinstance(value, Mapping):
             return self._container(len(value), iter(value.items()), budget, depth, "{}")
         if isinstance(value, Set):
@@ -228,6 +233,8 @@ class _Walker:
         if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
             n = len(value)
             numbers = short_number_reprs(value, budget // 2)
+            if n > 2 and numbers is not None and self.style != "strict" and len(set(numbers)) == 1 and _all_same(value):
+                return self.fit(f"[{numbers[0]} ×{n}]", budget)  # repeated values said once
             if n and numbers is not None:
                 return self._container(n, iter(()), budget, depth, "[]", numbers=numbers)
             return self._container(n, ((None, item) for item in value), budget, depth, "[]")
@@ -239,11 +246,17 @@ class _Walker:
             names = [name for name, info in model_fields.items() if getattr(info, "repr", True)]
             return self._container(len(names), attributes(value, names), budget, depth, "{}")
         attrs = getattr(value, "__dict__", None)
-        if type(value).__repr__ is object.__repr__ and isinstance(attrs, dict) and attrs:
-            # A default repr says nothing but the class; the public attributes say more.
+        if isinstance(attrs, dict) and attrs:
             names = [name for name in itertools.islice(attrs, 1024) if not name.startswith("_")]
-            if names:
+            if type(value).__repr__ is object.__repr__ and names:
+                # A default repr says nothing but the class; the public attributes say more.
                 return self._container(len(names), attributes(value, names), budget, depth, "{}")
+            # A fitted estimator's repr names its class and parameters; what it learned (`coef_`,
+            # `n_features_in_`: scikit-learn's trailing underscore) follows it.
+            learned = [name for name in names if name.endswith("_")]
+            if learned:
+                state = itertools.chain([("repr", _Label(safe_repr(value, budget)))], attributes(value, learned))
+                return self._container(len(learned) + 1, state, budget, depth, "{}")
         return self.text(safe_repr(value, budget), budget)
 
     # --- containers ----------------------------------------------------------------------------------
@@ -374,8 +387,12 @@ class _Walker:
                 summary["index"] = _Label(index)
             summary["head"] = {readable_key(key): self._cell(cell, None in masked) for key, cell in head.items()}
         else:
-            rows = ArrayRows(value, shape[0])
-            summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?")), "data": rows}
+            summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?"))}
+            first = _constant(value) if self.style != "strict" else None
+            if first is not None:  # an array holding one value: said once
+                summary["all"] = first
+            else:
+                summary["data"] = ArrayRows(value, shape[0])
         return self._container(len(summary), iter(summary.items()), budget, depth, "{}")
 
     def _frame(self, frame: object, shape: tuple[int, ...], budget: int, depth: int) -> str | None:
@@ -424,6 +441,25 @@ class _Walker:
         if credential and isinstance(cell, str) and not looks_ordinary(cell):
             return self.redaction.placeholder
         return readable_key(cell)
+
+
+def _all_same(items: Collection[object]) -> bool:
+    """Whether a list or tuple of numbers whose leading items are one value holds it throughout (in C)."""
+    first = next(iter(items))
+    return items.count(first) == len(items)  # type: ignore[attr-defined]
+
+
+def _constant(array: object) -> object:
+    """The one value a numeric array of more than two items holds throughout, else `None`."""
+    try:
+        if getattr(array, "size", 0) <= 2 or getattr(getattr(array, "dtype", None), "kind", "") not in "iufb":
+            return None
+        flat = array.ravel()  # type: ignore[attr-defined]
+        first = flat[0]
+        # The leading items first: an array of different values is told from them without a full pass.
+        return display_number(first) if bool((flat[:64] == first).all()) and bool((flat == first).all()) else None
+    except Exception:  # an array type whose comparison is not elementwise
+        return None
 
 
 @functools.lru_cache(maxsize=16)
