@@ -83,6 +83,8 @@ _MAX_INT_BITS = 4_000
 _SORT_SET_LIMIT = 256
 _FRAME_ROWS = 5
 _FRAME_COLUMNS = 20
+# An array of at least this many items that holds one value says it once (`"all":0.5`).
+_MIN_REPEATS = 8
 class _Walker:
     """One bounded walk; holds the ids of the containers on the current path to detect cycles."""
 
@@ -233,8 +235,6 @@ class _Walker:
         if isinstance(value, Collection):  # list, tuple, range, deque, dict views, user collections
             n = len(value)
             numbers = short_number_reprs(value, budget // 2)
-            if n > 2 and numbers is not None and self.style != "strict" and len(set(numbers)) == 1 and _all_same(value):
-                return self.fit(f"[{numbers[0]} ×{n}]", budget)  # repeated values said once
             if n and numbers is not None:
                 return self._container(n, iter(()), budget, depth, "[]", numbers=numbers)
             return self._container(n, ((None, item) for item in value), budget, depth, "[]")
@@ -388,7 +388,7 @@ class _Walker:
             summary["head"] = {readable_key(key): self._cell(cell, None in masked) for key, cell in head.items()}
         else:
             summary = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?"))}
-            first = _constant(value) if self.style != "strict" else None
+            first = _constant(value)
             if first is not None:  # an array holding one value: said once
                 summary["all"] = first
             else:
@@ -407,7 +407,8 @@ class _Walker:
         columns: dict[str, object] = {}
         for position, (column, dtype) in enumerate(small.dtypes.items()):
             label = str(dtype)
-            if described and position not in masked:
+            # Under a credential name a column shows its dtype only: what it holds could be read as a credential.
+            if described and position not in masked and not self.redaction.is_sensitive_name(str(column)):
                 label = column_label(frame.iloc[:, position])  # type: ignore[attr-defined]
             columns[str(column)] = _Label(label)
         head: dict[str, object] = {"shape": list(shape)}
@@ -443,16 +444,10 @@ class _Walker:
         return readable_key(cell)
 
 
-def _all_same(items: Collection[object]) -> bool:
-    """Whether a list or tuple of numbers whose leading items are one value holds it throughout (in C)."""
-    first = next(iter(items))
-    return items.count(first) == len(items)  # type: ignore[attr-defined]
-
-
 def _constant(array: object) -> object:
-    """The one value a numeric array of more than two items holds throughout, else `None`."""
+    """The one value a numeric array of `_MIN_REPEATS` items or more holds throughout, else `None`."""
     try:
-        if getattr(array, "size", 0) <= 2 or getattr(getattr(array, "dtype", None), "kind", "") not in "iufb":
+        if getattr(array, "size", 0) < _MIN_REPEATS or getattr(getattr(array, "dtype", None), "kind", "") not in "iufb":
             return None
         flat = array.ravel()  # type: ignore[attr-defined]
         first = flat[0]

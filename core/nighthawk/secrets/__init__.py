@@ -199,6 +199,7 @@ _ENUM_WORD = _lazy(r"[a-z]{1,12}(?:_[a-z]{1,12})*\d{0,3}|[A-Z][a-z]{0,11}|[A-Z]{
 _MAX_ENUM_WORD_CHARS = 24
 # A collection under a credential name is tested item by item, up to this many items.
 _MAX_ITEMS_TESTED = 256
+_LEAST_LISTED_WORDS = 3
 # An integer this big under a key's name can be the key itself (a private key as a number) or a numeric
 # session id; smaller ones are counts, sizes and flags.
 _KEY_SIZED_INTEGER = 2**32
@@ -221,8 +222,8 @@ def could_be_credential(name: str, value: object) -> bool:
     passcode, a secret) anything else can. Under any other credential name (a key, a token, `auth`, `salt`)
     neither a number (`salt=16`, `token=3`) nor a short word (`auth="basic"`, `token="bearer"`) can: keys and
     tokens are generated. An integer of more than 32 bits can (a private key or a session id as a number).
-    A compiled regex cannot (`token_re` finds tokens); a list, tuple or set can when one of its items can
-    (`token_list` of words is data, of keys is not).
+    A compiled regex cannot (`token_re` finds tokens); a list, tuple or set of three items or more can when one
+    of its items can (`token_list` of words is data, of keys is not).
     """
     if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
         return False
@@ -230,8 +231,9 @@ def could_be_credential(name: str, value: object) -> bool:
         return False  # `token_re`: code that finds tokens, never one
     if _names_a_chosen_secret(name):
         return True
-    if isinstance(value, list | tuple | set | frozenset) and not isinstance(value, str):
+    if isinstance(value, list | tuple | set | frozenset) and len(value) >= _LEAST_LISTED_WORDS:
         # `token_list = ["the", "a", ...]` holds words; a key among them still makes the whole a credential.
+        # A pair can be a login (`auth = ("ann", "hunter")`): it stays masked.
         return any(could_be_credential(name, item) for item in itertools.islice(value, _MAX_ITEMS_TESTED))
     if not isinstance(value, (str, bytes)) and _names_a_short_credential(name):
         return False  # `sig = np.array(...)` is a signal, `sid = 42` a row: a signature or session id is text
