@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import ast
 import functools
-import math
 from collections.abc import Sequence, Sized
 from typing import TYPE_CHECKING
 
 from ..block import scan_bindings
 from ._reprs import array_shape, type_name
 from ._summaries import intent_of, signature_text
+from ._tables import display_number
 
 if TYPE_CHECKING:
     from ..secrets import ContextRedaction
@@ -48,10 +48,9 @@ def short_line(name: str, value: object, redaction: ContextRedaction) -> str:
     kind = type_name(value)
     if redaction.hides(name, value):
         return f"{name}: {kind} = {redaction.placeholder}"
-    if value is None or isinstance(value, bool | int | float | complex):
-        if isinstance(value, float) and math.isfinite(value):
-            return f"{name}: {kind} = {value:.6g}" if abs(value) >= 1e6 else f"{name}: {kind} = {round(value, 6)!r}"
-        return f"{name}: {kind} = {value!r}"
+    shown = display_number(value)  # a numpy scalar as its Python number, a float as a table shows it
+    if shown is None or isinstance(shown, bool | int | float | complex):
+        return f"{name}: {kind} = {shown!r}"
     if isinstance(value, str):
         shown = redaction.scrub_text(_cut(value, _MAX_TEXT_CHARS))
         return f"{name}: str = {shown!r}" + (f" ({len(value)} chars)" if len(value) > _MAX_TEXT_CHARS else "")

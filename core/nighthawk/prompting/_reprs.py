@@ -13,6 +13,8 @@ import re
 import reprlib
 from collections.abc import Collection, Iterator
 
+from ._tables import display_number
+
 __all__ = [
     "ELLIPSIS",
     "SNIFF_BYTES",
@@ -181,4 +183,5 @@ class ArrayRows(Collection[object]):
                 yield ArrayRows(row, shape[0])
             else:
                 item = getattr(row, "item", None)
-                yield item() if callable(item) else row
+                # A float at the precision a table shows it (`2.040816`, not `2.0408163265306123`).
+                yield display_number(item()) if callable(item) else row
