@@ -1,10 +1,11 @@
 """What the model sees: everything that turns a step into the text (and media) of its requests.
 
 - `_prompt.py` assembles a step's system and user prompts from the configured templates (`_templates.py`).
-- `_summaries.py` writes the locals and globals summaries of the user prompt; `_namespace.py` the ranked
-  locals summary of a module namespace (a notebook cell's).
+- `_summaries.py` writes the locals and globals summaries of the user prompt; `_namespace.py` the two-tier
+  locals summary of a module namespace (a notebook cell's), from `_mentions.py` (what the cell names),
+  `_explorer.py` (one short line per other name) and `_imports.py` (the import lines).
 - `_render.py` renders any value within a token budget; `_reprs.py` holds the short, safe texts it and the
-  summaries build on (type names, bounded reprs, media sniffing).
+  summaries build on (type names, bounded reprs, media sniffing); `_tables.py` describes table columns.
 - `_tokens.py` counts tokens: the vocabulary-free estimate that every prompt budget uses, exact counts
   for reports where a vocabulary is available.
 - `_media.py` finds the images and documents a block reads and sends them beside the text.
