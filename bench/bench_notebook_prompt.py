@@ -2,7 +2,8 @@
 
 Prints, for a `%%natural` cell over the data notebook of tests/kernel/data_notebook.py (a 1,000-row DataFrame,
 a Series, a 64x32 array, 300 notes, a config dict, a dataclass, a helper function), the tokens of its LOCALS
-and GLOBALS sections without the import cell, with the 45-name import cell, and with 44 more names; then the
+and GLOBALS sections without the import cell, with the 45-name import cell (goal: it adds at most 100 tokens),
+and with 44 more names; then the
 first-request tokens of the three reference blocks of bench/bench_tokens.py (goal: at most 600 each).
 
 Counts are exact (o200k_base) when tiktoken's vocabulary loads (`TIKTOKEN_CACHE_DIR`, see bench_tokens.py),
@@ -43,7 +44,9 @@ def main() -> None:
     shell.run_cell(MORE)
     longer = namespace_tokens(shell, count)
     print(f"  data only                 {plain:6}")
-    print(f"  data + 45 imported names  {imported:6}  ({imported / plain:.2f}x; goal at most 1.15x)")
+    # The data of the other tier is one short line a name now, so a ratio to it says little: the import cell
+    # adds one `imported:` line.
+    print(f"  data + 45 imported names  {imported:6}  (+{imported - plain}; goal at most +100)")
     print(f"  + 44 more names           {longer:6}")
     print_reference_blocks(count, label)
 

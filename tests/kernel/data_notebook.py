@@ -96,6 +96,9 @@ def first_request(shell: Any, program: str, line: str = "") -> tuple[str, str]:
 
 
 def prompt_section(user_prompt: str, name: str) -> str:
-    """The text between `<<<NH:NAME>>>` and `<<<NH:END_NAME>>>` of a user prompt."""
+    """The text between `<<<NH:NAME>>>` and `<<<NH:END_NAME>>>` of a user prompt; `""` when a cell's prompt
+    leaves the section out (an empty GLOBALS)."""
+    if f"<<<NH:{name}>>>" not in user_prompt:
+        return ""
     start = user_prompt.index(f"<<<NH:{name}>>>") + len(f"<<<NH:{name}>>>")
     return user_prompt[start : user_prompt.index(f"<<<NH:END_{name}>>>")].strip("\n")

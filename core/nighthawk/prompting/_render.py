@@ -88,11 +88,14 @@ _MIN_REPEATS = 8
 class _Walker:
     """One bounded walk; holds the ids of the containers on the current path to detect cycles."""
 
-    def __init__(self, style: JsonRendererStyle, redaction: ContextRedaction) -> None:
+    def __init__(self, style: JsonRendererStyle, redaction: ContextRedaction, columns: dict[tuple[int, int | None], str]) -> None:
         self.style = style
         self.redaction = redaction
         self.active: set[int] = set()
         self.known_keys = _known_keys(style, redaction)
+        self.columns = columns
+        """Column labels by the id of their table and their position, shared by the walks of one `render_value` call: describing a
+        column reads all of it, once however often the budget is tried."""
 
     # --- markers -------------------------------------------------------------------------------------
 
@@ -381,7 +384,7 @@ class _Walker:
             head = value.iloc[:_FRAME_ROWS].to_dict()  # type: ignore[attr-defined]
             summary: dict[str, object] = {"shape": list(shape), "dtype": str(getattr(value, "dtype", "?"))}
             if hasattr(cls, "isna") and None not in masked:
-                summary["values"] = _Label(column_label(value))
+                summary["values"] = _Label(self._column(value, None))
             index = index_label(value.index) if hasattr(cls, "index") else None  # type: ignore[attr-defined]
             if index is not None:
                 summary["index"] = _Label(index)
@@ -409,7 +412,7 @@ class _Walker:
             label = str(dtype)
             # Under a credential name a column shows its dtype only: what it holds could be read as a credential.
             if described and position not in masked and not self.redaction.is_sensitive_name(str(column)):
-                label = column_label(frame.iloc[:, position])  # type: ignore[attr-defined]
+                label = self._column(frame, position)
             columns[str(column)] = _Label(label)
         head: dict[str, object] = {"shape": list(shape)}
         index = index_label(frame.index) if described else None  # type: ignore[attr-defined]
@@ -428,6 +431,14 @@ class _Walker:
         ]
         rendered = self.render(rows, left - len(shown), depth + 1)
         return opening[:-1] + ',"columns":' + shown + (',"rows":' + rendered if rendered else "") + "}"
+
+    def _column(self, table: object, position: int | None) -> str:
+        """The label of column `position` of a DataFrame (`None`: the Series `table` itself), made once."""
+        key = (id(table), position)
+        if key not in self.columns:
+            column = table if position is None else table.iloc[:, position]  # type: ignore[attr-defined]
+            self.columns[key] = column_label(column)
+        return self.columns[key]
 
     def _credential_positions(self, table: object) -> set[int | None]:
         """The positions of the columns of `table` that hold credentials (`None`: the Series itself)."""
@@ -503,9 +514,10 @@ def render_value(
         raise ValueError(f"`style` must be one of {_STYLES}, got {style!r}")
     budget = max_tokens * _CHARS_PER_TOKEN
     text = ""
+    columns: dict[tuple[int, int | None], str] = {}
     # The character budget is a guess at the token budget; measure and shrink a few times at most.
     for _ in range(4):
-        walker = _Walker(style, redaction)
+        walker = _Walker(style, redaction, columns)
         text = walker.render(value, budget, 0) or walker.elided()
         tokens = counter.count(text)
         if tokens <= max_tokens or budget <= 3:

@@ -16,7 +16,7 @@ import sys
 __all__ = ["column_label", "display_number", "index_label", "readable_key"]
 
 # Distinct values are counted in at most this many leading rows: a 10**7-row column costs what this costs.
-_SAMPLE_ROWS = 100_000
+_SAMPLE_ROWS = 20_000
 _MOST_VALUES = 4
 _MAX_VALUE_CHARS = 24
 _DEFAULT_PRECISION = 6
