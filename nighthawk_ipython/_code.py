@@ -17,11 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = ["put_step_code"]
 
-_SHOWN_KEYS = 8
-"""Recent cells and step ids an error names when the one asked for is unknown."""
 
-
-def put_step_code(shell: Any, displayer: StepDisplayer | None, key: str | None, *, echo: bool, display_mode: str) -> None:
+def put_step_code(shell: Any, displayer: StepDisplayer | None, key: str | None, *, echo: bool) -> None:
     """Put the code of a step in the next cell (and print it with `echo`).
 
     Args:
@@ -29,30 +26,27 @@ def put_step_code(shell: Any, displayer: StepDisplayer | None, key: str | None, 
         displayer: The kernel's `StepDisplayer` (which keeps the recent steps), or `None` before any step.
         key: A cell's execution count, a step id (`In[3]:2`, `__main__:12`), or `None` for the last step.
         echo: Print the code too.
-        display_mode: The kernel's display mode, to explain an empty history.
 
     Raises:
         UsageError: No step was kept, or none matches `key`.
     """
     step = None if displayer is None else displayer.find_step(key)
     if step is None:
-        raise UsageError(_missing(displayer, key, display_mode))
+        raise UsageError(_missing(displayer, key))
     code = step.as_python()
     shell.set_next_input(code, replace=False)
     if echo:
         print(code, end="")
 
 
-def _missing(displayer: StepDisplayer | None, key: str | None, display_mode: str) -> str:
-    history = None if displayer is None else displayer.history
-    known = [] if history is None else history.known()
-    if key is None or not known:
-        why = "no finished step has been recorded in this kernel yet"
-        if display_mode == "none":
-            why += " (display mode `none` records no steps: `%nighthawk display text` or `html` does)"
-        return f"%nighthawk code: {why}; run a `%%natural` cell or a natural function first"
-    shown = ", ".join(known[-_SHOWN_KEYS:])
-    return (
-        f"%nighthawk code: no recorded step for {key!r}; give a cell's execution count or a step id, one of "
-        f"the recent ones: {shown}"
-    )
+def _missing(displayer: StepDisplayer | None, key: str | None) -> str:
+    cells, ids = ([], []) if displayer is None else displayer.known_steps()
+    if key is None or not (cells or ids):
+        return (
+            "%nighthawk code: no finished step has been recorded in this kernel yet (a map keeps none of its "
+            "items' steps); run a `%%natural` cell or a natural function first"
+        )
+    listed = [f"cells {', '.join(map(str, cells))}"] if cells else []
+    if ids:
+        listed.append(f"step ids {', '.join(ids)}")
+    return f"%nighthawk code: no recorded step for {key!r}; give one of {'; '.join(listed)}"

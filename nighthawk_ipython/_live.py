@@ -18,9 +18,10 @@ ignores `update_display_data` and `clear_output`, while nbclient saves the *last
 
 So the saved and compared output is the final static one, it renders with no kernel and no network
 (nbconvert with or without stored widget state, GitHub, VS Code, a terminal), and a live frontend sees the
-steps as they run. In `html` and `text` mode only step 2's display happens. Events arrive on the runner's
-background thread or on the block's calling thread; IPython's display publisher and widget comms are safe
-to use from either.
+steps as they run. In `html` and `text` mode only step 2's display happens; in `none` mode nothing is
+displayed, but the cell's steps are still kept (no widget, no rendering) for `%nighthawk code`. Events
+arrive on the runner's background thread or on the block's calling thread; IPython's display publisher and
+widget comms are safe to use from either.
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ class StepDisplayer:
 
     @property
     def active(self) -> bool:
-        """Skip building events entirely when nothing would be displayed."""
-        return self._cell is not None or self._mode() != "none"
+        """Skip building events entirely when nothing would be displayed or kept: in display mode `none` the
+        steps are still recorded (for `%nighthawk code`), except while a map runs (it keeps none of its own)."""
+        return self._cell is not None or self._mode() != "none" or not self._muted
 
     def _mode(self) -> str:
         return _mode_override.get() or self._default_mode()
@@ -159,10 +161,7 @@ class StepDisplayer:
                     return  # a map runs: its own display shows it (`_mapview`)
                 cell = self._cell
                 if cell is None:
-                    mode = self._mode()
-                    if mode == "none":
-                        return
-                    cell = self._open_cell(mode)
+                    cell = self._open_cell(self._mode())
                 view = StepView(event, mode=cell.mode)
                 self._views[event.invocation_id] = view
                 cell.add(view)
@@ -241,12 +240,14 @@ class StepDisplayer:
 
             live.handle.update({WIDGET_MIME: CLOSED_VIEW}, raw=True)
             live.widget.retire()
-        self.last_view = cell
         if self.history is None:
             from ._records import StepHistory  # loaded with the cell's views already: a lookup
 
             self.history = StepHistory()
         self.history.add(count, cell.snapshot())
+        if cell.mode == "none":  # kept for `%nighthawk code`, never shown
+            return
+        self.last_view = cell
         if cell.snapshot():
             self._show(cell)
 
@@ -264,3 +265,17 @@ class StepDisplayer:
             if steps:
                 return steps[-1]
         return None if self.history is None else self.history.find(key)
+
+    def known_steps(self) -> tuple[list[int], list[str]]:
+        """Every key `find_step` answers, as `StepHistory.known` lists them, the running cell's included."""
+        cells, ids = ([], []) if self.history is None else self.history.known()
+        with self._lock:
+            cell, count = self._cell, self._cell_count
+        steps = [] if cell is None else [step for step in cell.snapshot() if step.finished]
+        if steps and count is not None:
+            from ._records import with_nested  # a cell is open: its views loaded the records already
+
+            cells = [*(known for known in cells if known != count), count]
+            found = {step.step_id: step for step in with_nested(steps)}  # the last of each id, as `find_step` does
+            ids = [*ids, *(key for key, step in found.items() if step is not steps[-1])]
+        return cells, list(dict.fromkeys(ids))

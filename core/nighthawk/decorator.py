@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._listeners import listening
 from ._rewrite import PRIVATE_PREFIX, RUNTIME, BlockSpec, build_code, read_late, rewrite_body
 from ._source import KeptSource, function_source
 from ._validation import resolve_annotation
@@ -29,6 +30,7 @@ from .errors import NaturalParseError
 from .frame import Frame
 
 if TYPE_CHECKING:
+    from .events import LocalSource
     from .runner import BlockResult
 
 __all__ = ["natural_function"]
@@ -224,6 +226,11 @@ class _FunctionRuntime:
     def _make_frame(self, spec: BlockSpec, python_locals: dict[str, object], read_values: tuple[object, ...]) -> Frame:
         binding_types, return_type = self._declared_types()
         visible = {name: value for name, value in python_locals.items() if not name.startswith(PRIVATE_PREFIX)}
+        sources: tuple[LocalSource, ...] = ()
+        if listening():  # only a listener (a notebook's display) shows the step's code
+            from ._local_sources import local_sources, parameter_names  # loads the events, as the step will
+
+            sources = local_sources(visible, parameter_names(self.function.__code__))
         return Frame(
             python_locals=visible,
             python_globals=self.function.__globals__,
@@ -235,6 +242,7 @@ class _FunctionRuntime:
             step_id=f"{self.module}:{spec.line}",
             filename=self.filename,
             line=spec.line,
+            local_sources=sources,
         )
 
     escape = staticmethod(escape_bindings)

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .events import LocalSource
 
 __all__ = ["Frame"]
 
@@ -40,3 +44,6 @@ class Frame:
     prompt then ranks them (what the program mentions, the user's data, then imports in one line)."""
     filename: str | None = None
     line: int | None = None
+    local_sources: tuple[LocalSource, ...] = ()
+    """A function's locals with where a notebook can take them from, for the step's code (`StepStarted`);
+    made only when someone listens to the events, empty for a cell."""

@@ -84,7 +84,7 @@ async def _run_block(program: Program, frame: Frame) -> BlockResult:
     # The wall-time budget runs from here: rendering the prompt and every call of user code count.
     deadline = step_deadline(configuration.step_budget)
     with _scrubbing(step) as scrubber, bounded_by(deadline):
-        result = await _run_step(program, executor, step, deadline)
+        result = await _run_step(program, executor, step, deadline, frame.local_sources)
         if result.exception is not None:
             scrub_exception(result.exception, scrubber)
         return result
@@ -129,7 +129,13 @@ def prepared_step(program: Program, frame: Frame) -> Iterator[tuple[StepContext,
         yield step, configuration
 
 
-async def _run_step(program: Program, executor: object, step: StepContext, deadline: Deadline | None) -> BlockResult:
+async def _run_step(
+    program: Program,
+    executor: object,
+    step: StepContext,
+    deadline: Deadline | None,
+    local_sources: tuple[events.LocalSource, ...],
+) -> BlockResult:
     from ._loop import on_user_thread  # asyncio is imported on the first block, not with nighthawk
 
     listening = events.listening()
@@ -146,6 +152,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
                 model=str(getattr(executor, "model_label", type(executor).__name__)),
                 allowed_outcomes=step.allowed_outcomes,
                 placeholder=step.rendering.redaction.placeholder,
+                local_sources=local_sources,
             )
         )
     try:

@@ -90,8 +90,17 @@ def test_nothing_is_displayed_in_none_mode() -> None:
     assert recorder.shown == []
 
 
-def test_listener_is_inactive_in_none_mode() -> None:
+def test_steps_in_none_mode_are_kept_for_their_code() -> None:
+    listener, _, shell = displayer("none")
+    feed(listener, step_events("quiet"))
+    shell.end_cell()
+    assert listener.find_step(None).invocation_id == "quiet"
+
+
+def test_listener_in_none_mode_is_inactive_only_while_a_map_runs() -> None:
     listener, _, _ = displayer("none")
+    assert listener.active is True
+    listener.mute(True)  # a map keeps none of its items' steps: no events are built for them
     assert listener.active is False
 
 
