@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import ast
 import sys
-import types
 from collections.abc import Collection, Mapping
 
 from .events import LocalSource
 
-__all__ = ["local_sources", "parameter_names"]
+__all__ = ["local_sources"]
 
 _LITERAL_ROOM = 80
 """Longest literal written into the code (longer values are named by their type)."""
@@ -26,13 +25,6 @@ _ITEMS = 16
 _SHARED = (int, bool, type(None))
 """Types written as literals even when a notebook name holds the value: Python shares small ints, `True` and
 `None` between all names, so a name holding the same object says nothing about where the value came from."""
-
-
-def parameter_names(code: types.CodeType) -> tuple[str, ...]:
-    """The parameters of a function's code, in order (`*args` and `**kwargs` included)."""
-    count = code.co_argcount + code.co_kwonlyargcount
-    count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # CO_VARARGS, CO_VARKEYWORDS
-    return code.co_varnames[:count]
 
 
 def local_sources(

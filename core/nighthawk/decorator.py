@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._listeners import listening
 from ._rewrite import PRIVATE_PREFIX, RUNTIME, BlockSpec, build_code, read_late, rewrite_body
 from ._source import KeptSource, function_source
 from ._validation import resolve_annotation
@@ -30,7 +29,6 @@ from .errors import NaturalParseError
 from .frame import Frame
 
 if TYPE_CHECKING:
-    from .events import LocalSource
     from .runner import BlockResult
 
 __all__ = ["natural_function"]
@@ -201,6 +199,7 @@ class _FunctionRuntime:
         self.source = source
         self.first_line = function.__code__.co_firstlineno
         """The file line of the source's first line."""
+        self.parameters = _parameters(function.__code__)
         self.enclosing_types = enclosing_types
         self.enclosing = enclosing
         self.specs = specs
@@ -226,11 +225,6 @@ class _FunctionRuntime:
     def _make_frame(self, spec: BlockSpec, python_locals: dict[str, object], read_values: tuple[object, ...]) -> Frame:
         binding_types, return_type = self._declared_types()
         visible = {name: value for name, value in python_locals.items() if not name.startswith(PRIVATE_PREFIX)}
-        sources: tuple[LocalSource, ...] = ()
-        if listening():  # only a listener (a notebook's display) shows the step's code
-            from ._local_sources import local_sources, parameter_names  # loads the events, as the step will
-
-            sources = local_sources(visible, parameter_names(self.function.__code__))
         return Frame(
             python_locals=visible,
             python_globals=self.function.__globals__,
@@ -242,7 +236,7 @@ class _FunctionRuntime:
             step_id=f"{self.module}:{spec.line}",
             filename=self.filename,
             line=spec.line,
-            local_sources=sources,
+            parameters=self.parameters,
         )
 
     escape = staticmethod(escape_bindings)
@@ -298,6 +292,13 @@ class _FunctionRuntime:
 
         spec = self.specs[index]
         return await run_block_async(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
+
+
+def _parameters(code: types.CodeType) -> tuple[str, ...]:
+    """The parameters of a function's code, in order (`*args` and `**kwargs` included)."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return code.co_varnames[:count]
 
 
 def _returned_type(function: types.FunctionType, annotation: object) -> object:

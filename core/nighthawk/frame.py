@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .events import LocalSource
 
 __all__ = ["Frame"]
 
@@ -44,6 +40,6 @@ class Frame:
     prompt then ranks them (what the program mentions, the user's data, then imports in one line)."""
     filename: str | None = None
     line: int | None = None
-    local_sources: tuple[LocalSource, ...] = ()
-    """A function's locals with where a notebook can take them from, for the step's code (`StepStarted`);
-    made only when someone listens to the events, empty for a cell."""
+    parameters: tuple[str, ...] = ()
+    """Which of the locals are the function's parameters (none for a cell): the step's code binds those it
+    reads to the call's arguments (`_local_sources`)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from nighthawk._as_python import CallCode, step_as_python
-from nighthawk.events import LocalSource, OutcomeReached
+from nighthawk.events import OutcomeReached
 
 
 def evaluated(expression: str, *, ok: bool = True) -> CallCode:
@@ -168,8 +168,11 @@ def test_a_name_that_looks_like_another_is_a_comment_with_the_difference_escaped
     )
 
 
-def argument(name: str, source: str, expression: str | None = None, type_name: str = "") -> LocalSource:
-    return LocalSource(name=name, parameter=True, source=source, expression=expression, type_name=type_name)
+def argument(name: str, source: str, expression: str | None = None, *, parameter: bool = True, type_name: str = "") -> object:
+    """One of a natural function's locals, as its `StepStarted` event tells where it comes from."""
+    from nighthawk.events import LocalSource
+
+    return LocalSource(name=name, parameter=parameter, source=source, expression=expression, type_name=type_name)
 
 
 SORTED = [evaluated("xs.sort()")]
@@ -195,13 +198,13 @@ def test_an_argument_nothing_names_is_a_comment_saying_what_to_bind() -> None:
 
 
 def test_a_local_the_code_assigns_before_reading_it_is_not_bound() -> None:
-    local = LocalSource(name="big", parameter=False, source="literal", expression="[]")
+    local = argument("big", "literal", "[]", parameter=False)
     code = step_as_python([assigned("big", "[1]")], ended("return", return_expression="big"), cell=False, local_sources=[local])
     assert code == "big = [1]\nresult = big  # the block returns this\n"
 
 
 def test_a_local_the_function_set_before_the_block_is_bound_and_said_so() -> None:
-    local = LocalSource(name="total", parameter=False, source="literal", expression="0")
+    local = argument("total", "literal", "0", parameter=False)
     code = step_as_python([evaluated("total + 1")], PASSED, cell=False, local_sources=[local])
     assert code == "total = 0  # set in the function before the block\ntotal + 1\n"
 

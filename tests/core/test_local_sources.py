@@ -9,8 +9,8 @@ import pytest
 
 import nighthawk as nh
 from nighthawk import events
-from nighthawk._local_sources import local_sources, parameter_names
-from scripting import call, finish, scripted_executor
+from nighthawk._local_sources import local_sources
+from scripting import finish, scripted_executor
 
 
 def only(python_locals: dict[str, object], notebook: dict[str, object]) -> events.LocalSource:
@@ -54,14 +54,33 @@ def test_an_object_of_the_users_own_class_is_never_turned_into_text() -> None:
     assert only({"xs": Loud([1])}, {}).source == "unnamed"
 
 
-def test_parameters_are_told_from_the_other_locals() -> None:
-    def function(a, b=1, *rest, c, **options):  # type: ignore[no-untyped-def]
-        total = 0
-        return total
+@nh.natural_function
+def padded(xs: list[int], *rest: int, width: int = 3, **options: str) -> list[int]:
+    fill = 0
+    """natural
+    Pad <xs> with <fill> to <width>.
+    """
 
-    assert parameter_names(function.__code__) == ("a", "b", "c", "rest", "options")
-    sources = local_sources({"a": 1, "total": 0}, parameter_names(function.__code__), {})
-    assert [(source.name, source.parameter) for source in sources] == [("a", True), ("total", False)]
+
+def started_by(function: object, *args: object, **kwargs: object) -> events.StepStarted:
+    """The `StepStarted` event of calling `function` once, with a model that returns `xs`."""
+    executor, _ = scripted_executor([finish("return", return_expression="xs")])
+    seen: list[object] = []
+    with events.listen(seen.append), nh.run(executor):
+        function(*args, **kwargs)  # type: ignore[operator]
+    (started,) = [event for event in seen if isinstance(event, events.StepStarted)]
+    return started
+
+
+def test_the_functions_parameters_are_told_from_the_variables_it_set_before_the_block() -> None:
+    started = started_by(padded, [1], 2, width=4, sep=",")
+    assert [(source.name, source.parameter) for source in started.local_sources] == [
+        ("xs", True),
+        ("width", True),
+        ("rest", True),
+        ("options", True),
+        ("fill", False),
+    ]
 
 
 @nh.natural_function
@@ -74,11 +93,7 @@ def smallest(xs: list[int], key: str) -> list[int]:
 def test_a_natural_functions_step_started_event_says_where_its_arguments_come_from(monkeypatch: pytest.MonkeyPatch) -> None:
     scores = [7, 3, 9]
     monkeypatch.setattr(sys.modules["__main__"], "scores", scores, raising=False)
-    executor, _ = scripted_executor([call("nh_eval", expression="xs.sort()")], [finish("return", return_expression="xs")])
-    seen: list[object] = []
-    with events.listen(seen.append), nh.run(executor):
-        smallest(scores, "ascending")
-    (started,) = [event for event in seen if isinstance(event, events.StepStarted)]
+    started = started_by(smallest, scores, "ascending")
     assert [(source.name, source.expression) for source in started.local_sources] == [
         ("xs", "scores"),
         ("key", "'ascending'"),
@@ -86,19 +101,15 @@ def test_a_natural_functions_step_started_event_says_where_its_arguments_come_fr
 
 
 @nh.natural_function
-def signed(payload: str, api_key: str) -> str:
+def signed(xs: str, api_key: str) -> str:
     """natural
-    Return <payload> signed with <api_key>.
+    Return <xs> signed with <api_key>.
     """
 
 
 def test_a_secret_argument_written_as_a_literal_reaches_no_listener() -> None:
     secret = "sk-proj-Q7vR2mZ9pL4tK8wN3bY6cJ1hF5dS0aGx"
-    executor, _ = scripted_executor([finish("return", return_expression="payload")])
-    seen: list[object] = []
-    with events.listen(seen.append), nh.run(executor):
-        signed("hello", secret)
-    (started,) = [event for event in seen if isinstance(event, events.StepStarted)]
+    started = started_by(signed, "hello", secret)
     assert secret not in repr(started)
     assert dict((source.name, source.expression) for source in started.local_sources)["api_key"] == "'<masked>'"
 
@@ -113,6 +124,6 @@ def test_no_listener_no_sources_are_made(monkeypatch: pytest.MonkeyPatch) -> Non
         raise AssertionError("made without a listener")
 
     monkeypatch.setattr(module, "local_sources", refuse)
-    executor, _ = scripted_executor([finish("return", return_expression="payload")])
+    executor, _ = scripted_executor([finish("return", return_expression="xs")])
     with nh.run(executor):
         assert signed("hello", "key") == "hello"

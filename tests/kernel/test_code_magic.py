@@ -408,3 +408,27 @@ def _displayer(shell: Any) -> Any:
     from nighthawk_ipython._state import state_for
 
     return state_for(shell).displayer
+
+
+KERNEL_FUNCTION_CELL = '''
+scores = [7, 3, 9, 1]
+
+@nighthawk.natural_function
+def sort_scores(xs):
+    """natural
+    EVAL xs.sort()
+    """
+'''
+
+
+def test_in_a_real_kernel_with_display_none_a_functions_code_runs_as_written() -> None:
+    from live import live_kernel  # starts an ipykernel; `BASE_SETUP` turns the display off
+
+    with live_kernel() as live:
+        live.ok(KERNEL_FUNCTION_CELL)
+        live.ok("sort_scores(scores)")
+        code = live.ok("%nighthawk code --print").printed
+        assert code.startswith("xs = scores  # the argument\nxs.sort()\n")
+        live.ok("scores = [7, 3, 9, 1]")
+        live.ok(code)
+        assert live.ok("scores").result == "[1, 3, 7, 9]"
