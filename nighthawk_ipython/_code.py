@@ -30,6 +30,11 @@ def put_step_code(shell: Any, displayer: StepDisplayer | None, key: str | None, 
     Raises:
         UsageError: No step was kept, or none matches `key`.
     """
+    if key is None and displayer is not None and displayer.map_ran_last:
+        raise UsageError(
+            "%nighthawk code: the last steps ran in a `nighthawk.map`, which keeps none of its items' steps; "
+            f"{_listing(displayer) or 'no other step is kept'}"
+        )
     step = None if displayer is None else displayer.find_step(key)
     if step is None:
         raise UsageError(_missing(displayer, key))
@@ -40,13 +45,19 @@ def put_step_code(shell: Any, displayer: StepDisplayer | None, key: str | None, 
 
 
 def _missing(displayer: StepDisplayer | None, key: str | None) -> str:
-    cells, ids = ([], []) if displayer is None else displayer.known_steps()
-    if key is None or not (cells or ids):
+    listing = None if displayer is None else _listing(displayer)
+    if key is None or listing is None:
         return (
             "%nighthawk code: no finished step has been recorded in this kernel yet (a map keeps none of its "
             "items' steps); run a `%%natural` cell or a natural function first"
         )
+    return f"%nighthawk code: no recorded step for {key!r}; {listing}"
+
+
+def _listing(displayer: StepDisplayer) -> str | None:
+    """`give one of cells 3, 5; step ids __main__:12`: every step that can be asked for; `None` if none."""
+    cells, ids = displayer.known_steps()
     listed = [f"cells {', '.join(map(str, cells))}"] if cells else []
     if ids:
         listed.append(f"step ids {', '.join(ids)}")
-    return f"%nighthawk code: no recorded step for {key!r}; give one of {'; '.join(listed)}"
+    return f"give one of {'; '.join(listed)}" if listed else None

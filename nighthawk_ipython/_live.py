@@ -95,6 +95,9 @@ class StepDisplayer:
         """The execution count of the open cell (its `In[n]`), to file its steps under."""
         self.history: StepHistory | None = None
         """The latest steps of past cells, for `%nighthawk code` (made with the first cell that ran one)."""
+        self.map_ran_last = False
+        """Whether a map started after the last step kept: its items' steps are not kept, so the last step
+        kept is not the last that ran (`%nighthawk code` says so rather than give it as the last)."""
 
     @property
     def active(self) -> bool:
@@ -110,6 +113,7 @@ class StepDisplayer:
         display, and 1,000 items must not add 1,000 steps to the cell's."""
         with self._lock:
             self._muted += 1 if muted else -1
+            self.map_ran_last = self.map_ran_last or muted
 
     def _show(self, obj: Any, **kwargs: Any) -> Any:
         display = self._display
@@ -165,6 +169,7 @@ class StepDisplayer:
                 view = StepView(event, mode=cell.mode)
                 self._views[event.invocation_id] = view
                 cell.add(view)
+                self.map_ran_last = False
         self._refresh()
 
     def _open_cell(self, mode: str) -> CellView:

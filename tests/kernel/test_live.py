@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from IPython.core.error import UsageError
 from IPython.core.events import EventManager, available_events
 from kernel_scripts import step_events
 
+from nighthawk_ipython._code import put_step_code
 from nighthawk_ipython._live import StepDisplayer, display_mode_override
 
 
@@ -137,3 +140,13 @@ def test_listed_step_shows_its_returned_value_not_the_expression() -> None:
         feed(listener, [returned if isinstance(event, events.OutcomeReached) else event for event in stream])
     shell.end_cell()
     assert '  #2 In[1]:2 · completed · return "bug" · total = 6 · 2 requests' in recorder.shown[0].text()
+
+
+def test_after_a_map_the_code_of_an_older_step_is_not_given_as_the_last() -> None:
+    listener, _, shell = displayer()
+    feed(listener, step_events("before"))
+    shell.end_cell()
+    listener.mute(True)  # what a map does while its items run: their steps are not kept
+    listener.mute(False)
+    with pytest.raises(UsageError, match=r"the last steps ran in a `nighthawk.map`, which keeps none .*; give one of"):
+        put_step_code(shell, listener, None, echo=False)
