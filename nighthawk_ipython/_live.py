@@ -96,8 +96,8 @@ class StepDisplayer:
         self.history: StepHistory | None = None
         """The latest steps of past cells, for `%nighthawk code` (made with the first cell that ran one)."""
         self.map_ran_last = False
-        """Whether a map started after the last step kept: its items' steps are not kept, so the last step
-        kept is not the last that ran (`%nighthawk code` says so rather than give it as the last)."""
+        """Whether a map started after the last kept step finished: its items' steps are not kept, so the
+        last step kept is not the last that ran (`%nighthawk code` says so rather than give it as the last)."""
 
     @property
     def active(self) -> bool:
@@ -140,7 +140,8 @@ class StepDisplayer:
         if isinstance(event, events.StepFinished):
             with self._lock:
                 self._views.pop(invocation_id, None)
-                self._parents.pop(invocation_id, None)
+                if self._parents.pop(invocation_id, None) is None:  # a top-level step, kept: the last now
+                    self.map_ran_last = False
                 cell = self._cell
             if self._hooked is None and cell is not None and cell.running == 0:
                 self.flush()  # no shell tells us when the cell ends: show it when nothing runs
@@ -169,7 +170,6 @@ class StepDisplayer:
                 view = StepView(event, mode=cell.mode)
                 self._views[event.invocation_id] = view
                 cell.add(view)
-                self.map_ran_last = False
         self._refresh()
 
     def _open_cell(self, mode: str) -> CellView:

@@ -181,12 +181,19 @@ def _read_first(code: str) -> set[str]:
 
 
 def _binding_lines(sources: Sequence[LocalSource], code: list[str], placeholder: str) -> list[str]:
-    """Lines binding the function's locals that `code` reads before assigning them, in the function's order."""
+    """Lines binding the function's locals that `code` reads before assigning them: those the notebook's
+    names hold first (they read the notebook), then the literals, then what no line can bind."""
     needed = _read_first("\n".join(code))
+    bound = [source for source in sources if source.name in needed and source.expression != source.name]
+    named = [source for source in bound if source.source == "name"]
     lines: list[str] = []
-    for source in sources:
-        if source.name not in needed or source.expression == source.name:  # the notebook's own name
-            continue
+    if any(source.expression in {other.name for other in named} for source in named):
+        # `f(y, x)` binds `x = y` and `y = x`: one by one, the second would read the value the first set.
+        targets = ", ".join(source.name for source in named)
+        together = _statement(", ".join(str(source.expression) for source in named), targets, placeholder)
+        lines.extend([*together[:-1], f"{together[-1]}  # the arguments, read together"])
+        named = []
+    for source in [*named, *(source for source in bound if source.source != "name")]:
         what = "the argument" if source.parameter else "set in the function before the block"
         if source.expression is None:
             lines.append(
@@ -194,8 +201,8 @@ def _binding_lines(sources: Sequence[LocalSource], code: list[str], placeholder:
                 f"bind {source.name} to it to run this"
             )
             continue
-        bound = _statement(source.expression, source.name, placeholder)
-        lines.extend([*bound[:-1], f"{bound[-1]}  # {what}"])
+        line = _statement(source.expression, source.name, placeholder)
+        lines.extend([*line[:-1], f"{line[-1]}  # {what}"])
     return lines
 
 

@@ -217,3 +217,22 @@ def test_an_argument_the_notebook_holds_under_its_own_name_needs_no_binding() ->
 def test_an_argument_holding_a_masked_secret_is_a_comment() -> None:
     code = step_as_python([evaluated("len(key)")], PASSED, cell=False, local_sources=[argument("key", "literal", "'<masked>'")])
     assert code == "# a secret in it is masked (<masked>): put it back to run it:\n# key = '<masked>'  # the argument\nlen(key)\n"
+
+
+def test_arguments_given_in_swapped_order_are_bound_together() -> None:
+    # `gap(b, a)` with the notebook's `a` and `b`: `a = b` then `b = a` would give `b` its own value back.
+    sources = [argument("a", "name", "b"), argument("b", "name", "a")]
+    code = step_as_python([], ended("return", return_expression="a - b"), cell=False, local_sources=sources)
+    assert code == "a, b = b, a  # the arguments, read together\nresult = a - b  # the block returns this\n"
+    namespace = {"a": 1, "b": 10}
+    exec(code, namespace)
+    assert namespace["result"] == 9
+
+
+def test_the_notebooks_names_are_read_before_a_literal_rebinds_one() -> None:
+    # `f(b, 5)` for `def f(a, b)`: `b = 5` first would make `a` the 5, not the notebook's `b`.
+    sources = [argument("b", "literal", "5"), argument("a", "name", "b")]
+    code = step_as_python([], ended("return", return_expression="a + [b]"), cell=False, local_sources=sources)
+    namespace = {"b": [1]}
+    exec(code, namespace)
+    assert namespace["result"] == [1, 5]

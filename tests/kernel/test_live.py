@@ -22,13 +22,17 @@ class Recorder:
 
 
 class Shell:
-    """Just the part of a shell the displayer uses: the `post_run_cell` event that ends a cell."""
+    """Just the parts of a shell the displayer uses: the `post_run_cell` event that ends a cell, and the next
+    input `%nighthawk code` fills."""
 
     def __init__(self) -> None:
         self.events = EventManager(self, available_events)
 
     def end_cell(self) -> None:
         self.events.trigger("post_run_cell", None)
+
+    def set_next_input(self, code: str, replace: bool = False) -> None:
+        self.next_input = code
 
 
 def displayer(mode: str = "html") -> tuple[StepDisplayer, Recorder, Shell]:
@@ -150,3 +154,16 @@ def test_after_a_map_the_code_of_an_older_step_is_not_given_as_the_last() -> Non
     listener.mute(False)
     with pytest.raises(UsageError, match=r"the last steps ran in a `nighthawk.map`, which keeps none .*; give one of"):
         put_step_code(shell, listener, None, echo=False)
+
+
+def test_a_step_that_ran_a_map_and_finished_after_it_is_the_last_step() -> None:
+    listener, _, shell = displayer()
+    started, *rest = step_events("mapper")
+    feed(listener, [started])
+    listener.mute(True)  # the step's model code runs a map
+    listener.mute(False)
+    feed(listener, rest)
+    shell.end_cell()
+    put_step_code(shell, listener, None, echo=False)
+    assert shell.next_input == listener.find_step(None).as_python()
+    assert listener.find_step(None).invocation_id == "mapper"
