@@ -285,12 +285,13 @@ def smallest(xs, n):
 '''
 
 
-def sort_then_return_first() -> Any:
+def sorting_model() -> Any:
+    """A model that sorts `xs` in place, then returns its first `n` items."""
     return scripted([evaluate("xs.sort()")], [outcome("return", return_expression="xs[:n]")])
 
 
 def test_a_natural_functions_parameters_are_bound_to_the_notebook_names_the_call_gave(shell: Any, use_model: Any) -> None:
-    use_model(sort_then_return_first())
+    use_model(sorting_model())
     shell.run_cell(SORT_CELL)
     shell.user_ns["scores"] = [7, 3, 9, 1]
     with capture_output():
@@ -306,7 +307,7 @@ def test_a_natural_functions_parameters_are_bound_to_the_notebook_names_the_call
 def test_a_natural_functions_code_runs_as_written_among_the_notebooks_names_and_gives_its_result(
     shell: Any, use_model: Any
 ) -> None:
-    use_model(sort_then_return_first())
+    use_model(sorting_model())
     shell.run_cell(SORT_CELL)
     shell.user_ns.update(scores=[7, 3, 9, 1], how_many=2)
     notebook = copy.deepcopy({name: shell.user_ns[name] for name in ("scores", "how_many")})
@@ -319,7 +320,7 @@ def test_a_natural_functions_code_runs_as_written_among_the_notebooks_names_and_
 
 
 def test_an_argument_no_notebook_name_holds_is_a_comment_saying_what_to_bind(shell: Any, use_model: Any) -> None:
-    use_model(sort_then_return_first())
+    use_model(sorting_model())
     shell.run_cell(SORT_CELL)
     with capture_output():
         shell.run_cell("lowest = smallest(list(range(100, 0, -1)), 2)")
@@ -369,7 +370,7 @@ def test_an_unknown_cell_is_refused_with_every_step_that_can_be_given(shell: Any
             use_model(scripted([evaluate(f"seen.append({turn})")], [outcome("pass")]))
             shell.run_cell("%%natural\nNote this turn in <seen>.", store_history=True)
             cells.append(str(shell.execution_count - 1))
-        use_model(sort_then_return_first())
+        use_model(sorting_model())
         shell.run_cell(SORT_CELL)
         shell.run_cell("first = smallest([3, 2], 1)", store_history=True)
     result = shell.run_cell("%nighthawk code 99999")
@@ -386,15 +387,17 @@ def test_no_step_yet_is_refused_with_what_to_do(shell: Any) -> None:
         put_step_code(shell, None, None, echo=False)
 
 
-@pytest.mark.parametrize("display_none", ["%%natural --display none\n", "%nighthawk display none\n%%natural\n"])
-def test_the_code_after_a_step_shown_with_display_none_is_that_steps(shell: Any, use_model: Any, orders: Any, display_none: str) -> None:
+@pytest.mark.parametrize(
+    ("setting", "magic"), [("", "%%natural --display none"), ("%nighthawk display none", "%%natural")], ids=["cell", "kernel"]
+)
+def test_the_code_after_a_step_shown_with_display_none_is_that_steps(
+    shell: Any, use_model: Any, orders: Any, setting: str, magic: str
+) -> None:
     shell.user_ns["prices"] = [3, 4]
     use_model(scripted([assign("total", "sum(prices)")], [outcome("pass")]))
-    *settings, cell = display_none.splitlines(keepends=True)
-    for line in settings:
-        shell.run_cell(line)
+    shell.run_cell(setting)
     with capture_output() as captured:
-        shell.run_cell(cell + "Sum <prices> into <:total>.")
+        shell.run_cell(f"{magic}\nSum <prices> into <:total>.")
     assert captured.outputs == []
     assert produced_code(shell) == "total = sum(prices)\n"
 
