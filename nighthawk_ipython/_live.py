@@ -18,9 +18,10 @@ ignores `update_display_data` and `clear_output`, while nbclient saves the *last
 
 So the saved and compared output is the final static one, it renders with no kernel and no network
 (nbconvert with or without stored widget state, GitHub, VS Code, a terminal), and a live frontend sees the
-steps as they run. In `html` and `text` mode only step 2's display happens. Events arrive on the runner's
-background thread or on the block's calling thread; IPython's display publisher and widget comms are safe
-to use from either.
+steps as they run. In `html` and `text` mode only step 2's display happens; in `none` mode nothing is
+displayed, but the cell's steps are still kept (no widget, no rendering) for `%nighthawk code`. Events
+arrive on the runner's background thread or on the block's calling thread; IPython's display publisher and
+widget comms are safe to use from either.
 """
 
 from __future__ import annotations
@@ -94,11 +95,15 @@ class StepDisplayer:
         """The execution count of the open cell (its `In[n]`), to file its steps under."""
         self.history: StepHistory | None = None
         """The latest steps of past cells, for `%nighthawk code` (made with the first cell that ran one)."""
+        self.map_ran_last = False
+        """Whether a map started after the last kept step finished: its items' steps are not kept, so the
+        last step kept is not the last that ran (`%nighthawk code` says so rather than give it as the last)."""
 
     @property
     def active(self) -> bool:
-        """Skip building events entirely when nothing would be displayed."""
-        return self._cell is not None or self._mode() != "none"
+        """Skip building events entirely when nothing would be displayed or kept: in display mode `none` the
+        steps are still recorded (for `%nighthawk code`), except while a map runs (it keeps none of its own)."""
+        return self._cell is not None or self._mode() != "none" or not self._muted
 
     def _mode(self) -> str:
         return _mode_override.get() or self._default_mode()
@@ -108,6 +113,7 @@ class StepDisplayer:
         display, and 1,000 items must not add 1,000 steps to the cell's."""
         with self._lock:
             self._muted += 1 if muted else -1
+            self.map_ran_last = self.map_ran_last or muted
 
     def _show(self, obj: Any, **kwargs: Any) -> Any:
         display = self._display
@@ -134,7 +140,8 @@ class StepDisplayer:
         if isinstance(event, events.StepFinished):
             with self._lock:
                 self._views.pop(invocation_id, None)
-                self._parents.pop(invocation_id, None)
+                if self._parents.pop(invocation_id, None) is None:  # a top-level step, kept: the last now
+                    self.map_ran_last = False
                 cell = self._cell
             if self._hooked is None and cell is not None and cell.running == 0:
                 self.flush()  # no shell tells us when the cell ends: show it when nothing runs
@@ -159,10 +166,7 @@ class StepDisplayer:
                     return  # a map runs: its own display shows it (`_mapview`)
                 cell = self._cell
                 if cell is None:
-                    mode = self._mode()
-                    if mode == "none":
-                        return
-                    cell = self._open_cell(mode)
+                    cell = self._open_cell(self._mode())
                 view = StepView(event, mode=cell.mode)
                 self._views[event.invocation_id] = view
                 cell.add(view)
@@ -241,12 +245,14 @@ class StepDisplayer:
 
             live.handle.update({WIDGET_MIME: CLOSED_VIEW}, raw=True)
             live.widget.retire()
-        self.last_view = cell
         if self.history is None:
             from ._records import StepHistory  # loaded with the cell's views already: a lookup
 
             self.history = StepHistory()
         self.history.add(count, cell.snapshot())
+        if cell.mode == "none":  # kept for `%nighthawk code`, never shown
+            return
+        self.last_view = cell
         if cell.snapshot():
             self._show(cell)
 
@@ -264,3 +270,17 @@ class StepDisplayer:
             if steps:
                 return steps[-1]
         return None if self.history is None else self.history.find(key)
+
+    def known_steps(self) -> tuple[list[int], list[str]]:
+        """Every key `find_step` answers, as `StepHistory.known` lists them, the running cell's included."""
+        cells, ids = ([], []) if self.history is None else self.history.known()
+        with self._lock:
+            cell, count = self._cell, self._cell_count
+        steps = [] if cell is None else [step for step in cell.snapshot() if step.finished]
+        if steps and count is not None:
+            from ._records import with_nested  # a cell is open: its views loaded the records already
+
+            cells = [*(known for known in cells if known != count), count]
+            found = {step.step_id: step for step in with_nested(steps)}  # the last of each id, as `find_step` does
+            ids = [*ids, *(key for key, step in found.items() if step is not steps[-1])]
+        return cells, list(dict.fromkeys(ids))

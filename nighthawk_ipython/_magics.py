@@ -319,7 +319,7 @@ class NighthawkMagics(Magics):
                 if len(values) > 1:
                     self._expect(values, 1, "code", "[STEP] [--print]")
                 key = values[0] if values else None
-                put_step_code(self.shell, self._state.displayer, key, echo=args.echo, display_mode=settings.display)
+                put_step_code(self.shell, self._state.displayer, key, echo=args.echo)
             case "help":
                 self._expect(values, 0, "help", "")
                 # What `%nighthawk?` shows, without the reStructuredText marker that opens its usage block.

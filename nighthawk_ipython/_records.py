@@ -96,6 +96,7 @@ class StepRecord:
         self.model = started.model
         self.allowed_outcomes = started.allowed_outcomes
         self.placeholder = started.placeholder
+        self.local_sources = started.local_sources
         self.status = "running"
         self.tool_calls: list[ToolCallRecord] = []
         self.outcome: events.OutcomeReached | None = None
@@ -218,7 +219,13 @@ class StepRecord:
             ]
             calls = [call.code() for call in self.tool_calls]
             code = step_as_python(
-                calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten, placeholder=self.placeholder
+                calls,
+                self.outcome,
+                cell=self.in_cell,
+                failure=failure,
+                rewritten=rewritten,
+                placeholder=self.placeholder,
+                local_sources=self.local_sources,
             )
             if self.finished:
                 self._code = code
@@ -275,7 +282,9 @@ class StepHistory:
                 return self._by_cell.get(int(key))
             return self._by_id.get(key)
 
-    def known(self) -> list[str]:
-        """The cells and step ids that can be asked for, most recent last (for an error message)."""
+    def known(self) -> tuple[list[int], list[str]]:
+        """Every step `find` can give, most recent last: the cells by execution count, then the step ids of
+        the steps no cell gives (a cell's `%%natural` block is its cell's step; a nested one is not)."""
         with self._lock:
-            return [*(str(count) for count in self._by_cell), *self._by_id]
+            given = {id(step) for step in self._by_cell.values()}
+            return list(self._by_cell), [key for key, step in self._by_id.items() if id(step) not in given]

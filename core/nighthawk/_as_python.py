@@ -5,12 +5,14 @@ A step changes Python only through its calls of `nh_eval` (an expression run for
 outcome. Written in order as statements, the calls that succeeded do again what the step did, without a
 model: run in the namespace the step started from, they leave its write bindings with the values it
 committed. Calls that failed are left out (a comment counts them); the outcome becomes the code it stands
-for.
+for. A natural function's step started from the function's locals, which the notebook lacks: its code
+first binds those it reads (`xs = data  # the argument`, see `_local_sources`), so it runs in the notebook.
 
 The text comes from the step's events, which `events.emit` has scrubbed: since the code is made of the
 model's own expressions, a value it saw only as a placeholder stays the name that holds it, and an
 expression in which a secret was masked is a comment, never code that would run with the placeholder. No
-value is ever written into the code.
+value is written into the code but a function's argument that nothing in the notebook names and that is a
+short literal of builtin types (`threshold = 100`), scrubbed like the rest of the event.
 
 The user reads the code before running it, so it shows what it does: a character that would hide or
 reorder text (a bidi override, a zero-width space, a terminal escape) and a string over several lines
@@ -31,7 +33,7 @@ from ._unseen import unseen
 from .secrets import ContextRedaction
 
 if TYPE_CHECKING:
-    from .events import OutcomeReached
+    from .events import LocalSource, OutcomeReached
 
 __all__ = ["CallCode", "step_as_python"]
 
@@ -160,6 +162,50 @@ def _outcome_lines(
             return [f"# the step ended with {kind}"]
 
 
+def _read_first(code: str) -> set[str]:
+    """The names `code` reads before it assigns them, statement by statement (every word, if it does not parse)."""
+    try:
+        tree = compile(code, "<step>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError:
+        return set(re.findall(r"\w+", code))
+    assigned: set[str] = set()
+    needed: set[str] = set()
+    for statement in tree.body:
+        names = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
+        read = {node.id for node in names if isinstance(node.ctx, ast.Load)}
+        if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            read.add(statement.target.id)  # `total += 1` reads `total` first
+        needed |= read - assigned
+        assigned |= {node.id for node in names if isinstance(node.ctx, ast.Store)}
+    return needed
+
+
+def _binding_lines(sources: Sequence[LocalSource], code: list[str], placeholder: str) -> list[str]:
+    """Lines binding the function's locals that `code` reads before assigning them: those the notebook's
+    names hold first (they read the notebook), then the literals, then what no line can bind."""
+    needed = _read_first("\n".join(code))
+    bound = [source for source in sources if source.name in needed and source.expression != source.name]
+    named = [source for source in bound if source.source == "name"]
+    lines: list[str] = []
+    if any(source.expression in {other.name for other in named} for source in named):
+        # `f(y, x)` binds `x = y` and `y = x`: one by one, the second would read the value the first set.
+        targets = ", ".join(source.name for source in named)
+        together = _statement(", ".join(str(source.expression) for source in named), targets, placeholder)
+        lines.extend([*together[:-1], f"{together[-1]}  # the arguments, read together"])
+        named = []
+    for source in [*named, *(source for source in bound if source.source != "name")]:
+        what = "the argument" if source.parameter else "set in the function before the block"
+        if source.expression is None:
+            lines.append(
+                f"# {source.name}: {what}, a {_shown(source.type_name)} no name in the notebook holds: "
+                f"bind {source.name} to it to run this"
+            )
+            continue
+        line = _statement(source.expression, source.name, placeholder)
+        lines.extend([*line[:-1], f"{line[-1]}  # {what}"])
+    return lines
+
+
 def step_as_python(
     calls: Sequence[CallCode],
     outcome: OutcomeReached | None,
@@ -168,6 +214,7 @@ def step_as_python(
     failure: str | None = None,
     rewritten: Sequence[str] = (),
     placeholder: str = ContextRedaction.placeholder,
+    local_sources: Sequence[LocalSource] = (),
 ) -> str:
     """The Python a step ran: its successful built-in calls in order, then its outcome.
 
@@ -182,6 +229,8 @@ def step_as_python(
             from the hook, not from this code).
         placeholder: The text that replaced secrets in the events (`ContextRedaction.placeholder`): a line
             holding it is a comment, not code that would run with the placeholder as the value.
+        local_sources: A natural function's locals when its block started: those the code reads before
+            assigning them are bound first (`xs = data  # the argument`), or a comment says what to bind.
 
     Returns:
         The code, one statement or comment per line, ending with a newline; only comments when the step
@@ -203,6 +252,7 @@ def step_as_python(
         lines.append(f"# an oversight hook replaced {_shown(', '.join(rewritten))} before the commit: the committed values are its own")
     if failure is not None:
         lines.append(f"# the step {_shown(failure)}: none of its write bindings was committed")
+    lines[:0] = _binding_lines(local_sources, lines, placeholder)
     if not lines:
         lines.append("# the step ran no code")
     return "\n".join(lines) + "\n"

@@ -199,6 +199,7 @@ class _FunctionRuntime:
         self.source = source
         self.first_line = function.__code__.co_firstlineno
         """The file line of the source's first line."""
+        self.parameters = _parameters(function.__code__)
         self.enclosing_types = enclosing_types
         self.enclosing = enclosing
         self.specs = specs
@@ -235,6 +236,7 @@ class _FunctionRuntime:
             step_id=f"{self.module}:{spec.line}",
             filename=self.filename,
             line=spec.line,
+            parameters=self.parameters,
         )
 
     escape = staticmethod(escape_bindings)
@@ -290,6 +292,13 @@ class _FunctionRuntime:
 
         spec = self.specs[index]
         return await run_block_async(self._program(spec, rendered), self._make_frame(spec, python_locals, read_values))
+
+
+def _parameters(code: types.CodeType) -> tuple[str, ...]:
+    """The parameters of a function's code, in order (`*args` and `**kwargs` included)."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return code.co_varnames[:count]
 
 
 def _returned_type(function: types.FunctionType, annotation: object) -> object:

@@ -36,6 +36,7 @@ __all__ = [
     "ScopeFinished",
     "ScopeStarted",
     "EventListener",
+    "LocalSource",
     "LocalsChange",
     "MediaShown",
     "ModelText",
@@ -123,7 +124,27 @@ class StepStarted:
     allowed_outcomes: tuple[str, ...]
     placeholder: str = ContextRedaction.placeholder
     """The text that replaces a secret in this step's events (its `ContextRedaction.placeholder`)."""
+    local_sources: tuple[LocalSource, ...] = ()
+    """A natural function's locals when the block started, each with where the step's code can take it
+    from (empty for a notebook cell, whose names are the notebook's own)."""
     event_kind: Literal["step_started"] = "step_started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalSource:
+    """One local of a natural function when its block started, and how code run in the notebook can bind it."""
+
+    name: str
+    parameter: bool
+    """Whether it is a parameter of the function (its value is an argument of the call), not a variable the
+    function set before the block."""
+    source: Literal["name", "literal", "unnamed"]
+    """`name`: a name of the notebook (`__main__`) holds the very object; `literal`: the value written as a
+    Python literal (a number, a short string, a small list of them); `unnamed`: neither."""
+    expression: str | None = None
+    """The notebook name or the literal; `None` when `unnamed`."""
+    type_name: str = ""
+    """The value's type (`DataFrame`), to say what to bind when nothing names it."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,3 +40,6 @@ class Frame:
     prompt then ranks them (what the program mentions, the user's data, then imports in one line)."""
     filename: str | None = None
     line: int | None = None
+    parameters: tuple[str, ...] = ()
+    """Which of the locals are the function's parameters (none for a cell): the step's code binds those it
+    reads to the call's arguments (`_local_sources`)."""

@@ -84,7 +84,7 @@ async def _run_block(program: Program, frame: Frame) -> BlockResult:
     # The wall-time budget runs from here: rendering the prompt and every call of user code count.
     deadline = step_deadline(configuration.step_budget)
     with _scrubbing(step) as scrubber, bounded_by(deadline):
-        result = await _run_step(program, executor, step, deadline)
+        result = await _run_step(program, executor, step, deadline, frame)
         if result.exception is not None:
             scrub_exception(result.exception, scrubber)
         return result
@@ -129,7 +129,13 @@ def prepared_step(program: Program, frame: Frame) -> Iterator[tuple[StepContext,
         yield step, configuration
 
 
-async def _run_step(program: Program, executor: object, step: StepContext, deadline: Deadline | None) -> BlockResult:
+async def _run_step(
+    program: Program,
+    executor: object,
+    step: StepContext,
+    deadline: Deadline | None,
+    frame: Frame,
+) -> BlockResult:
     from ._loop import on_user_thread  # asyncio is imported on the first block, not with nighthawk
 
     listening = events.listening()
@@ -146,6 +152,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
                 model=str(getattr(executor, "model_label", type(executor).__name__)),
                 allowed_outcomes=step.allowed_outcomes,
                 placeholder=step.rendering.redaction.placeholder,
+                local_sources=_local_sources(frame),
             )
         )
     try:
@@ -169,6 +176,16 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
         for event in success:
             events.emit(event)
     return result
+
+
+def _local_sources(frame: Frame) -> tuple[events.LocalSource, ...]:
+    """Where a function's locals can be taken from in the notebook, for its step's code (a cell's locals are
+    the notebook's own). Only builtin values are turned into text: no user code runs, on any thread."""
+    if frame.module_namespace:
+        return ()
+    from ._local_sources import local_sources  # with the first function's step, as the events are
+
+    return local_sources(frame.python_locals, frame.parameters)
 
 
 @asynccontextmanager

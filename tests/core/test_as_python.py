@@ -166,3 +166,73 @@ def test_a_name_that_looks_like_another_is_a_comment_with_the_difference_escaped
     assert code == (
         "# not runnable as shown: a name in it holds a character that shows as nothing:\n# total = a\\ufe00 + 1\n"
     )
+
+
+def argument(name: str, source: str, expression: str | None = None, *, parameter: bool = True, type_name: str = "") -> object:
+    """One of a natural function's locals, as its `StepStarted` event tells where it comes from."""
+    from nighthawk.events import LocalSource
+
+    return LocalSource(name=name, parameter=parameter, source=source, expression=expression, type_name=type_name)
+
+
+SORTED = [evaluated("xs.sort()")]
+RETURNS_HEAD = ended("return", return_expression="xs[:n]")
+
+
+def test_a_functions_arguments_are_bound_first_so_the_code_runs_as_written() -> None:
+    sources = [argument("xs", "name", "scores"), argument("n", "literal", "2")]
+    code = step_as_python(SORTED, RETURNS_HEAD, cell=False, local_sources=sources)
+    assert code == "xs = scores  # the argument\nn = 2  # the argument\nxs.sort()\nresult = xs[:n]  # the block returns this\n"
+    namespace = {"scores": [3, 1, 2]}
+    exec(code, namespace)
+    assert namespace["result"] == [1, 2]
+
+
+def test_an_argument_nothing_names_is_a_comment_saying_what_to_bind() -> None:
+    sources = [argument("xs", "unnamed", type_name="DataFrame"), argument("n", "literal", "2")]
+    code = step_as_python(SORTED, RETURNS_HEAD, cell=False, local_sources=sources)
+    assert code.splitlines()[:2] == [
+        "# xs: the argument, a DataFrame no name in the notebook holds: bind xs to it to run this",
+        "n = 2  # the argument",
+    ]
+
+
+def test_a_local_the_code_assigns_before_reading_it_is_not_bound() -> None:
+    local = argument("big", "literal", "[]", parameter=False)
+    code = step_as_python([assigned("big", "[1]")], ended("return", return_expression="big"), cell=False, local_sources=[local])
+    assert code == "big = [1]\nresult = big  # the block returns this\n"
+
+
+def test_a_local_the_function_set_before_the_block_is_bound_and_said_so() -> None:
+    local = argument("total", "literal", "0", parameter=False)
+    code = step_as_python([evaluated("total + 1")], PASSED, cell=False, local_sources=[local])
+    assert code == "total = 0  # set in the function before the block\ntotal + 1\n"
+
+
+def test_an_argument_the_notebook_holds_under_its_own_name_needs_no_binding() -> None:
+    code = step_as_python(SORTED, PASSED, cell=False, local_sources=[argument("xs", "name", "xs")])
+    assert code == "xs.sort()\n"
+
+
+def test_an_argument_holding_a_masked_secret_is_a_comment() -> None:
+    code = step_as_python([evaluated("len(key)")], PASSED, cell=False, local_sources=[argument("key", "literal", "'<masked>'")])
+    assert code == "# a secret in it is masked (<masked>): put it back to run it:\n# key = '<masked>'  # the argument\nlen(key)\n"
+
+
+def test_arguments_given_in_swapped_order_are_bound_together() -> None:
+    # `gap(b, a)` with the notebook's `a` and `b`: `a = b` then `b = a` would give `b` its own value back.
+    sources = [argument("a", "name", "b"), argument("b", "name", "a")]
+    code = step_as_python([], ended("return", return_expression="a - b"), cell=False, local_sources=sources)
+    assert code == "a, b = b, a  # the arguments, read together\nresult = a - b  # the block returns this\n"
+    namespace = {"a": 1, "b": 10}
+    exec(code, namespace)
+    assert namespace["result"] == 9
+
+
+def test_the_notebooks_names_are_read_before_a_literal_rebinds_one() -> None:
+    # `f(b, 5)` for `def f(a, b)`: `b = 5` first would make `a` the 5, not the notebook's `b`.
+    sources = [argument("b", "literal", "5"), argument("a", "name", "b")]
+    code = step_as_python([], ended("return", return_expression="a + [b]"), cell=False, local_sources=sources)
+    namespace = {"b": [1]}
+    exec(code, namespace)
+    assert namespace["result"] == [1, 5]

@@ -7,6 +7,7 @@ model response, so calls can fail and the step goes on, as with a real model.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -261,11 +262,71 @@ def test_a_natural_functions_step_is_code_that_gives_its_values(shell: Any, use_
     with capture_output() as captured:
         shell.run_cell("count = above([120, 80, 300], 100)")
     code = produced_code(shell)
-    assert code == "big = [o for o in orders if o > threshold]\nresult = len(big)  # the block returns this\n"
+    assert code == (
+        "orders = [120, 80, 300]  # the argument\n"
+        "threshold = 100  # the argument\n"
+        "big = [o for o in orders if o > threshold]\n"
+        "result = len(big)  # the block returns this\n"
+    )
     assert "as Python:" in captured.outputs[0].data["text/plain"]
-    namespace: dict[str, Any] = {"orders": [120, 80, 300], "threshold": 100}
+    namespace: dict[str, Any] = {}
     exec(code, namespace)
     assert (namespace["big"], namespace["result"]) == ([120, 300], shell.user_ns["count"])
+
+
+SORT_CELL = '''
+import nighthawk as nh
+
+@nh.natural_function
+def smallest(xs, n):
+    """natural
+    Sort <xs> in place and return its first <n> items.
+    """
+'''
+
+
+def sorting_model() -> Any:
+    """A model that sorts `xs` in place, then returns its first `n` items."""
+    return scripted([evaluate("xs.sort()")], [outcome("return", return_expression="xs[:n]")])
+
+
+def test_a_natural_functions_parameters_are_bound_to_the_notebook_names_the_call_gave(shell: Any, use_model: Any) -> None:
+    use_model(sorting_model())
+    shell.run_cell(SORT_CELL)
+    shell.user_ns["scores"] = [7, 3, 9, 1]
+    with capture_output():
+        shell.run_cell("lowest = smallest(scores, 2)")
+    assert produced_code(shell) == (
+        "xs = scores  # the argument\n"
+        "n = 2  # the argument\n"
+        "xs.sort()\n"
+        "result = xs[:n]  # the block returns this\n"
+    )
+
+
+def test_a_natural_functions_code_runs_as_written_among_the_notebooks_names_and_gives_its_result(
+    shell: Any, use_model: Any
+) -> None:
+    use_model(sorting_model())
+    shell.run_cell(SORT_CELL)
+    shell.user_ns.update(scores=[7, 3, 9, 1], how_many=2)
+    notebook = copy.deepcopy({name: shell.user_ns[name] for name in ("scores", "how_many")})
+    with capture_output():
+        shell.run_cell("lowest = smallest(scores, how_many)")
+    namespace = dict(notebook)
+    exec(produced_code(shell), namespace)
+    assert namespace["result"] == shell.user_ns["lowest"] == [1, 3]
+    assert namespace["scores"] == shell.user_ns["scores"] == [1, 3, 7, 9]
+
+
+def test_an_argument_no_notebook_name_holds_is_a_comment_saying_what_to_bind(shell: Any, use_model: Any) -> None:
+    use_model(sorting_model())
+    shell.run_cell(SORT_CELL)
+    with capture_output():
+        shell.run_cell("lowest = smallest(list(range(100, 0, -1)), 2)")
+    assert produced_code(shell).splitlines()[0] == (
+        "# xs: the argument, a list no name in the notebook holds: bind xs to it to run this"
+    )
 
 
 def test_a_nested_natural_functions_step_is_found_by_its_step_id(shell: Any, use_model: Any) -> None:
@@ -288,21 +349,57 @@ def test_a_nested_natural_functions_step_is_found_by_its_step_id(shell: Any, use
     assert produced_code(shell) == "counts.append(above([120, 80, 300], 100))\n"
     nested = next(step.step_id for step in _displayer(shell).last_view.steps[0].children)
     assert produced_code(shell, nested) == (
-        "big = [o for o in orders if o > threshold]\nresult = len(big)  # the block returns this\n"
+        "orders = [120, 80, 300]  # the argument\n"
+        "threshold = 100  # the argument\n"
+        "big = [o for o in orders if o > threshold]\n"
+        "result = len(big)  # the block returns this\n"
     )
 
 
-def test_an_unknown_step_is_refused_with_the_recent_ones(shell: Any, orders: Any) -> None:
-    with pytest.raises(UsageError, match=r"no recorded step for 'In\[999\]:2'.* one of the recent ones: .*In\["):
+def test_an_unknown_step_is_refused_with_the_steps_there_are(shell: Any, orders: Any) -> None:
+    with pytest.raises(UsageError, match=r"no recorded step for 'In\[999\]:2'; give one of cells .*\d"):
         shell.run_line_magic("nighthawk", "code In[999]:2")
     assert shell.run_cell("%nighthawk code 99999").error_in_exec is not None
+
+
+def test_an_unknown_cell_is_refused_with_every_step_that_can_be_given(shell: Any, use_model: Any) -> None:
+    shell.user_ns["seen"] = []
+    cells = []
+    with capture_output():
+        for turn in range(12):  # more cells than the listing used to name
+            use_model(scripted([evaluate(f"seen.append({turn})")], [outcome("pass")]))
+            shell.run_cell("%%natural\nNote this turn in <seen>.", store_history=True)
+            cells.append(str(shell.execution_count - 1))
+        use_model(sorting_model())
+        shell.run_cell(SORT_CELL)
+        shell.run_cell("first = smallest([3, 2], 1)", store_history=True)
+    result = shell.run_cell("%nighthawk code 99999")
+    listed = str(result.error_in_exec).partition("one of ")[2]
+    keys = re.findall(r"In\[\d+\]:\d+|[\w.]+:\d+|\d+", listed)  # step ids (`In[3]:2`, `__main__:12`), cells
+    assert set(cells) <= set(keys)
+    assert all(produced_code(shell, key) for key in keys)  # each one gives its step
 
 
 def test_no_step_yet_is_refused_with_what_to_do(shell: Any) -> None:
     from nighthawk_ipython._code import put_step_code
 
-    with pytest.raises(UsageError, match=r"no finished step has been recorded .*display mode `none` records no steps"):
-        put_step_code(shell, None, None, echo=False, display_mode="none")
+    with pytest.raises(UsageError, match=r"no finished step has been recorded .*run a `%%natural` cell or a natural function"):
+        put_step_code(shell, None, None, echo=False)
+
+
+@pytest.mark.parametrize(
+    ("setting", "magic"), [("", "%%natural --display none"), ("%nighthawk display none", "%%natural")], ids=["cell", "kernel"]
+)
+def test_the_code_after_a_step_shown_with_display_none_is_that_steps(
+    shell: Any, use_model: Any, orders: Any, setting: str, magic: str
+) -> None:
+    shell.user_ns["prices"] = [3, 4]
+    use_model(scripted([assign("total", "sum(prices)")], [outcome("pass")]))
+    shell.run_cell(setting)
+    with capture_output() as captured:
+        shell.run_cell(f"{magic}\nSum <prices> into <:total>.")
+    assert captured.outputs == []
+    assert produced_code(shell) == "total = sum(prices)\n"
 
 
 def test_print_belongs_to_code(shell: Any) -> None:
@@ -314,3 +411,27 @@ def _displayer(shell: Any) -> Any:
     from nighthawk_ipython._state import state_for
 
     return state_for(shell).displayer
+
+
+KERNEL_FUNCTION_CELL = '''
+scores = [7, 3, 9, 1]
+
+@nighthawk.natural_function
+def sort_scores(xs):
+    """natural
+    EVAL xs.sort()
+    """
+'''
+
+
+def test_in_a_real_kernel_with_display_none_a_functions_code_runs_as_written() -> None:
+    from live import live_kernel  # starts an ipykernel; `BASE_SETUP` turns the display off
+
+    with live_kernel() as live:
+        live.ok(KERNEL_FUNCTION_CELL)
+        live.ok("sort_scores(scores)")
+        code = live.ok("%nighthawk code --print").printed
+        assert code.startswith("xs = scores  # the argument\nxs.sort()\n")
+        live.ok("scores = [7, 3, 9, 1]")
+        live.ok(code)
+        assert live.ok("scores").result == "[1, 3, 7, 9]"

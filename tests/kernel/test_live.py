@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from IPython.core.error import UsageError
 from IPython.core.events import EventManager, available_events
 from kernel_scripts import step_events
 
+from nighthawk_ipython._code import put_step_code
 from nighthawk_ipython._live import StepDisplayer, display_mode_override
 
 
@@ -19,13 +22,17 @@ class Recorder:
 
 
 class Shell:
-    """Just the part of a shell the displayer uses: the `post_run_cell` event that ends a cell."""
+    """Just the parts of a shell the displayer uses: the `post_run_cell` event that ends a cell, and the next
+    input `%nighthawk code` fills."""
 
     def __init__(self) -> None:
         self.events = EventManager(self, available_events)
 
     def end_cell(self) -> None:
         self.events.trigger("post_run_cell", None)
+
+    def set_next_input(self, code: str, replace: bool = False) -> None:
+        self.next_input = code
 
 
 def displayer(mode: str = "html") -> tuple[StepDisplayer, Recorder, Shell]:
@@ -90,8 +97,17 @@ def test_nothing_is_displayed_in_none_mode() -> None:
     assert recorder.shown == []
 
 
-def test_listener_is_inactive_in_none_mode() -> None:
+def test_steps_in_none_mode_are_kept_for_their_code() -> None:
+    listener, _, shell = displayer("none")
+    feed(listener, step_events("quiet"))
+    shell.end_cell()
+    assert listener.find_step(None).invocation_id == "quiet"
+
+
+def test_listener_in_none_mode_is_inactive_only_while_a_map_runs() -> None:
     listener, _, _ = displayer("none")
+    assert listener.active is True
+    listener.mute(True)  # a map keeps none of its items' steps: no events are built for them
     assert listener.active is False
 
 
@@ -128,3 +144,26 @@ def test_listed_step_shows_its_returned_value_not_the_expression() -> None:
         feed(listener, [returned if isinstance(event, events.OutcomeReached) else event for event in stream])
     shell.end_cell()
     assert '  #2 In[1]:2 · completed · return "bug" · total = 6 · 2 requests' in recorder.shown[0].text()
+
+
+def test_after_a_map_the_code_of_an_older_step_is_not_given_as_the_last() -> None:
+    listener, _, shell = displayer()
+    feed(listener, step_events("before"))
+    shell.end_cell()
+    listener.mute(True)  # what a map does while its items run: their steps are not kept
+    listener.mute(False)
+    with pytest.raises(UsageError, match=r"the last steps ran in a `nighthawk.map`, which keeps none .*; give one of"):
+        put_step_code(shell, listener, None, echo=False)
+
+
+def test_a_step_that_ran_a_map_and_finished_after_it_is_the_last_step() -> None:
+    listener, _, shell = displayer()
+    started, *rest = step_events("mapper")
+    feed(listener, [started])
+    listener.mute(True)  # the step's model code runs a map
+    listener.mute(False)
+    feed(listener, rest)
+    shell.end_cell()
+    put_step_code(shell, listener, None, echo=False)
+    assert shell.next_input == listener.find_step(None).as_python()
+    assert listener.find_step(None).invocation_id == "mapper"
