@@ -1,0 +1,230 @@
+"""The kernel's side of an isolated step: fork the child at the step's start, ask it for each call of the
+model's code, read its answers as untrusted data, and end it (and all it started) with the step.
+
+The child is forked on the user's thread, which then waits for its answers there: an interrupt (Ctrl-C, or
+the step's wall-time budget, which interrupts that thread) lands in the wait, which kills the child before
+it lets the interrupt go on. A child that ends, crashes or is killed ends the step with `IsolationError`;
+the kernel's namespace is never touched by what the child did.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..._boundary import ToolBoundaryError
+from ..._loop import on_user_thread
+from ...errors import ExecutionError, IsolationError, IsolationUnavailableError, StepAbortedError
+from ...step import StepContext
+from .._kinds import Isolation
+from . import _sessions
+from ._channel import ChannelClosed, UnsafeValueError, read_message, send_message, unpickle_data
+from ._landlock import MINIMUM_ABI, abi_version
+from ._seccomp import SUPPORTED
+
+__all__ = ["isolating"]
+
+_READY_SECONDS = 30.0
+"""How long the child may take to raise its walls before the step gives up on it."""
+
+
+@asynccontextmanager
+async def isolating(step: StepContext, isolation: Isolation) -> AsyncIterator[None]:
+    """Run `step`'s model code in a walled child inside the `with` block; the child ends with the block.
+
+    Raises:
+        IsolationUnavailableError: The walls cannot be raised here (the message says what is missing).
+    """
+    session = await on_user_thread(lambda: _Child.start(step, isolation))
+    _sessions.register(step, session)
+    try:
+        yield
+    finally:
+        _sessions.end(step)
+
+
+def _missing() -> str | None:
+    """What this system lacks for the walls, or `None`."""
+    if not sys.platform.startswith("linux"):
+        return f"isolated steps need Linux (Landlock and seccomp); this is {sys.platform}"
+    if not SUPPORTED:
+        return "isolated steps know the seccomp system call numbers of x86-64 only"
+    abi = abi_version()
+    if abi < MINIMUM_ABI:
+        found = "no Landlock (turned off, or a kernel before 5.13)" if abi == 0 else f"Landlock ABI {abi}"
+        return f"isolated steps need Landlock ABI {MINIMUM_ABI} or later (Linux 6.2+); this kernel offers {found}"
+    return None
+
+
+class _Child:
+    """One isolated step's child: its pid (the keeper of its process tree), channel and temporary folder."""
+
+    def __init__(self, step: StepContext, pid: int, channel: socket.socket, temp_dir: str, isolation: Isolation) -> None:
+        self.step, self.pid, self.channel, self.temp_dir, self.isolation = step, pid, channel, temp_dir, isolation
+        self.status: int | None = None
+
+    @classmethod
+    def start(cls, step: StepContext, isolation: Isolation) -> _Child:
+        missing = _missing()
+        if missing is not None:
+            raise IsolationUnavailableError(f"{missing}; the step at {step.step_id} was not run (nothing falls back to running unwalled)")
+        from ._child import run_child  # here: it loads the tools and the outcome, which import this package
+
+        ours, theirs = socket.socketpair()
+        temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child; it never returns
+            try:
+                ours.close()
+                run_child(step, theirs, isolation, temp_dir)
+            finally:
+                os._exit(70)
+        theirs.close()
+        child = cls(step, pid, ours, temp_dir, isolation)
+        try:
+            first = child._wait_answer(_READY_SECONDS, "raising its walls")
+        except BaseException:
+            child.close()
+            raise
+        if first[0] != "ready":
+            child.close()
+            raise IsolationUnavailableError(
+                f"the walls of an isolated step cannot be raised here: {first[1]}; the step at {step.step_id} was not "
+                "run (nothing falls back to running unwalled)"
+            )
+        return child
+
+    # --- the step's calls -------------------------------------------------------------------------------
+
+    async def tool(self, tool_name: str, arguments: Mapping[str, object]) -> _sessions.Rendered:
+        answer = await on_user_thread(lambda: self._ask(("tool", tool_name, dict(arguments)), f"{tool_name} {arguments.get('expression')!r:.200}"))
+        match answer:
+            case ("rendered", str(envelope), str(preview), bool(awaited), dict(writes)):
+                values = await on_user_thread(lambda: self.step.validate_bindings(self._values(writes)))
+                self.step.step_locals.update(values)
+                return _sessions.Rendered(envelope=envelope, preview=preview, awaited=awaited)
+            case ("tool_error", str(kind), str(message), str(guidance)):
+                raise ToolBoundaryError(kind, message, guidance)  # type: ignore[arg-type]
+        raise self._unexpected(answer)
+
+    async def returned(self, outcome: object) -> tuple[object, dict[str, object], bool]:
+        expression = getattr(outcome, "return_expression", "")
+        answer = await on_user_thread(lambda: self._ask(("return", outcome), f"the return expression {expression!r:.200}"))
+        match answer:
+            case ("returned", bytes(value), dict(writes), bool(awaited)):
+                return await on_user_thread(lambda: (self._value("the return value", value), self._values(writes), awaited))
+            case ("tool_error", _, str(message), _):
+                raise ExecutionError(f"`return_expression` {expression!r:.300}: {message}")
+        raise self._unexpected(answer)
+
+    def _values(self, writes: dict[object, object]) -> dict[str, object]:
+        return {str(name): self._value(f"`{name}`", data) for name, data in writes.items()}
+
+    def _value(self, what: str, data: object) -> object:
+        """Unpickle one value the child sent, as untrusted data."""
+        if not isinstance(data, bytes):
+            raise self._unexpected(data)
+        try:
+            return unpickle_data(data)
+        except UnsafeValueError as exc:
+            raise ToolBoundaryError(
+                "execution", f"{what} was refused on its way back from the isolated child: {exc}",
+                "Bind plain data (numbers, text, containers, arrays, DataFrames, the notebook's own classes).",
+            ) from exc
+
+    def _unexpected(self, answer: object) -> BaseException:
+        match answer:
+            case ("aborted", str(message)):
+                return StepAbortedError(message)
+            case ("failed", str(kind), str(message)):
+                return ExecutionError(f"{kind}: {message}")
+        self.close()
+        return IsolationError(f"the isolated child of the step at {self.step.step_id} answered nonsense ({type(answer).__name__}); it was ended")
+
+    # --- the channel ----------------------------------------------------------------------------------
+
+    def _ask(self, request: tuple[Any, ...], doing: str) -> Any:
+        """Send a request and wait for its answer on the user's thread; an interrupt kills the child."""
+        try:
+            send_message(self.channel, request)
+        except OSError:
+            raise self._ended(doing) from None
+        return self._wait_answer(None, doing)
+
+    def _wait_answer(self, seconds: float | None, doing: str) -> Any:
+        waited = 0.0
+        try:
+            # In short waits: an interrupt sent to this thread lands between them.
+            while not select.select([self.channel], [], [], 0.1)[0]:
+                waited += 0.1
+                if seconds is not None and waited >= seconds:
+                    raise IsolationError(f"the isolated child of the step at {self.step.step_id} took over {seconds:.0f} s {doing}")
+            return read_message(self.channel, trusted=False)
+        except (ChannelClosed, ConnectionError):
+            raise self._ended(doing) from None
+        except BaseException:
+            self.close()  # Ctrl-C, the wall-time budget, or a broken answer: the child goes with it
+            raise
+
+    def _ended(self, doing: str) -> IsolationError:
+        self._reap(seconds=2.0)  # its own end, unless it only closed the channel: then it is killed
+        self.close()
+        return IsolationError(
+            f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.status, self.isolation)} while "
+            f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
+        )
+
+    def _reap(self, seconds: float) -> None:
+        for _ in range(int(seconds / 0.02)):
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                self.status = status
+                return
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        """Kill the child's whole process tree (its keeper; the rest die with it) and clean up after it."""
+        if self.channel.fileno() < 0:
+            return
+        if self.status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                self.status = os.waitpid(self.pid, 0)[1]
+            except (ProcessLookupError, ChildProcessError):
+                self.status = -1  # reaped by someone else's SIGCHLD handler: its status is lost
+        self.channel.close()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _how_it_ended(status: int | None, isolation: Isolation) -> str:
+    if status is None or status < 0:
+        return "ended"
+    code = os.waitstatus_to_exitcode(status)
+    if code < 128:
+        return f"exited with status {code} (the model's code ended it)"
+    number = code - 128
+    if number == signal.SIGKILL:
+        return f"was killed (SIGKILL: it ran out of memory, or the kernel killed it; memory limit {isolation.memory_mb} MiB)"
+    if number == signal.SIGXCPU:
+        return f"ran out of CPU time (limit {isolation.cpu_seconds} s)"
+    if number in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT):
+        return f"crashed ({signal.Signals(number).name})"
+    try:
+        return f"was killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"exited with status {code}"
