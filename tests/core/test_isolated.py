@@ -225,3 +225,116 @@ def test_ctrl_c_stops_the_child() -> None:
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+# --- values on their way back ---------------------------------------------------------------------------
+
+
+def test_a_return_value_comes_back_equal() -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"city": ["Oslo", "Lima", "Pune"], "sales": [3.5, 1.25, 8.0]})
+    executor, _ = scripted_executor([finish("return", return_expression="(data.shape, data.sales.sum(), data)")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        shape, total, returned = look(frame)
+    assert (shape, total) == ((3, 2), 12.75)
+    pandas.testing.assert_frame_equal(returned, frame)
+
+
+def test_a_write_binding_set_by_nh_assign_is_committed() -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"sales": [3.5, 1.25, 8.0]})
+    executor, _ = scripted_executor(
+        model_code("nh_assign", "frame.describe()", target="stats"), [finish("pass")]
+    )
+
+    @nh.natural_function
+    def describe(frame: object) -> object:
+        stats = None
+        """natural
+        Describe <frame> into <:stats>.
+        """
+        return stats
+
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        stats = describe(frame)
+    pandas.testing.assert_frame_equal(stats, frame.describe())
+
+
+def test_names_a_call_sets_are_seen_by_the_next_call() -> None:
+    executor, script = scripted_executor(
+        model_code("nh_eval", "(scratch := 40)"), model_code("nh_eval", "scratch + 2"), [finish("return", return_expression="scratch + 2")]
+    )
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert look() == 42
+    assert script.last_tool_results() == ['{"value": 42, "error": null}']
+
+
+def test_an_in_place_change_stays_in_the_child() -> None:
+    items = [1, 2, 3]
+    executor, _ = scripted_executor(model_code("nh_eval", "data.append(4)"), [finish("return", return_expression="len(data)")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert look(items) == 4  # the child's copy grew
+    assert items == [1, 2, 3]  # the kernel's did not
+
+
+def test_a_value_that_cannot_be_pickled_is_refused_by_name() -> None:
+    read = run_isolated("nh_assign", "lambda: 1")
+    assert "`result` holds function" in read and "cannot be sent from the isolated child" in read
+
+
+def test_an_unpicklable_return_value_is_a_step_error_that_names_it() -> None:
+    read = run_isolated("return", "(x for x in ())")
+    assert "the return value holds generator" in read
+
+
+def test_a_big_dataframe_is_readable_in_the_child() -> None:
+    numpy = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(numpy.ones((1_000_000, 13)))  # about 100 MB, shared with the child, not copied
+    executor, _ = scripted_executor([finish("return", return_expression="float(data.to_numpy().sum())")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert look(frame) == 13_000_000.0
+
+
+def test_the_kernel_refuses_a_pickle_that_calls_a_function() -> None:
+    # The model's code may control what the child sends: a value whose pickle calls `os.system` is refused
+    # in the kernel instead of run there.
+    expression = "type('Evil', (), {'__reduce__': lambda self: (__import__('os').system, ('true',))})()"
+    read = run_isolated("nh_assign", expression)
+    assert "refused on its way back from the isolated child" in read
+
+
+# --- where it cannot run --------------------------------------------------------------------------------
+
+
+def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    from nighthawk.oversight.isolation import _parent
+
+    monkeypatch.setattr(_parent, "abi_version", lambda: 0)
+    executor, _ = scripted_executor(model_code("nh_eval", f"__import__('os').remove({str(victim)!r})"))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.errors.IsolationUnavailableError, match="no Landlock"):
+            look()
+    assert victim.read_text() == "precious"
+
+
+def test_off_linux_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nighthawk.oversight.isolation import _parent
+
+    monkeypatch.setattr(_parent.sys, "platform", "darwin")
+    executor, _ = scripted_executor(model_code("nh_eval", "1"))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.errors.IsolationUnavailableError, match="need Linux"):
+            look()
+
+
+def test_combine_keeps_the_isolation() -> None:
+    combined = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.isolated())
+    assert combined.isolation == nh.oversight.isolated().isolation
+    with pytest.raises(TypeError, match="one `isolated"):
+        nh.oversight.combine(nh.oversight.isolated(), nh.oversight.isolated(network=True))
+
+
+def test_a_writable_folder_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        nh.oversight.isolated(writable=[tmp_path / "missing"])
