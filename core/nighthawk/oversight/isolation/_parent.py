@@ -72,6 +72,7 @@ class _Child:
     def __init__(self, step: StepContext, pid: int, channel: socket.socket, temp_dir: str, isolation: Isolation) -> None:
         self.step, self.pid, self.channel, self.temp_dir, self.isolation = step, pid, channel, temp_dir, isolation
         self.status: int | None = None
+        self.walled = False
 
     @classmethod
     def start(cls, step: StepContext, isolation: Isolation) -> _Child:
@@ -92,19 +93,9 @@ class _Child:
             finally:
                 os._exit(70)
         theirs.close()
-        child = cls(step, pid, ours, temp_dir, isolation)
-        try:
-            first = child._wait_answer(_READY_SECONDS, "raising its walls")
-        except BaseException:
-            child.close()
-            raise
-        if first[0] != "ready":
-            child.close()
-            raise IsolationUnavailableError(
-                f"the walls of an isolated step cannot be raised here: {first[1]}; the step at {step.step_id} was not "
-                "run (nothing falls back to running unwalled)"
-            )
-        return child
+        # The child walls itself while the step goes on (the prompt, the model's first answer): the first
+        # request reads its word on that before the answer.
+        return cls(step, pid, ours, temp_dir, isolation)
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -161,6 +152,15 @@ class _Child:
             send_message(self.channel, request)
         except OSError:
             raise self._ended(doing) from None
+        if not self.walled:
+            first = self._wait_answer(_READY_SECONDS, "raising its walls")
+            if first != ("ready",):
+                self.close()
+                raise IsolationUnavailableError(
+                    f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
+                    f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
+                )
+            self.walled = True
         return self._wait_answer(None, doing)
 
     def _wait_answer(self, seconds: float | None, doing: str) -> Any:
