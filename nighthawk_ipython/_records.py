@@ -96,6 +96,7 @@ class StepRecord:
         self.model = started.model
         self.allowed_outcomes = started.allowed_outcomes
         self.placeholder = started.placeholder
+        self.isolated = started.isolated
         self.status = "running"
         self.tool_calls: list[ToolCallRecord] = []
         self.outcome: events.OutcomeReached | None = None
@@ -218,7 +219,8 @@ class StepRecord:
             ]
             calls = [call.code() for call in self.tool_calls]
             code = step_as_python(
-                calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten, placeholder=self.placeholder
+                calls, self.outcome, cell=self.in_cell, failure=failure, rewritten=rewritten, placeholder=self.placeholder,
+                isolated=self.isolated,
             )
             if self.finished:
                 self._code = code

@@ -168,6 +168,7 @@ def step_as_python(
     failure: str | None = None,
     rewritten: Sequence[str] = (),
     placeholder: str = ContextRedaction.placeholder,
+    isolated: bool = False,
 ) -> str:
     """The Python a step ran: its successful built-in calls in order, then its outcome.
 
@@ -182,6 +183,8 @@ def step_as_python(
             from the hook, not from this code).
         placeholder: The text that replaced secrets in the events (`ContextRedaction.placeholder`): a line
             holding it is a comment, not code that would run with the placeholder as the value.
+        isolated: The step ran its code in a walled child (`nighthawk.oversight.isolated`): run here, the
+            code would also change in place what the step changed only in the child's copy.
 
     Returns:
         The code, one statement or comment per line, ending with a newline; only comments when the step
@@ -189,6 +192,11 @@ def step_as_python(
     """
     failed = sum(1 for call in calls if not call.succeeded)
     lines: list[str] = []
+    if isolated:
+        lines.append(
+            "# ran isolated, in a child process: what it changed in place (items.append, a DataFrame edited in place) "
+            "changed the child's copy only; the write bindings and the return value came back"
+        )
     if failed:
         # The runtime undoes nothing a failed call did to an object before its error (`xs.append(1) or 1/0`).
         lines.append(f"# left out: {failed} call{'s' if failed != 1 else ''} that failed (what a failed call changed before its error stays changed)")

@@ -123,6 +123,8 @@ class StepStarted:
     allowed_outcomes: tuple[str, ...]
     placeholder: str = ContextRedaction.placeholder
     """The text that replaces a secret in this step's events (its `ContextRedaction.placeholder`)."""
+    isolated: bool = False
+    """The model's code runs in a walled child (`nighthawk.oversight.isolated`): in-place changes stay there."""
     event_kind: Literal["step_started"] = "step_started"
 
 

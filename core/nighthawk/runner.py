@@ -146,6 +146,7 @@ async def _run_step(program: Program, executor: object, step: StepContext, deadl
                 model=str(getattr(executor, "model_label", type(executor).__name__)),
                 allowed_outcomes=step.allowed_outcomes,
                 placeholder=step.rendering.redaction.placeholder,
+                isolated=isolation_in_force() is not None,
             )
         )
     try:

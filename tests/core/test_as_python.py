@@ -166,3 +166,9 @@ def test_a_name_that_looks_like_another_is_a_comment_with_the_difference_escaped
     assert code == (
         "# not runnable as shown: a name in it holds a character that shows as nothing:\n# total = a\\ufe00 + 1\n"
     )
+
+
+def test_an_isolated_step_says_that_its_in_place_changes_stayed_in_the_child() -> None:
+    code = step_as_python([evaluated("items.append(4)")], PASSED, cell=True, isolated=True)
+    assert code.splitlines()[0].startswith("# ran isolated, in a child process: what it changed in place")
+    assert code.splitlines()[1] == "items.append(4)"

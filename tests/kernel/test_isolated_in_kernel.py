@@ -49,6 +49,15 @@ def test_write_bindings_of_an_isolated_cell_come_back_and_in_place_changes_do_no
     assert live.ok("total, rows").result == "(6, [3, 1, 2])"
 
 
+def test_the_python_of_an_isolated_step_says_in_place_changes_stayed_in_the_child(live: Live, victim: Path) -> None:
+    live.ok("%nighthawk display text")
+    try:
+        live.ok("%%natural --isolated\nEVAL rows.sort()")
+        assert "# ran isolated, in a child process" in live.ok("%nighthawk code --print").printed
+    finally:
+        live.ok("%nighthawk display none")
+
+
 def test_nighthawk_isolated_on_isolates_every_cell_until_off(live: Live, victim: Path) -> None:
     live.ok("%nighthawk isolated on")
     try:
