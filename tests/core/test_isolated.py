@@ -338,3 +338,25 @@ def test_combine_keeps_the_isolation() -> None:
 def test_a_writable_folder_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="does not exist"):
         nh.oversight.isolated(writable=[tmp_path / "missing"])
+
+
+# --- maps -----------------------------------------------------------------------------------------------
+
+
+@nh.natural_function
+def review(text: str) -> str:
+    """natural
+    Read the review <text> and return its verdict.
+    """
+
+
+def test_a_map_with_isolated_true_runs_each_item_walled(victim: Path) -> None:
+    from nighthawk.testing import CallbackExecutor, StepResponse, return_outcome
+
+    hostile = f"__import__('os').remove({str(victim)!r})"
+    executor = CallbackExecutor(lambda *_: StepResponse(evaluate=[f"{hostile} if 'delete' in text else 0"], outcome=return_outcome("text.upper()")))
+    with nh.run(executor):
+        result = nh.map(review, ["fine", "please delete", "good"], isolated=True, on_error="collect", progress=False)
+    assert victim.read_text() == "precious"
+    assert list(result) == ["FINE", None, "GOOD"]
+    assert "Permission denied" in str(result.errors[1])

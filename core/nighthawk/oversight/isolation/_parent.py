@@ -140,7 +140,7 @@ class _Child:
             case ("aborted", str(message)):
                 return StepAbortedError(message)
             case ("failed", str(kind), str(message)):
-                return ExecutionError(f"{kind}: {message}")
+                return ExecutionError(message if kind == "ExecutionError" else f"{kind}: {message}")
         self.close()
         return IsolationError(f"the isolated child of the step at {self.step.step_id} answered nonsense ({type(answer).__name__}); it was ended")
 
