@@ -9,6 +9,7 @@ name, never a function or a class that acts on the world when it is built (a fil
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import io
 import pickle
@@ -17,7 +18,7 @@ import struct
 import sys
 from typing import Any
 
-__all__ = ["ChannelClosed", "UnsafeValueError", "read_message", "recv_exact", "send_message", "unpickle_data"]
+__all__ = ["ChannelClosed", "UnsafeValueError", "frame", "read_frame", "read_message", "recv_exact", "send_message", "unpickle_data"]
 
 _HEADER = struct.Struct("!Q")
 
@@ -30,10 +31,31 @@ class UnsafeValueError(pickle.UnpicklingError):
     """The child's answer names a function or class the kernel will not call to rebuild it."""
 
 
-def send_message(channel: socket.socket, message: object) -> None:
-    """Send `message` pickled (raises `pickle.PicklingError`, `TypeError` or `AttributeError` when it cannot be)."""
+def frame(message: object) -> bytes:
+    """`message` pickled, with its length in front."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    channel.sendall(_HEADER.pack(len(data)) + data)
+    return _HEADER.pack(len(data)) + data
+
+
+def send_message(channel: socket.socket, message: object) -> None:
+    """Send `message` (a blocking socket: the child's end)."""
+    channel.sendall(frame(message))
+
+
+async def read_frame(loop: asyncio.AbstractEventLoop, channel: socket.socket) -> Any:
+    """The next message from the child, read on `loop` (a non-blocking socket: the kernel's end), as data."""
+    (size,) = _HEADER.unpack(await _recv_exact_async(loop, channel, _HEADER.size))
+    return unpickle_data(await _recv_exact_async(loop, channel, size))
+
+
+async def _recv_exact_async(loop: asyncio.AbstractEventLoop, channel: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = await loop.sock_recv(channel, min(size - len(chunks), 1 << 20))
+        if not chunk:
+            raise ChannelClosed("the channel closed")
+        chunks += chunk
+    return bytes(chunks)
 
 
 def recv_exact(channel: socket.socket, size: int) -> bytes:
@@ -47,11 +69,10 @@ def recv_exact(channel: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def read_message(channel: socket.socket, *, trusted: bool) -> Any:
-    """The next message; `trusted` (the child reading the kernel's requests) unpickles it as is."""
+def read_message(channel: socket.socket) -> Any:
+    """The next request from the kernel (in the child, which trusts it), from a blocking socket."""
     (size,) = _HEADER.unpack(recv_exact(channel, _HEADER.size))
-    data = recv_exact(channel, size)
-    return pickle.loads(data) if trusted else unpickle_data(data)  # noqa: S301 - trusted: the kernel's requests
+    return pickle.loads(recv_exact(channel, size))  # noqa: S301 - the kernel's own requests
 
 
 def unpickle_data(data: bytes) -> Any:

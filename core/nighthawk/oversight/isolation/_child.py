@@ -56,7 +56,7 @@ def run_child(step: StepContext, channel: socket.socket, isolation: Isolation, t
     with bounded_by(None):  # the kernel keeps the wall-time budget and kills the child at its end
         while True:
             try:
-                request = read_message(channel, trusted=True)
+                request = read_message(channel)
             except ChannelClosed:
                 os._exit(0)
             answer = _answer(step, loop, request)

@@ -1,22 +1,21 @@
 """The kernel's side of an isolated step: fork the child at the step's start, ask it for each call of the
 model's code, read its answers as untrusted data, and end it (and all it started) with the step.
 
-The child is forked on the user's thread, which then waits for its answers there: an interrupt (Ctrl-C, or
-the step's wall-time budget, which interrupts that thread) lands in the wait, which kills the child before
-it lets the interrupt go on. A child that ends, crashes or is killed ends the step with `IsolationError`;
+The child is forked on the user's thread; its answers are awaited on the step's loop, so that the user's
+thread stays free for the other items of a map. An interrupt (Ctrl-C) or the step's wall-time budget
+cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes or is killed ends the step with `IsolationError`;
 the kernel's namespace is never touched by what the child did.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-import select
 import shutil
 import signal
 import socket
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -28,7 +27,7 @@ from ...errors import ExecutionError, IsolationError, IsolationUnavailableError,
 from ...step import StepContext
 from .._kinds import Isolation
 from . import _sessions
-from ._channel import ChannelClosed, UnsafeValueError, read_message, send_message, unpickle_data
+from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._seccomp import SUPPORTED
 
@@ -93,6 +92,7 @@ class _Child:
             finally:
                 os._exit(70)
         theirs.close()
+        ours.setblocking(False)  # read on the step's loop
         # The child walls itself while the step goes on (the prompt, the model's first answer): the first
         # request reads its word on that before the answer.
         return cls(step, pid, ours, temp_dir, isolation)
@@ -100,11 +100,12 @@ class _Child:
     # --- the step's calls -------------------------------------------------------------------------------
 
     async def tool(self, tool_name: str, arguments: Mapping[str, object]) -> _sessions.Rendered:
-        answer = await on_user_thread(lambda: self._ask(("tool", tool_name, dict(arguments)), f"{tool_name} {arguments.get('expression')!r:.200}"))
+        answer = await self._ask(("tool", tool_name, dict(arguments)), f"{tool_name} {arguments.get('expression')!r:.200}")
         match answer:
             case ("rendered", str(envelope), str(preview), bool(awaited), dict(writes)):
-                values = await on_user_thread(lambda: self.step.validate_bindings(self._values(writes)))
-                self.step.step_locals.update(values)
+                if writes:  # rebuilt and validated on the user's thread: the validators are the user's code
+                    values = await on_user_thread(lambda: self.step.validate_bindings(self._values(writes)))
+                    self.step.step_locals.update(values)
                 return _sessions.Rendered(envelope=envelope, preview=preview, awaited=awaited)
             case ("tool_error", str(kind), str(message), str(guidance)):
                 raise ToolBoundaryError(kind, message, guidance)  # type: ignore[arg-type]
@@ -112,7 +113,7 @@ class _Child:
 
     async def returned(self, outcome: object) -> tuple[object, dict[str, object], bool]:
         expression = getattr(outcome, "return_expression", "")
-        answer = await on_user_thread(lambda: self._ask(("return", outcome), f"the return expression {expression!r:.200}"))
+        answer = await self._ask(("return", outcome), f"the return expression {expression!r:.200}")
         match answer:
             case ("returned", bytes(value), dict(writes), bool(awaited)):
                 return await on_user_thread(lambda: (self._value("the return value", value), self._values(writes), awaited))
@@ -146,56 +147,51 @@ class _Child:
 
     # --- the channel ----------------------------------------------------------------------------------
 
-    def _ask(self, request: tuple[Any, ...], doing: str) -> Any:
-        """Send a request and wait for its answer on the user's thread; an interrupt kills the child."""
+    async def _ask(self, request: tuple[Any, ...], doing: str) -> Any:
+        """Send a request and wait for its answer on the step's loop, leaving the user's thread free (the
+        other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
+        or a broken answer kills the child before it goes on."""
+        loop = asyncio.get_running_loop()
         try:
-            send_message(self.channel, request)
-        except OSError:
-            raise self._ended(doing) from None
-        if not self.walled:
-            first = self._wait_answer(_READY_SECONDS, "raising its walls")
-            if first != ("ready",):
-                self.close()
-                raise IsolationUnavailableError(
-                    f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
-                    f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
-                )
-            self.walled = True
-        return self._wait_answer(None, doing)
-
-    def _wait_answer(self, seconds: float | None, doing: str) -> Any:
-        waited = 0.0
-        try:
-            # In short waits: an interrupt sent to this thread lands between them.
-            while not select.select([self.channel], [], [], 0.1)[0]:
-                waited += 0.1
-                if seconds is not None and waited >= seconds:
-                    raise IsolationError(f"the isolated child of the step at {self.step.step_id} took over {seconds:.0f} s {doing}")
-            return read_message(self.channel, trusted=False)
+            await loop.sock_sendall(self.channel, frame(request))
+            if not self.walled:
+                async with asyncio.timeout(_READY_SECONDS):
+                    first = await read_frame(loop, self.channel)
+                if first != ("ready",):
+                    self.close()
+                    raise IsolationUnavailableError(
+                        f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
+                        f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
+                    )
+                self.walled = True
+            return await read_frame(loop, self.channel)
         except (ChannelClosed, ConnectionError):
-            raise self._ended(doing) from None
+            raise await self._ended(doing) from None
+        except TimeoutError:
+            self.close()
+            raise IsolationError(
+                f"the isolated child of the step at {self.step.step_id} took over {_READY_SECONDS:.0f} s to raise its walls"
+            ) from None
         except BaseException:
-            self.close()  # Ctrl-C, the wall-time budget, or a broken answer: the child goes with it
+            self.close()
             raise
 
-    def _ended(self, doing: str) -> IsolationError:
-        self._reap(seconds=2.0)  # its own end, unless it only closed the channel: then it is killed
+    async def _ended(self, doing: str) -> IsolationError:
+        # Its own end, unless it only closed the channel: then it is killed.
+        for _ in range(100):
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                self.status = status
+                break
+            await asyncio.sleep(0.02)
         self.close()
         return IsolationError(
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.status, self.isolation)} while "
             f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
         )
-
-    def _reap(self, seconds: float) -> None:
-        for _ in range(int(seconds / 0.02)):
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid:
-                self.status = status
-                return
-            time.sleep(0.02)
 
     def close(self) -> None:
         """Kill the child's whole process tree (its keeper; the rest die with it) and clean up after it."""
