@@ -42,7 +42,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 def run_child(step: StepContext, channel: socket.socket, isolation: Isolation, temp_dir: str) -> NoReturn:
     """The forked child's whole life: wall itself, say so (or say what is missing), then serve."""
     try:
-        enter_tree(channel, isolation.processes)
+        enter_tree(channel, isolation.processes, isolation.cpu_seconds)
         _wall(channel, isolation, temp_dir)
     except Exception as exc:  # noqa: BLE001 - told to the kernel, which refuses the step
         send_message(channel, ("unavailable", str(exc)))
@@ -82,7 +82,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file
     limit = _address_space() + isolation.memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    # SIGXCPU at the soft limit says why; the hard one, a second later, is SIGKILL.
+    # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
     resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
     if ctypes.CDLL(None).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

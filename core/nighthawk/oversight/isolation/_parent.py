@@ -216,6 +216,8 @@ def _how_it_ended(status: int | None, isolation: Isolation) -> str:
     number = code - 128
     if number == signal.SIGKILL:
         return f"was killed (SIGKILL: it ran out of memory, or the kernel killed it; memory limit {isolation.memory_mb} MiB)"
+    if number == signal.SIGSYS:
+        return "was killed (it sent itself SIGKILL)"
     if number == signal.SIGXCPU:
         return f"ran out of CPU time (limit {isolation.cpu_seconds} s)"
     if number in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT):

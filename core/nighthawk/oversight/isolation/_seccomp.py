@@ -26,6 +26,10 @@ _NEW_NAMESPACES = 0x7E020080  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER,
 
 # x86-64 system call numbers.
 _SOCKET, _CLONE, _CLONE3, _PRLIMIT64 = 41, 56, 435, 302
+_SIGNALLING = ((62, 0, 1, (0, 1)), (200, 0, 1, (1,)), (234, 0, 2, (1,)))
+"""`kill`, `tkill` and `tgkill`: the argument naming the target, the one naming the signal, and the targets
+that are the worker itself (pid 1, its namespace's init, or 0, its group)."""
+_SIGKILL = 9
 _NETWORK = {"connect": 42, "accept": 43, "bind": 49, "listen": 50, "accept4": 288}
 _DENIED = {
     "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "setpgid": 109,
@@ -89,6 +93,13 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         (_RET_K, 0, 0, refuse),
         (_RET_K, 0, 0, _ALLOW),
     ]
+    # The worker is its namespace's init, which the kernel keeps from a SIGKILL of its own: end it here.
+    for number, target, signal, own in _SIGNALLING:
+        count = len(own)
+        code += [(_JEQ_K, 0, 5 + count, number), (_LD_W_ABS, 0, 0, _arg(signal)), (_JEQ_K, 0, 1 + count, _SIGKILL),
+                 (_LD_W_ABS, 0, 0, _arg(target))]
+        code += [(_JEQ_K, count - index, 0, pid) for index, pid in enumerate(own)]
+        code += [(_RET_K, 0, 0, _ALLOW), (_RET_K, 0, 0, _KILL_PROCESS)]
     if not network:
         code += [
             (_JEQ_K, 0, 4, _SOCKET),

@@ -1,11 +1,13 @@
 """The isolated child's process tree: a pid namespace of its own, with a bounded number of processes.
 
-The forked child (the "keeper", in the kernel's namespace) makes a pid namespace and forks its init (pid 1
-there), which bounds the namespace's pids (`pid_max` is per namespace since Linux 6.14) and forks the
-worker that runs the model's code. Inside the namespace no process outside it can be named, so none can be
-signalled; a fork bomb stops at the bound; when the worker ends, init ends and the kernel kills everything
-left in the namespace. Each process dies with its parent (`PR_SET_PDEATHSIG`), so the kernel ends the whole
-tree by killing the keeper. Exit statuses travel up as exit codes (a signal `s` as `128 + s`).
+The forked child (the "keeper", in the kernel's namespace) makes a pid namespace and forks the worker that
+runs the model's code: the namespace's init (pid 1 there), which bounds the namespace's pids (`pid_max` is
+per namespace since Linux 6.14). Inside the namespace no process outside it can be named, so none can be
+signalled; a fork bomb stops at the bound; when the worker ends, the kernel kills everything left in the
+namespace. The worker dies with the keeper (`PR_SET_PDEATHSIG`), so the kernel ends the whole tree by
+killing the keeper, which passes the worker's status on as its exit code (a signal `s` as `128 + s`). As
+init, the worker ignores the signals it sends itself; the seccomp filter ends it on a SIGKILL it sends
+itself instead, so that the step says so. Two forks, not three: each costs the kernel's page tables.
 
 `RLIMIT_NPROC` would not do: the kernel does not enforce it for root.
 """
@@ -30,7 +32,7 @@ def exit_code(status: int) -> int:
     return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
 
 
-def enter_tree(channel: socket.socket, processes: int) -> None:
+def enter_tree(channel: socket.socket, processes: int, cpu_seconds: int) -> None:
     """From the keeper: make the namespace; returns in the worker only (the others wait and exit).
 
     Raises:
@@ -47,33 +49,29 @@ def enter_tree(channel: socket.socket, processes: int) -> None:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1")
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    init = os.fork()
-    if init:
-        _wait_and_exit(channel, init)
-    _die_with_parent()
-    try:
-        # Pids count from 1; the worker is 2. The kernel takes no less than its reserved pids + 1.
-        _write("/proc/sys/kernel/pid_max", str(max(processes + 2, _RESERVED_PIDS + 1)))
-    except OSError as exc:
-        raise OSError(exc.errno, f"the namespace's process bound (pid_max, Linux 6.14+) cannot be set: {exc.strerror}") from None
     worker = os.fork()
     if worker:
-        _wait_and_exit(channel, worker)
+        _wait_and_exit(channel, worker, cpu_seconds)
     _die_with_parent()
+    try:
+        # Pids count from 1, the worker's. The kernel takes no less than its reserved pids + 1.
+        _write("/proc/sys/kernel/pid_max", str(max(processes + 1, _RESERVED_PIDS + 1)))
+    except OSError as exc:
+        raise OSError(exc.errno, f"the namespace's process bound (pid_max, Linux 6.14+) cannot be set: {exc.strerror}") from None
 
 
-def _wait_and_exit(channel: socket.socket, child: int) -> None:
-    """Wait for `child` (reaping any orphan meanwhile, as init must) and exit with its status."""
+def _wait_and_exit(channel: socket.socket, worker: int, cpu_seconds: int) -> None:
+    """Wait for the worker and exit with its status. As init it ignores the SIGXCPU of its CPU-time limit, and
+    the limit's SIGKILL follows: told apart here by the CPU time it used, and passed on as SIGXCPU."""
     channel.close()  # the worker alone holds the channel: its end is the kernel's sign that it ended
-    while True:
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            os._exit(70)
-        except InterruptedError:
-            continue
-        if pid == child:
-            os._exit(exit_code(status))
+    try:
+        _, status, usage = os.wait4(worker, 0)
+    except ChildProcessError:
+        os._exit(70)
+    code = exit_code(status)
+    if code == 128 + signal.SIGKILL and usage.ru_utime + usage.ru_stime >= cpu_seconds:
+        code = 128 + signal.SIGXCPU
+    os._exit(code)
 
 
 def _die_with_parent() -> None:
