@@ -19,7 +19,7 @@ force for the blocks run inside it; nested scopes inherit them and `oversight=No
   raises `OperationRefusedError` (a `PermissionError`) in the model's code, which the model reads as an
   `execution` error; the step goes on.
 
-- Under `isolated(...)` the model's code of each step runs in a child process forked at the step's start and
+- Under `isolated(...)` the model's code of each step runs in a child process forked at its first call and
   walled by the operating system (Landlock, seccomp, a pid namespace, resource limits); its write bindings
   and return value come back, what it changed in place does not. Linux only: elsewhere it refuses to run.
 

@@ -1,6 +1,7 @@
 """Isolated steps: the model's code of a step runs in a child process behind the operating system's walls.
 
-`isolated()` builds the oversight. Under it the runner forks a child at the step's start (`_parent.py`);
+`isolated()` builds the oversight. Under it a step forks a child at its first call of model code
+(`_parent.py`, entered by the runner);
 the child enters a pid namespace with a bounded number of processes (`_tree.py`), closes what it inherited,
 limits its resources and walls itself with Landlock (`_landlock.py`) and a seccomp filter (`_seccomp.py`),
 then evaluates every `nh_eval`, `nh_assign` and return expression of the step (`_child.py`). Requests and

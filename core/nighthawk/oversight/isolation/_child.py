@@ -32,6 +32,7 @@ from .._oversee import forget_in_child
 from ._channel import ChannelClosed, read_message, send_message
 from ._landlock import abi_version, restrict_writes
 from ._seccomp import install_filter
+from ._sessions import forget_all
 from ._tree import enter_tree
 
 __all__ = ["run_child"]
@@ -49,6 +50,7 @@ def run_child(step: StepContext, channel: socket.socket, isolation: Isolation, t
         os._exit(0)
     send_message(channel, ("ready",))
     worker = os.getpid()
+    forget_all()
     forget_in_child()
     forget_listeners()
     loop = asyncio.new_event_loop()

@@ -1,10 +1,11 @@
-"""The kernel's side of an isolated step: fork the child at the step's start, ask it for each call of the
-model's code, read its answers as untrusted data, and end it (and all it started) with the step.
+"""The kernel's side of an isolated step: fork the child at the step's first call of model code, ask it for
+each call, read its answers as untrusted data, and end it (and all it started) with the step.
 
 The child is forked on the user's thread; its answers are awaited on the step's loop, so that the user's
 thread stays free for the other items of a map. An interrupt (Ctrl-C) or the step's wall-time budget
-cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes or is killed ends the step with `IsolationError`;
-the kernel's namespace is never touched by what the child did.
+cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes
+or is killed ends the step with `IsolationError`; the kernel's namespace is never touched by what the
+child did.
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ async def isolating(step: StepContext, isolation: Isolation) -> AsyncIterator[No
     Raises:
         IsolationUnavailableError: The walls cannot be raised here (the message says what is missing).
     """
-    session = await on_user_thread(lambda: _Child.start(step, isolation))
+    missing = _missing()
+    if missing is not None:
+        raise IsolationUnavailableError(f"{missing}; the step at {step.step_id} was not run (nothing falls back to running unwalled)")
+    session = _Child(step, isolation)
     _sessions.register(step, session)
     try:
         yield
@@ -66,36 +70,38 @@ def _missing() -> str | None:
 
 
 class _Child:
-    """One isolated step's child: its pid (the keeper of its process tree), channel and temporary folder."""
+    """One isolated step's child: forked at the step's first call of model code, not at its start, so that
+    a map's items waiting for the model hold no process (each would make the kernel copy the pages it
+    writes while the child shares them). It sees the values as the model's code would have in the kernel."""
 
-    def __init__(self, step: StepContext, pid: int, channel: socket.socket, temp_dir: str, isolation: Isolation) -> None:
-        self.step, self.pid, self.channel, self.temp_dir, self.isolation = step, pid, channel, temp_dir, isolation
+    def __init__(self, step: StepContext, isolation: Isolation) -> None:
+        self.step, self.isolation = step, isolation
+        self.pid: int | None = None
+        """The keeper of the child's process tree, once forked."""
+        self.channel = socket.socket()  # a placeholder, closed, until the fork
+        self.channel.close()
+        self.temp_dir = ""
         self.status: int | None = None
         self.walled = False
 
-    @classmethod
-    def start(cls, step: StepContext, isolation: Isolation) -> _Child:
-        missing = _missing()
-        if missing is not None:
-            raise IsolationUnavailableError(f"{missing}; the step at {step.step_id} was not run (nothing falls back to running unwalled)")
+    def _fork(self) -> None:
+        """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
         from ._child import run_child  # here: it loads the tools and the outcome, which import this package
 
         ours, theirs = socket.socketpair()
-        temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
+        self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
             pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; it never returns
             try:
                 ours.close()
-                run_child(step, theirs, isolation, temp_dir)
+                run_child(self.step, theirs, self.isolation, self.temp_dir)
             finally:
                 os._exit(70)
         theirs.close()
         ours.setblocking(False)  # read on the step's loop
-        # The child walls itself while the step goes on (the prompt, the model's first answer): the first
-        # request reads its word on that before the answer.
-        return cls(step, pid, ours, temp_dir, isolation)
+        self.pid, self.channel = pid, ours
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -151,6 +157,8 @@ class _Child:
         """Send a request and wait for its answer on the step's loop, leaving the user's thread free (the
         other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
         or a broken answer kills the child before it goes on."""
+        if self.pid is None:
+            await on_user_thread(self._fork)
         loop = asyncio.get_running_loop()
         try:
             await loop.sock_sendall(self.channel, frame(request))
@@ -195,7 +203,7 @@ class _Child:
 
     def close(self) -> None:
         """Kill the child's whole process tree (its keeper; the rest die with it) and clean up after it."""
-        if self.channel.fileno() < 0:
+        if self.pid is None or self.channel.fileno() < 0:
             return
         if self.status is None:
             try:

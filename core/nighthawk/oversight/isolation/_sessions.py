@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
-__all__ = ["Rendered", "Session", "end", "register", "session_of"]
+__all__ = ["Rendered", "Session", "end", "forget_all", "register", "session_of"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,3 +50,9 @@ def end(step: object) -> None:
     session = _sessions.pop(step, None)
     if session is not None:
         session.close()
+
+
+def forget_all() -> None:
+    """In the child: its step's model code runs here, not in a child of its own (the kernel's sessions,
+    copied by the fork, are not the child's)."""
+    _sessions.clear()
