@@ -53,7 +53,7 @@ async def isolating(step: StepContext, isolation: Isolation) -> AsyncIterator[No
     try:
         yield
     finally:
-        _sessions.end(step)
+        await _sessions.end(step)
 
 
 def _missing() -> str | None:
@@ -200,6 +200,11 @@ class _Child:
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.status, self.isolation)} while "
             f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
         )
+
+    async def aclose(self) -> None:
+        """`close` off the step's loop: reaping the child waits for the kernel to tear down its memory."""
+        if self.pid is not None and self.channel.fileno() >= 0:
+            await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     def close(self) -> None:
         """Kill the child's whole process tree (its keeper; the rest die with it) and clean up after it."""

@@ -30,6 +30,8 @@ class Session(Protocol):
 
     async def returned(self, outcome: object) -> tuple[object, dict[str, object], bool]: ...
 
+    async def aclose(self) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -45,11 +47,14 @@ def register(step: object, session: Session) -> None:
     _sessions[step] = session
 
 
-def end(step: object) -> None:
+async def end(step: object) -> None:
     """End `step`'s child, if it has one."""
     session = _sessions.pop(step, None)
     if session is not None:
-        session.close()
+        try:
+            await session.aclose()
+        finally:
+            session.close()  # a no-op once closed; a cancelled wait still kills and reaps it
 
 
 def forget_all() -> None:
