@@ -161,8 +161,8 @@ class Isolation:
     """Address space the child may add to what it shares with the kernel at the fork, in MiB."""
     cpu_seconds: int = 600
     """CPU time the child may use over the step."""
-    processes: int = 64
-    """Processes the child may have at once (itself included)."""
+    processes: int = 300
+    """Processes the child may have at once (itself included); the kernel bounds no lower than 300."""
     open_files: int = 1024
     """Descriptors the child may hold open."""
 

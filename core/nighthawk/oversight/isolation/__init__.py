@@ -25,14 +25,14 @@ def isolated(
     *,
     memory_mb: int = 4096,
     cpu_seconds: int = 600,
-    processes: int = 64,
+    processes: int = 300,
 ) -> Oversight:
     """Run the model's code of each step in a forked child walled by the kernel (Linux only).
 
     The child sees every live value (copy-on-write) and may read every file; it may change files only
     beneath `writable` and a private temporary folder, opens no network socket unless `network`, cannot
     signal, trace or reach other processes, and has at most `memory_mb` MiB more address space, `cpu_seconds`
-    of CPU time and `processes` processes. What the model's code changes in place stays in the child: write
+    of CPU time and `processes` processes at once (the kernel bounds no lower than 300). What the model's code changes in place stays in the child: write
     bindings and the return value come back (pickled, validated in the kernel). Where the walls cannot be
     raised the step fails with `IsolationUnavailableError`: nothing falls back to running unwalled.
     """
