@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import os
 import pickle
 import resource
@@ -42,6 +43,8 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 def run_child(step: StepContext, channel: socket.socket, isolation: Isolation, temp_dir: str) -> NoReturn:
     """The forked child's whole life: wall itself, say so (or say what is missing), then serve."""
+    # What the kernel had is never garbage here: a collection would touch, and so copy, every page of it.
+    gc.freeze()
     try:
         enter_tree(channel, isolation.processes, isolation.cpu_seconds)
         _wall(channel, isolation, temp_dir)
