@@ -373,3 +373,8 @@ def test_a_map_with_isolated_true_runs_each_item_walled(victim: Path) -> None:
     assert victim.read_text() == "precious"
     assert list(result) == ["FINE", None, "GOOD"]
     assert "Permission denied" in str(result.errors[1])
+
+
+def test_the_kernel_starts_its_own_processes_in_its_own_namespace_after_an_isolated_step() -> None:
+    run_isolated("nh_eval", "1")
+    assert os.readlink("/proc/thread-self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid")

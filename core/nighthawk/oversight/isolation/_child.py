@@ -41,12 +41,14 @@ __all__ = ["run_child"]
 _PR_SET_NO_NEW_PRIVS = 38
 
 
-def run_child(step: StepContext, channel: socket.socket, isolation: Isolation, temp_dir: str) -> NoReturn:
+def run_child(
+    step: StepContext, channel: socket.socket, isolation: Isolation, temp_dir: str, *, forked_into_namespace: bool
+) -> NoReturn:
     """The forked child's whole life: wall itself, say so (or say what is missing), then serve."""
     # What the kernel had is never garbage here: a collection would touch, and so copy, every page of it.
     gc.freeze()
     try:
-        enter_tree(channel, isolation.processes, isolation.cpu_seconds)
+        enter_tree(channel, isolation.processes, isolation.cpu_seconds, forked_into_namespace=forked_into_namespace)
         _wall(channel, isolation, temp_dir)
     except Exception as exc:  # noqa: BLE001 - told to the kernel, which refuses the step
         send_message(channel, ("unavailable", str(exc)))

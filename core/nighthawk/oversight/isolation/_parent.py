@@ -31,6 +31,7 @@ from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._seccomp import SUPPORTED
+from ._tree import ended_code, forking_into_namespace
 
 __all__ = ["isolating"]
 
@@ -77,28 +78,43 @@ class _Child:
     def __init__(self, step: StepContext, isolation: Isolation) -> None:
         self.step, self.isolation = step, isolation
         self.pid: int | None = None
-        """The keeper of the child's process tree, once forked."""
+        """The child the kernel forked (the worker, or its keeper when not root), once forked."""
         self.channel = socket.socket()  # a placeholder, closed, until the fork
         self.channel.close()
         self.temp_dir = ""
-        self.status: int | None = None
+        self.code: int | None = None
+        """How the child ended, as an exit code (a signal `s` as `128 + s`; -1: unknown)."""
         self.walled = False
 
     def _fork(self) -> None:
         """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
         from ._child import run_child  # here: it loads the tools and the outcome, which import this package
 
+        try:
+            restore = forking_into_namespace()
+        except OSError as exc:
+            raise IsolationUnavailableError(
+                f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
+                "the model's code (nothing falls back to running unwalled)"
+            ) from None
         ours, theirs = socket.socketpair()
         self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
-            pid = os.fork()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+                pid = os.fork()
+        except BaseException:
+            if restore is not None:
+                restore()
+            raise
         if pid == 0:  # pragma: no cover - the child; it never returns
             try:
                 ours.close()
-                run_child(self.step, theirs, self.isolation, self.temp_dir)
+                run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
             finally:
                 os._exit(70)
+        if restore is not None:
+            restore()  # the parent only: the child's own children stay in its namespace
         theirs.close()
         ours.setblocking(False)  # read on the step's loop
         self.pid, self.channel = pid, ours
@@ -188,16 +204,16 @@ class _Child:
         # Its own end, unless it only closed the channel: then it is killed.
         for _ in range(100):
             try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                pid, status, usage = os.wait4(self.pid, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid:
-                self.status = status
+                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
                 break
             await asyncio.sleep(0.02)
         self.close()
         return IsolationError(
-            f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.status, self.isolation)} while "
+            f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
             f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
         )
 
@@ -207,23 +223,23 @@ class _Child:
             await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     def close(self) -> None:
-        """Kill the child's whole process tree (its keeper; the rest die with it) and clean up after it."""
+        """Kill the child (the rest of its namespace dies with it) and clean up after it."""
         if self.pid is None or self.channel.fileno() < 0:
             return
-        if self.status is None:
+        if self.code is None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
-                self.status = os.waitpid(self.pid, 0)[1]
+                _, status, usage = os.wait4(self.pid, 0)
+                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
             except (ProcessLookupError, ChildProcessError):
-                self.status = -1  # reaped by someone else's SIGCHLD handler: its status is lost
+                self.code = -1  # reaped by someone else's SIGCHLD handler: its status is lost
         self.channel.close()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def _how_it_ended(status: int | None, isolation: Isolation) -> str:
-    if status is None or status < 0:
+def _how_it_ended(code: int | None, isolation: Isolation) -> str:
+    if code is None or code < 0:
         return "ended"
-    code = os.waitstatus_to_exitcode(status)
     if code < 128:
         return f"exited with status {code} (the model's code ended it)"
     number = code - 128
