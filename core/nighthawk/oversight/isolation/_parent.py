@@ -90,31 +90,32 @@ class _Child:
         """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
         from ._child import run_child  # here: it loads the tools and the outcome, which import this package
 
+        ours, theirs = socket.socketpair()
+        self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
+        restore = None
+        pid = -1
         try:
             restore = forking_into_namespace()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; it never returns
+                try:
+                    ours.close()
+                    run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
+                finally:
+                    os._exit(70)
         except OSError as exc:
+            ours.close()
+            theirs.close()
+            os.rmdir(self.temp_dir)
             raise IsolationUnavailableError(
                 f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
                 "the model's code (nothing falls back to running unwalled)"
             ) from None
-        ours, theirs = socket.socketpair()
-        self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
-                pid = os.fork()
-        except BaseException:
-            if restore is not None:
-                restore()
-            raise
-        if pid == 0:  # pragma: no cover - the child; it never returns
-            try:
-                ours.close()
-                run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
-            finally:
-                os._exit(70)
-        if restore is not None:
-            restore()  # the parent only: the child's own children stay in its namespace
+        finally:
+            if restore is not None and pid != 0:
+                restore()  # in the kernel only, however the fork went: its thread's children are its own again
         theirs.close()
         ours.setblocking(False)  # read on the step's loop
         self.pid, self.channel = pid, ours
