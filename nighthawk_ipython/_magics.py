@@ -29,12 +29,13 @@ from nighthawk.block import parse_program
 from nighthawk.budget import UsageBudget, budget, session_usage
 from nighthawk.configuration import DEFAULT_MODEL
 from nighthawk.errors import NighthawkError, last_error, record_error
-from nighthawk.oversight._oversee import overseeing_also
+from nighthawk.oversight._oversee import isolation_in_force, overseeing_also
 from nighthawk.runner import run_block
 from nighthawk.runtime import scope
 
 from ._code import put_step_code
 from ._confirm import CONFIRM
+from ._isolated import ISOLATED
 from ._records import CELL_STEP_PREFIX
 from ._interpolate import interpolate
 from ._namespace import build_frame
@@ -48,7 +49,8 @@ CELL_OUTCOMES: tuple[str, ...] = ("pass", "return", "raise")
 """Outcome kinds a cell can end with (`break` and `continue` need an enclosing loop)."""
 
 _SUBCOMMANDS = (
-    "model", "display", "limits", "confirm", "status", "usage", "replay", "traceback", "code", "prompt", "help"
+    "model", "display", "limits", "confirm", "isolated", "status", "usage", "replay", "traceback", "code", "prompt",
+    "help",
 )
 _SWITCH = {"on": True, "off": False}
 
@@ -136,6 +138,12 @@ class NighthawkMagics(Magics):
         help="Show each tool call of this cell and wait for `y` before it runs (no answer refuses it).",
     )
     @argument(
+        "--isolated",
+        action="store_true",
+        help="Run the model's code of this cell in a child process walled by the operating system (Linux; see "
+        "`nighthawk.oversight.isolated`): in-place changes stay there, write bindings come back.",
+    )
+    @argument(
         "-f",
         "--interpolate",
         action="store_true",
@@ -164,7 +172,9 @@ class NighthawkMagics(Magics):
 
         try:
             with budget(bound) if bound is not None else nullcontext():
-                result = self._run(text, deny=deny, executor=executor, display=args.display, confirm=args.confirm)
+                result = self._run(
+                    text, deny=deny, executor=executor, display=args.display, confirm=args.confirm, isolated=args.isolated
+                )
         except (NighthawkError, NameError, KeyboardInterrupt) as exc:
             if isinstance(exc, NameError):  # a read binding the namespace lacks: the runner never saw it
                 record_error(exc)
@@ -178,7 +188,9 @@ class NighthawkMagics(Magics):
             return result.value
         return None
 
-    def _run(self, text: str, *, deny: frozenset[str], executor: Any, display: str | None, confirm: bool) -> Any:
+    def _run(
+        self, text: str, *, deny: frozenset[str], executor: Any, display: str | None, confirm: bool, isolated: bool
+    ) -> Any:
         """Parse the cell, build its frame from the namespace and run it; return the `BlockResult`."""
         # IPython has already counted the running cell when it stores history, so its number is one less.
         filename = f"{CELL_STEP_PREFIX}{max(self.shell.execution_count - 1, 1)}]"
@@ -191,7 +203,9 @@ class NighthawkMagics(Magics):
         self._state.ready()
         executor_scope = scope(step_executor=executor) if executor is not None else nullcontext()
         confirm_scope = overseeing_also(CONFIRM) if confirm else nullcontext()
-        with self._state.display_mode(display), executor_scope, confirm_scope:
+        # Under a scope or `%nighthawk isolated on` that isolates already, the cell keeps those walls.
+        isolated_scope = overseeing_also(ISOLATED) if isolated and isolation_in_force() is None else nullcontext()
+        with self._state.display_mode(display), executor_scope, confirm_scope, isolated_scope:
             try:
                 return run_block(program, frame)
             finally:
@@ -226,7 +240,8 @@ class NighthawkMagics(Magics):
     @argument(
         "values",
         nargs="*",
-        help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; confirm: on|off; replay: PATH; code: [STEP]",
+        help="model: NAME_OR_VARIABLE; display: MODE; limits: key=value ...; confirm: on|off; isolated: on|off; "
+        "replay: PATH; code: [STEP]",
     )
     @argument("--reset", action="store_true", help="usage: print the totals, then start counting from zero.")
     @argument("--record", action="store_true", help="replay: record every exchange with the real model.")
@@ -240,7 +255,8 @@ class NighthawkMagics(Magics):
         StepExecutor), `%nighthawk display widget|html|text|none`, `%nighthawk limits key=value ...` (context
         limits, budgets such as `step.requests=20` or `cell.cost_usd=0.5`, `request_timeout_s`, `max_retries`,
         `max_repeated_calls`, `max_idle_rounds`; `None` lifts a bound), `%nighthawk confirm on|off` (show every tool call and wait for `y` before it
-        runs), `%nighthawk status` (also where requests go and what bounds them),
+        runs), `%nighthawk isolated on|off` (run the model's code of every step in a walled child process),
+        `%nighthawk status` (also where requests go and what bounds them),
         `%nighthawk usage [--reset]` (requests, tokens and cost of this kernel by model),
         `%nighthawk replay PATH [--record|--auto]` (answer from
         a replay store), `%nighthawk traceback` (the whole cause chain of the last failed block),
@@ -299,14 +315,17 @@ class NighthawkMagics(Magics):
                 except TraitError as exc:
                     raise UsageError(f"%nighthawk limits: {exc}") from exc
                 settings.limits = {**settings.limits, **limits}
-            case "confirm":
+            case "confirm" | "isolated":
                 if not values:
-                    print(f"confirm: {'on' if settings.confirm else 'off'}")
+                    print(f"{args.command}: {'on' if getattr(settings, args.command) else 'off'}")
                     return
-                self._expect(values, 1, "confirm", "on|off")
+                self._expect(values, 1, args.command, "on|off")
                 if values[0] not in _SWITCH:
-                    raise UsageError(f"%nighthawk confirm: {values[0]!r} is neither on nor off; use `%nighthawk confirm on` or `off`")
-                settings.confirm = _SWITCH[values[0]]
+                    raise UsageError(
+                        f"%nighthawk {args.command}: {values[0]!r} is neither on nor off; use `%nighthawk {args.command} on` "
+                        "or `off`"
+                    )
+                setattr(settings, args.command, _SWITCH[values[0]])
             case "usage":
                 self._expect(values, 0, "usage", "[--reset]")
                 _print_usage(reset=args.reset)

@@ -97,6 +97,7 @@ class StepRecord:
         self.allowed_outcomes = started.allowed_outcomes
         self.placeholder = started.placeholder
         self.local_sources = started.local_sources
+        self.isolated = started.isolated
         self.status = "running"
         self.tool_calls: list[ToolCallRecord] = []
         self.outcome: events.OutcomeReached | None = None
@@ -226,6 +227,7 @@ class StepRecord:
                 rewritten=rewritten,
                 placeholder=self.placeholder,
                 local_sources=self.local_sources,
+                isolated=self.isolated,
             )
             if self.finished:
                 self._code = code

@@ -87,6 +87,12 @@ class NighthawkSettings(Configurable):
         "waits for `y` on the kernel's input prompt; no answer refuses it.",
     ).tag(config=True)
 
+    isolated = Bool(
+        False,
+        help="Run the model's code of every step in a child process walled by the operating system "
+        "(`%nighthawk isolated on`, Linux only): in-place changes stay there, write bindings come back.",
+    ).tag(config=True)
+
     model_object = AnyTrait(
         None,
         allow_none=True,
@@ -146,6 +152,12 @@ class NighthawkSettings(Configurable):
         from ._confirm import use_confirm  # imports the core: only once confirm mode is turned on or off
 
         use_confirm(change["new"])
+
+    @observe("isolated")
+    def _use_isolated(self, change: Any) -> None:
+        from ._isolated import use_isolated  # imports the core: only once isolation is turned on or off
+
+        use_isolated(change["new"])
 
     # --- the executor ------------------------------------------------------------------------------
 
@@ -281,6 +293,8 @@ class NighthawkSettings(Configurable):
         lines.extend(_destination(target))
         if self.confirm:  # only when on: a notebook's saved status output stays as it was
             lines.append("confirm: on (every tool call waits for your answer)")
+        if self.isolated:
+            lines.append("isolated: on (the model's code runs in a walled child process)")
         lines.extend(_scope_lines())
         return "\n".join(lines)
 
@@ -301,7 +315,7 @@ class NighthawkSettings(Configurable):
         ]
 
 
-_KEPT = ("model", "model_object", "model_source", "display", "limits", "budgets", "confirm")
+_KEPT = ("model", "model_object", "model_source", "display", "limits", "budgets", "confirm", "isolated")
 """Settings carried from one load of the extension to the next in the same shell."""
 
 

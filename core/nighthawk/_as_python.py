@@ -215,6 +215,7 @@ def step_as_python(
     rewritten: Sequence[str] = (),
     placeholder: str = ContextRedaction.placeholder,
     local_sources: Sequence[LocalSource] = (),
+    isolated: bool = False,
 ) -> str:
     """The Python a step ran: its successful built-in calls in order, then its outcome.
 
@@ -231,6 +232,8 @@ def step_as_python(
             holding it is a comment, not code that would run with the placeholder as the value.
         local_sources: A natural function's locals when its block started: those the code reads before
             assigning them are bound first (`xs = data  # the argument`), or a comment says what to bind.
+        isolated: The step ran its code in a walled child (`nighthawk.oversight.isolated`): run here, the
+            code would also change in place what the step changed only in the child's copy.
 
     Returns:
         The code, one statement or comment per line, ending with a newline; only comments when the step
@@ -238,6 +241,11 @@ def step_as_python(
     """
     failed = sum(1 for call in calls if not call.succeeded)
     lines: list[str] = []
+    if isolated:
+        lines.append(
+            "# ran isolated, in a child process: what it changed in place (items.append, a DataFrame edited in place) "
+            "changed the child's copy only; the write bindings and the return value came back"
+        )
     if failed:
         # The runtime undoes nothing a failed call did to an object before its error (`xs.append(1) or 1/0`).
         lines.append(f"# left out: {failed} call{'s' if failed != 1 else ''} that failed (what a failed call changed before its error stays changed)")
@@ -252,7 +260,8 @@ def step_as_python(
         lines.append(f"# an oversight hook replaced {_shown(', '.join(rewritten))} before the commit: the committed values are its own")
     if failure is not None:
         lines.append(f"# the step {_shown(failure)}: none of its write bindings was committed")
-    lines[:0] = _binding_lines(local_sources, lines, placeholder)
+    at = 1 if isolated else 0  # the bindings go after the isolation note, which is about the whole code
+    lines[at:at] = _binding_lines(local_sources, lines[at:], placeholder)
     if not lines:
         lines.append("# the step ran no code")
     return "\n".join(lines) + "\n"

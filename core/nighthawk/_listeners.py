@@ -16,6 +16,7 @@ __all__ = [
     "EventListener",
     "add_process_listener",
     "emit",
+    "forget_listeners",
     "listen",
     "listening",
     "remove_process_listener",
@@ -37,6 +38,13 @@ def _active_listeners() -> tuple[EventListener, ...]:
     if not _process_listeners:
         return scoped
     return (*[listener for listener in _process_listeners if getattr(listener, "active", True)], *scoped)
+
+
+def forget_listeners() -> None:
+    """Deliver no event from here on: in a forked child, whose listeners (displays, telemetry) belong to the
+    kernel and hold its locks and sockets."""
+    _process_listeners.clear()
+    _listeners.set(())
 
 
 def listening() -> bool:

@@ -16,6 +16,8 @@ Every exception the runtime raises on its own account derives from `NighthawkErr
     ├── ToolValidationError         a value assigned by `nh_assign` does not fit the binding's type
     ├── ToolRegistrationError       a user tool has a bad name, clashes with another one, or has no usable schema
     └── StepAbortedError            user code run by a step raised SystemExit, GeneratorExit, CancelledError, ...
+        └── IsolationError          an isolated step's child ended, crashed or was killed, or could not be walled
+            └── IsolationUnavailableError  this system cannot wall a child (no Landlock, seccomp or pid namespace)
 
 A `raise` outcome is not a Nighthawk error: the exception type the model names is raised as is.
 Python's own `NameError`/`UnboundLocalError` surface unchanged when a read binding cannot be resolved.
@@ -33,6 +35,8 @@ from ._report import short_traceback
 __all__ = [
     "BudgetExceededError",
     "ExecutionError",
+    "IsolationError",
+    "IsolationUnavailableError",
     "MapItemError",
     "MapStoppedError",
     "ModelConfigurationError",
@@ -156,6 +160,16 @@ class ToolRegistrationError(NighthawkError):
 class StepAbortedError(NighthawkError):
     """User code run by a step raised `SystemExit`, `GeneratorExit` or `CancelledError` (or `KeyboardInterrupt`
     off the main thread): the step ends at once instead of handing the model an error to work around."""
+
+
+class IsolationError(StepAbortedError):
+    """The child process an isolated step runs the model's code in ended, crashed or was killed (or ran out of
+    its memory, CPU time or wall time): the step ends, the kernel and its namespace are as they were."""
+
+
+class IsolationUnavailableError(IsolationError):
+    """`isolated()` cannot wall a child here (not Linux, no Landlock or seccomp, no pid namespace): it refuses
+    to run rather than fall back to the in-process guard."""
 
 
 class MapItemError(NighthawkError):

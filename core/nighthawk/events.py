@@ -127,6 +127,8 @@ class StepStarted:
     local_sources: tuple[LocalSource, ...] = ()
     """A natural function's locals when the block started, each with where the step's code can take it
     from (empty for a notebook cell, whose names are the notebook's own)."""
+    isolated: bool = False
+    """The model's code runs in a walled child (`nighthawk.oversight.isolated`): in-place changes stay there."""
     event_kind: Literal["step_started"] = "step_started"
 
 

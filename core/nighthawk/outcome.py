@@ -38,6 +38,7 @@ from ._outcome_schema import OUTCOME_KEY, OUTCOME_TOOL, outcome_object, outcome_
 from ._validation import validate_value
 from .errors import ExecutionError, NighthawkError, StepAbortedError, ToolValidationError
 from .oversight._oversee import guarding, handling_value, review_return
+from .oversight.isolation._sessions import session_of
 from .step import StepContext
 
 __all__ = [
@@ -119,6 +120,10 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             shown = clip(repr(expression), 300)
             # Evaluating it runs model-written code, like `nh_eval`: the tool-call hooks see it first.
             await review_return(step, expression)
+            session = session_of(step)
+            if session is not None:  # an isolated step: its child evaluates it; validated here all the same
+                value, bindings, awaited = await session.returned(outcome)
+                return await _isolated_resolution(step, outcome, shown, value, bindings, awaited)
 
             def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
                 # A return annotation (and a walrus target's) may carry the user's validators: user code. The
@@ -180,6 +185,23 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             return Resolution(outcome=outcome)
         case _:
             assert_never(outcome)
+
+
+async def _isolated_resolution(
+    step: StepContext, outcome: ReturnOutcome, shown: str, value: object, bindings: dict[str, object], awaited: bool
+) -> Resolution:
+    """The resolution of a return expression an isolated child evaluated: its value and bindings validated
+    in the kernel (the user's validators run here, on values that crossed from the child)."""
+    try:
+        value, bindings = await on_user_thread(
+            lambda: (validate_value(step.return_type, value), step.validate_bindings(bindings))
+        )
+    except ToolValidationError as exc:
+        raise ExecutionError(f"return value of {shown} does not match the return annotation: {exc}") from exc
+    except ToolBoundaryError as exc:
+        raise ExecutionError(f"`return_expression` {shown}: {exc.message}") from exc
+    step.step_locals.update(bindings)
+    return Resolution(outcome=outcome, value=value, awaited=awaited)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from .errors import (
     record_error,
 )
 from .frame import Frame
-from .oversight._oversee import review_commit, step_machinery
+from .oversight._oversee import isolation_in_force, review_commit, step_machinery
 from .runtime import current_execution_context, ensure_telemetry, get_step_executor, scope_implicit_references
 from .step import StepContext, activate, build_step
 
@@ -153,6 +153,7 @@ async def _run_step(
                 allowed_outcomes=step.allowed_outcomes,
                 placeholder=step.rendering.redaction.placeholder,
                 local_sources=_local_sources(frame),
+                isolated=isolation_in_force() is not None,
             )
         )
     try:
@@ -160,7 +161,8 @@ async def _run_step(
             # Previews call the values' `__repr__`: user code, so on the user's thread like every other.
             before = await on_user_thread(lambda: _snapshot(step)) if listening else None
             with activate(step), push_tool_scope(step.tool_scope):
-                resolution = await _execute(executor, step, listening)
+                async with _isolating(step):
+                    resolution = await _execute(executor, step, listening)
             result = _result(step, resolution)
             result = replace(result, values=await review_commit(step, resolution, result.values))
             if listening:
@@ -186,6 +188,16 @@ def _local_sources(frame: Frame) -> tuple[events.LocalSource, ...]:
     from ._local_sources import local_sources  # with the first function's step, as the events are
 
     return local_sources(frame.python_locals, frame.parameters)
+
+
+def _isolating(step: StepContext) -> AbstractAsyncContextManager[None]:
+    """Under `isolated()`: the step's model code runs in a walled child, forked here and ended with the step."""
+    isolation = isolation_in_force()
+    if isolation is None:
+        return nullcontext()
+    from .oversight.isolation._parent import isolating  # here: the fork and the walls load with the first isolated step
+
+    return isolating(step, isolation)
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ from ._tool_registry import ToolDefinition, ToolScope, push_tool_scope, tool, vi
 from ._validation import ValidationSetupError, declared_attribute_type, type_label, validate_value
 from .errors import OperationRefusedError, StepAbortedError, ToolEvaluationError, ToolValidationError
 from .oversight._oversee import guarding, handling_value, review_tool_call
+from .oversight.isolation._sessions import Rendered, session_of
 from .step import StepContext
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "guarded",
     "invoke_tool",
     "push_tool_scope",
+    "rendered_result",
     "tool",
     "visible_tools",
 ]
@@ -86,6 +88,12 @@ def _success(step: StepContext, value: object) -> tuple[str, str]:
     if caught:
         envelope += ', "warnings": ' + json.dumps([clip(scrub(text), 500) for text in caught[:5]], ensure_ascii=False)
     return envelope + "}", rendered
+
+
+def rendered_result(step: StepContext, value: object) -> tuple[str, str, bool]:
+    """A built-in tool's envelope and preview, rendered where its value was made (an isolated step's child,
+    which sends them to the kernel as text), and whether the value was awaited."""
+    return (*_success(step, value), isinstance(value, _Evaluated) and value.awaited)
 
 
 def _failure(step: StepContext, error: ToolBoundaryError) -> str:
@@ -179,6 +187,9 @@ async def eval_expression(step: StepContext, expression: str) -> object:
 
     Names bound with `:=` are validated like assignments and stored only if all of them fit.
     """
+    session = session_of(step)
+    if session is not None:  # an isolated step: its child evaluates it
+        return await session.tool("nh_eval", {"expression": expression})
 
     def keep_bindings(value: object, bindings: dict[str, object]) -> object:
         step.step_locals.update(bindings)
@@ -193,6 +204,9 @@ async def assign_value(step: StepContext, target_path: str, expression: str) -> 
     A bare name goes into step locals, validated against its write binding's type. A dotted path sets an
     attribute of an object in step locals, validated when the owner declares the attribute's type.
     """
+    session = session_of(step)
+    if session is not None:  # an isolated step: its child evaluates and stores it
+        return await session.tool("nh_assign", {"target_path": target_path, "expression": expression})
     if not _TARGET_PATH.match(target_path):
         raise ToolBoundaryError(
             "invalid_input",
@@ -323,7 +337,10 @@ async def invoke_tool(
         if inspect.isawaitable(value):
             value = await value
         awaited = isinstance(value, _Evaluated) and value.awaited
-        if type(value) in _PLAIN:
+        if isinstance(value, Rendered):  # rendered in an isolated step's child: scrubbed again here
+            scrub = current_scrubber().scrub
+            envelope, preview, awaited = scrub(value.envelope), scrub(value.preview), value.awaited
+        elif type(value) in _PLAIN:
             envelope, preview = _success(step, value)
         elif tool_name in _MODEL_VALUED:  # the model's value: its `__repr__` may be any function it chose
             envelope, preview = await on_user_thread(lambda: guarded(step, tool_name, lambda: _success(step, value)))

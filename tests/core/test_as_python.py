@@ -236,3 +236,9 @@ def test_the_notebooks_names_are_read_before_a_literal_rebinds_one() -> None:
     namespace = {"b": [1]}
     exec(code, namespace)
     assert namespace["result"] == [1, 5]
+
+
+def test_an_isolated_step_says_that_its_in_place_changes_stayed_in_the_child() -> None:
+    code = step_as_python([evaluated("items.append(4)")], PASSED, cell=True, isolated=True)
+    assert code.splitlines()[0].startswith("# ran isolated, in a child process: what it changed in place")
+    assert code.splitlines()[1] == "items.append(4)"

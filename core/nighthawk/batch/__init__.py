@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from .stopping import CommonCause, request_failure
 from .store import MISSING, DiskStore, return_type, session_store
 
 if TYPE_CHECKING:
+    from ..oversight import Oversight
     from .batch_api import Route
 
 __all__ = ["MapResult", "MapUsage", "map", "map_reporting_items"]
@@ -70,6 +71,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     store: str | None = None,
     progress: bool | None = None,
     batch_api: bool | Literal["cancel", "resubmit"] = False,
+    oversight: Oversight | None = None,
+    isolated: bool = False,
 ) -> MapResult:
     """Call `function` on the items of `iterables` (zipped, as the builtin `map`), `concurrency` at a time.
 
@@ -101,6 +104,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             batches, runs nothing and returns their ids. `"resubmit"` is `True` that also sends again the requests
             of a batch an interrupted run may have made but that the provider's batch list could not confirm
             (which may pay for them twice). See docs/batch.md.
+        oversight: Put this oversight in force for the map's steps too, after the scope's (`nh.oversight`).
+        isolated: Run each step's model code in a walled child process (`nh.oversight.isolated()`), for
+            items that cannot be trusted (web pages, e-mails, user-submitted text). Linux only.
 
     Raises:
         NighthawkError: (`batch_api`) A batch an interrupted run submitted may exist but could not be looked
@@ -116,25 +122,39 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         KeyboardInterrupt: Interrupted: everything in flight was cancelled at once; the message says what
             finished and is kept, and, for a batch map, which batches keep running and how to cancel them.
     """
-    if batch_api is False:
-        return map_reporting_items(
-            function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress
-        )
-    if batch_api not in (True, "cancel", "resubmit"):
-        raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
-    from .batch_api import BATCH_CONCURRENCY, batch_map, batch_store, cancel_batches  # on first use: it loads the OpenAI SDK
+    with _overseen(oversight, isolated):
+        if batch_api is False:
+            return map_reporting_items(
+                function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress
+            )
+        if batch_api not in (True, "cancel", "resubmit"):
+            raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
+        from .batch_api import BATCH_CONCURRENCY, batch_map, batch_store, cancel_batches  # on first use: it loads the OpenAI SDK
 
-    if batch_api == "cancel":
-        return MapResult(cancel_batches(function, store=store, progress=progress))
-    concurrency = BATCH_CONCURRENCY if concurrency is None else concurrency
-    total = _total(iterables)
-    return map_reporting_items(
-        function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=batch_store(store), progress=progress,
-        routed=lambda shown: batch_map(
-            function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit",
-            at_once=concurrency if total is None else min(total, concurrency),
-        ),
-    )
+        if batch_api == "cancel":
+            return MapResult(cancel_batches(function, store=store, progress=progress))
+        concurrency = BATCH_CONCURRENCY if concurrency is None else concurrency
+        total = _total(iterables)
+        return map_reporting_items(
+            function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=batch_store(store), progress=progress,
+            routed=lambda shown: batch_map(
+                function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit",
+                at_once=concurrency if total is None else min(total, concurrency),
+            ),
+        )
+
+
+def _overseen(oversight: Oversight | None, isolated: bool) -> AbstractContextManager[None]:
+    """`map`'s own oversight, in force for its steps after the scope's."""
+    if oversight is None and not isolated:
+        return nullcontext()
+    from ..oversight import combine, isolated as walls
+    from ..oversight._oversee import overseeing_also
+
+    if isolated:
+        oversight = walls() if oversight is None else combine(oversight, walls())
+    assert oversight is not None
+    return overseeing_also(oversight)
 
 
 def map_reporting_items(

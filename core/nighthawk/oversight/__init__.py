@@ -19,6 +19,10 @@ force for the blocks run inside it; nested scopes inherit them and `oversight=No
   raises `OperationRefusedError` (a `PermissionError`) in the model's code, which the model reads as an
   `execution` error; the step goes on.
 
+- Under `isolated(...)` the model's code of each step runs in a child process forked at its first call and
+  walled by the operating system (Landlock, seccomp, a pid namespace, resource limits); its write bindings
+  and return value come back, what it changed in place does not. Linux only: elsewhere it refuses to run.
+
 `read_only()`, `no_network()` and `allow_tools(...)` are ready-made policies, `combine(...)` asks several in
 turn, and `add_process_oversight` puts one in force for the whole process (the kernel's confirm mode). Every
 decision and every refusal is an `OversightDecision` event and an event on the step's OpenTelemetry span.
@@ -26,7 +30,7 @@ decision and every refusal is an `OversightDecision` event and an event on the s
 
 from __future__ import annotations
 
-from ..errors import OperationRefusedError, OversightRejectedError
+from ..errors import IsolationError, IsolationUnavailableError, OperationRefusedError, OversightRejectedError
 from ._kinds import (
     Accept,
     Oversight,
@@ -39,12 +43,15 @@ from ._kinds import (
     ToolCallDecision,
     combine,
 )
+from .isolation import isolated
 from ._oversee import add_process_oversight, remove_process_oversight
 from ._policies import DENIED_CALLS, allow_tools, no_network, read_only
 
 __all__ = [
     "DENIED_CALLS",
     "Accept",
+    "IsolationError",
+    "IsolationUnavailableError",
     "OperationRefusedError",
     "Oversight",
     "OversightRejectedError",
@@ -58,6 +65,7 @@ __all__ = [
     "add_process_oversight",
     "allow_tools",
     "combine",
+    "isolated",
     "no_network",
     "read_only",
     "remove_process_oversight",

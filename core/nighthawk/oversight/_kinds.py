@@ -18,6 +18,7 @@ __all__ = [
     "GUARDS_NAME",
     "NOT_ENFORCED",
     "Enforcement",
+    "Isolation",
     "Oversight",
     "Refusal",
     "Reject",
@@ -148,6 +149,24 @@ is Nighthawk's and the user's, but a function the model made is still held to it
 there (found on the stack above the step's own frames)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Isolation:
+    """The walls of an isolated step's child process (`nighthawk.oversight.isolated`)."""
+
+    writable: tuple[str, ...] = ()
+    """Absolute, resolved folders the child may change files in (besides a private temporary folder)."""
+    network: bool = False
+    """Whether the child may open network sockets (Unix sockets it makes itself are always allowed)."""
+    memory_mb: int = 4096
+    """Address space the child may add to what it shares with the kernel at the fork, in MiB."""
+    cpu_seconds: int = 600
+    """CPU time the child may use over the step."""
+    processes: int = 300
+    """Processes the child may have at once (itself included); the kernel bounds no lower than 300."""
+    open_files: int = 1024
+    """Descriptors the child may hold open."""
+
+
 ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with
 StepCommitDecision: TypeAlias = Union[Accept, Reject, Rewrite]  # noqa: UP007
 ToolCallHook: TypeAlias = Callable[[ToolCall], "ToolCallDecision | Awaitable[ToolCallDecision]"]
@@ -170,6 +189,8 @@ class Oversight:
     runtime: tuple[RuntimeGuard, ...] = ()
     """What model-written code is refused while it runs, enforced on Python's audit events (`read_only()` and
     `no_network()` set it)."""
+    isolation: Isolation | None = None
+    """When set, the model's code of each step runs in a walled child process (`isolated()`)."""
     name: str = ""
     """How events and spans name this oversight (default: the hook's function name)."""
     parts: tuple[Oversight, ...] = field(default=(), repr=False)
@@ -212,7 +233,14 @@ def combine(*oversights: Oversight) -> Oversight:
             )
     parts = tuple(part for oversight in oversights for part in oversight.chain())
     runtime = tuple(dict.fromkeys(guard for part in parts for guard in part.runtime))
-    return Oversight(name="+".join(label(part) for part in parts), runtime=runtime, parts=parts)
+    walls = tuple(dict.fromkeys(part.isolation for part in parts if part.isolation is not None))
+    if len(walls) > 1:
+        raise TypeError(
+            "`combine` takes one `isolated(...)` at most: a step runs in one child; name every writable folder in it"
+        )
+    return Oversight(
+        name="+".join(label(part) for part in parts), runtime=runtime, parts=parts, isolation=walls[0] if walls else None
+    )
 
 
 def label(oversight: Oversight) -> str:

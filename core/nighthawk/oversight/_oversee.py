@@ -34,6 +34,7 @@ from ._kinds import (
     GUARDS_NAME,
     STEP_MACHINERY,
     Enforcement,
+    Isolation,
     Oversight,
     Reject,
     Rewrite,
@@ -52,7 +53,9 @@ __all__ = [
     "add_process_oversight",
     "guarding",
     "handling_value",
+    "forget_in_child",
     "in_force",
+    "isolation_in_force",
     "overseeing",
     "overseeing_also",
     "remove_process_oversight",
@@ -113,6 +116,23 @@ def in_force() -> tuple[Oversight, ...]:
     scoped = _scoped.get()
     chain = scoped.chain() if scoped is not None else ()
     return chain + tuple(part for oversight in _process for part in oversight.chain())
+
+
+def isolation_in_force() -> Isolation | None:
+    """The walls of the child the model's code of a step runs in, when an oversight in force isolates it."""
+    if _scoped.get() is None and not _process:
+        return None  # the common case, without building the chain
+    return next((oversight.isolation for oversight in in_force() if oversight.isolation is not None), None)
+
+
+def forget_in_child() -> None:
+    """Hold nothing and ask no one from here on: in an isolated step's child, where the walls hold the model's
+    code, and the hooks (a person asked through the kernel's stdin) belong to the kernel."""
+    _scoped.set(None)
+    _process.clear()
+    _enforced.set(None)
+    _by_thread.clear()
+    _carried.set(())
 
 
 # --- runtime guards -------------------------------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""The cost of an isolated step over a guarded one, with the kernel holding 100 MB and then 2 GB of data.
+
+Run with `PYTHONPATH=core:tests python bench/bench_isolated.py [--sizes-mb 100 2048] [--rounds 15] [--map N]`. Each
+step makes the three calls a typical one makes (an `nh_eval`, an `nh_assign` to a write binding, a return
+expression) against a scripted model; the guarded step runs under `combine(read_only(), no_network())`, the
+isolated one under `isolated()`. The two alternate in one run (A/B), so that the machine's load falls on
+both alike. Printed: the median and 90th percentile of each step's wall time, the median CPU time the
+kernel's process spent on it (the fork, and the copies of the pages it writes while a child shares them),
+and the extra time per isolated step.
+
+With `--map N` (1000 in the issue), then a map of N items against the test suite's OpenAI-compatible server
+on loopback (200 ms a request, 32 at a time, as `bench_map_http.py`), once guarded and once with
+`isolated=True`: the elapsed time of each and the isolated map's throughput as a share of the guarded one's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy
+
+import nighthawk as nh
+from scripting import call, finish, scripted_executor
+
+
+@nh.natural_function
+def measure(data: object) -> object:
+    total = None
+    """natural
+    Sum <data> into <:total> and return its size.
+    """
+    return total
+
+
+def one_step(oversight: nh.oversight.Oversight, data: object) -> tuple[float, float]:
+    """The step's wall time, and the CPU time the kernel's process spent on it (all its threads)."""
+    executor, _ = scripted_executor(
+        [call("nh_eval", expression="len(data)")],
+        [call("nh_assign", target_path="total", expression="float(data[:1000].sum())")],
+        [finish("return", return_expression="(total, len(data))")],
+    )
+    with nh.run(executor), nh.scope(oversight=oversight):
+        started, cpu = time.perf_counter(), time.process_time()
+        measure(data)
+        return time.perf_counter() - started, time.process_time() - cpu
+
+
+def map_throughput(count: int) -> None:
+    from bench_map import label, load, texts  # bench/ is this script's path
+    from bench_map_http import executor, provider
+
+    os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")  # no vocabulary download for gpt-bench
+    guarded = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.no_network())
+    elapsed: dict[str, float] = {}
+    with provider(0.2, "text.upper()"), nh.run(executor()):
+        label("warm up")
+        for name, options in (("guarded", {"oversight": guarded}), ("isolated", {"isolated": True})):
+            started = time.perf_counter()
+            nh.map(label, texts(count, name), concurrency=32, progress=False, **options)
+            elapsed[name] = time.perf_counter() - started
+    print(f"map of {count} items, 200 ms a request, 32 at a time ({load()}):")
+    for name, seconds in elapsed.items():
+        print(f"  {name:9} {seconds:6.2f} s  ({count / seconds:5.1f} items/s)")
+    print(f"  isolated throughput / guarded: {elapsed['guarded'] / elapsed['isolated']:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes-mb", type=int, nargs="*", default=[100, 2048])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--map", type=int, default=0, dest="map_items")
+    arguments = parser.parse_args()
+    guarded = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.no_network())
+    isolated = nh.oversight.isolated()
+    for size in arguments.sizes_mb:
+        data = numpy.ones(size * 2**20 // 8)  # every page touched: resident, as a loaded DataFrame is
+        one_step(isolated, data), one_step(guarded, data)  # warm both paths up
+        times: dict[str, list[tuple[float, float]]] = {"guarded": [], "isolated": []}
+        for _ in range(arguments.rounds):
+            times["guarded"].append(one_step(guarded, data))
+            times["isolated"].append(one_step(isolated, data))
+        print(f"kernel holding {size} MB, {arguments.rounds} steps each (3 calls a step):")
+        for name, samples in times.items():
+            ordered = sorted(wall for wall, _ in samples)
+            cpu = statistics.median(cpu for _, cpu in samples)
+            print(
+                f"  {name:9} median {statistics.median(ordered) * 1e3:7.1f} ms   p90 {ordered[int(len(ordered) * 0.9) - 1] * 1e3:7.1f} ms"
+                f"   kernel CPU {cpu * 1e3:6.1f} ms"
+            )
+        extra = statistics.median(wall for wall, _ in times["isolated"]) - statistics.median(wall for wall, _ in times["guarded"])
+        print(f"  extra time per isolated step: {extra * 1e3:.1f} ms ({os.getloadavg()[0]:.1f} load average)")
+        del data
+    if arguments.map_items:
+        map_throughput(arguments.map_items)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Isolated steps: the model's code of a step runs in a child process behind the operating system's walls.
+
+`isolated()` builds the oversight. Under it a step forks a child at its first call of model code
+(`_parent.py`, entered by the runner);
+the child enters a pid namespace with a bounded number of processes (`_tree.py`), closes what it inherited,
+limits its resources and walls itself with Landlock (`_landlock.py`) and a seccomp filter (`_seccomp.py`),
+then evaluates every `nh_eval`, `nh_assign` and return expression of the step (`_child.py`). Requests and
+answers cross a socket pair (`_channel.py`); the tools and the outcome find the step's child in
+`_sessions.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .._kinds import Isolation, Oversight
+
+__all__ = ["isolated"]
+
+
+def isolated(
+    writable: Iterable[str | os.PathLike[str]] = (),
+    network: bool = False,
+    *,
+    memory_mb: int = 4096,
+    cpu_seconds: int = 600,
+    processes: int = 300,
+) -> Oversight:
+    """Run the model's code of each step in a forked child walled by the kernel (Linux only).
+
+    The child sees every live value (copy-on-write) and may read every file; it may change files only
+    beneath `writable` and a private temporary folder, opens no network socket unless `network`, cannot
+    signal, trace or reach other processes, and has at most `memory_mb` MiB more address space, `cpu_seconds`
+    of CPU time and `processes` processes at once (the kernel bounds no lower than 300). What the model's code changes in place stays in the child: write
+    bindings and the return value come back (pickled, validated in the kernel). Where the walls cannot be
+    raised the step fails with `IsolationUnavailableError`: nothing falls back to running unwalled.
+    """
+    folders = tuple(os.path.realpath(os.fspath(folder)) for folder in writable)
+    for folder in folders:
+        if not os.path.isdir(folder):
+            raise ValueError(f"`writable` folder {folder!r} does not exist; create it before isolating a step")
+    for name, value in (("memory_mb", memory_mb), ("cpu_seconds", cpu_seconds), ("processes", processes)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer, got {value!r}")
+    walls = Isolation(writable=folders, network=bool(network), memory_mb=memory_mb, cpu_seconds=cpu_seconds, processes=processes)
+    return Oversight(name="isolated", isolation=walls)

@@ -1,0 +1,161 @@
+"""The channel between the kernel and its isolated child: length-prefixed pickles over a Unix socket pair,
+and the unpickler the kernel reads the child's answers with.
+
+The child runs untrusted code, so what it sends is untrusted too: an ordinary `pickle.loads` would call any
+function the bytes name, in the kernel. The kernel's unpickler only rebuilds classes of data (containers,
+numbers, dates, numpy and pandas values, the user's own classes) and the reconstructors their pickles
+name, never a function or a class that acts on the world when it is built (a file, a process, a socket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import io
+import pickle
+import socket
+import struct
+import sys
+from typing import Any
+
+__all__ = ["ChannelClosed", "UnsafeValueError", "frame", "read_frame", "read_message", "recv_exact", "send_message", "unpickle_data"]
+
+_HEADER = struct.Struct("!Q")
+
+
+class ChannelClosed(EOFError):
+    """The other end closed the channel (the child ended)."""
+
+
+class UnsafeValueError(pickle.UnpicklingError):
+    """The child's answer names a function or class the kernel will not call to rebuild it."""
+
+
+def frame(message: object) -> bytes:
+    """`message` pickled, with its length in front."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+def send_message(channel: socket.socket, message: object) -> None:
+    """Send `message` (a blocking socket: the child's end)."""
+    channel.sendall(frame(message))
+
+
+async def read_frame(loop: asyncio.AbstractEventLoop, channel: socket.socket) -> Any:
+    """The next message from the child, read on `loop` (a non-blocking socket: the kernel's end), as data."""
+    (size,) = _HEADER.unpack(await _recv_exact_async(loop, channel, _HEADER.size))
+    return unpickle_data(await _recv_exact_async(loop, channel, size))
+
+
+async def _recv_exact_async(loop: asyncio.AbstractEventLoop, channel: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = await loop.sock_recv(channel, min(size - len(chunks), 1 << 20))
+        if not chunk:
+            raise ChannelClosed("the channel closed")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def recv_exact(channel: socket.socket, size: int) -> bytes:
+    """`size` bytes from `channel`; `ChannelClosed` when it ends first."""
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = channel.recv(min(size - len(chunks), 1 << 20))
+        if not chunk:
+            raise ChannelClosed("the channel closed")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def read_message(channel: socket.socket) -> Any:
+    """The next request from the kernel (in the child, which trusts it), from a blocking socket."""
+    (size,) = _HEADER.unpack(recv_exact(channel, _HEADER.size))
+    return pickle.loads(recv_exact(channel, size))  # noqa: S301 - the kernel's own requests
+
+
+def unpickle_data(data: bytes) -> Any:
+    """Unpickle what the isolated child sent, rebuilding data only (`UnsafeValueError` otherwise)."""
+    return _DataUnpickler(io.BytesIO(data)).load()
+
+
+_DATA_MODULES = ("builtins", "collections", "datetime", "decimal", "fractions", "uuid", "enum", "pathlib",
+                 "zoneinfo", "ipaddress", "numpy", "pandas")
+"""Modules whose classes are data. Those that act when built are in `_ACTING`."""
+_ACTING = ("numpy.memmap", "numpy.lib", "pandas.io", "builtins.open", "builtins.memoryview", "builtins.type",
+           "builtins.super", "builtins.property", "builtins.classmethod", "builtins.staticmethod", "builtins.object")
+"""Classes (and module prefixes) of the data modules that open or map files, or make code, when built."""
+_RECONSTRUCTORS = frozenset({
+    "copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__",
+    "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct", "numpy.core.multiarray.scalar",
+    "numpy._core.multiarray.scalar", "numpy._core.numeric._frombuffer", "numpy.core.numeric._frombuffer",
+    "pandas._libs.internals._unpickle_block", "pandas.core.internals.blocks.new_block",
+    "pandas.core.indexes.base._new_Index", "pandas._libs.tslibs.timestamps._unpickle_timestamp",
+    "pandas._libs.tslibs.timedeltas._timedelta_unpickle", "pandas._libs.tslibs.nattype.__nat_unpickle",
+    "pandas.core.arrays.categorical._unpickle_categorical", "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked",
+    "pandas._libs.tslibs.offsets._unpickle", "pandas.core.internals.managers._unpickle_block",
+    "pandas.core.arrays.period._unpickle_period_array", "pandas.core.indexes.datetimes._new_DatetimeIndex",
+    "pandas.core.indexes.period._new_PeriodIndex", "pandas._libs.tslibs.nattype._nat_unpickle",
+    "numpy.ma.core._mareconstruct", "pyarrow.lib._restore_array", "pyarrow.lib.type_for_alias", "pyarrow.lib.py_buffer",
+    "pyarrow.lib.large_string", "pyarrow.lib.string", "pyarrow.NA", "pyarrow.lib.NA", "pandas.NA", "pandas._libs.missing.NA",
+})
+"""Functions the pickles of data call to rebuild a value (they make the value and nothing else), and the
+constants they name."""
+
+
+class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
+    """Python's own unpickler (the C one cannot be told which calls to refuse), held to data.
+
+    `find_class` hands out data classes, the user's own classes and the reconstructors; a call (`REDUCE`)
+    is made only of a reconstructor, a data module's class, a named tuple or an enum. The old opcodes that
+    call a class by another road (`INST`, `OBJ`) are refused: the child sends protocol 5.
+    """
+
+    dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+
+    def find_class(self, module: str, name: str) -> Any:
+        qualified = f"{module}.{name}"
+        found = super().find_class(module, name) if qualified in _RECONSTRUCTORS or module in sys.modules else None
+        if qualified in _RECONSTRUCTORS or (isinstance(found, type) and _is_data_class(found, module, qualified)):
+            return found
+        raise UnsafeValueError(
+            f"the isolated child's answer names {qualified}, which the kernel does not call to rebuild a value "
+            "(only data classes and their reconstructors)"
+        )
+
+    def load_reduce(self) -> None:
+        called = self.stack[-2]
+        if not _may_call(called):
+            raise UnsafeValueError(f"the isolated child's answer calls {called!r:.100}, which the kernel does not call")
+        super().load_reduce()
+
+    def load_refused(self) -> None:
+        raise UnsafeValueError("the isolated child's answer uses an opcode that calls a class (INST or OBJ)")
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+    dispatch[pickle.INST[0]] = load_refused
+    dispatch[pickle.OBJ[0]] = load_refused
+
+
+def _may_call(called: object) -> bool:
+    qualified = f"{getattr(called, '__module__', '')}.{getattr(called, '__qualname__', '')}"
+    if qualified in _RECONSTRUCTORS:
+        return True
+    if not isinstance(called, type):
+        return False
+    if issubclass(called, (tuple, enum.Enum)):  # named tuples and enum members: built from their values
+        return True
+    return called.__module__.partition(".")[0] in _DATA_MODULES and _is_data_class(called, called.__module__, qualified)
+
+
+def _is_data_class(found: type, module: str, qualified: str) -> bool:
+    """A class the kernel may rebuild from the child's answer: not one that acts when built (`_ACTING`), not
+    an exception, a file, a socket or a thread, and either from a data module or the user's own."""
+    if any(qualified == acting or qualified.startswith(acting + ".") for acting in _ACTING):
+        return False
+    if issubclass(found, (BaseException, io.IOBase, socket.socket)) or found.__module__.startswith(("threading", "subprocess")):
+        return False
+    root = module.partition(".")[0]
+    # The user's own classes: the notebook's, or any outside the standard library's modules.
+    return root in _DATA_MODULES or root == "__main__" or (root not in sys.stdlib_module_names and not root.startswith("_"))

@@ -1,0 +1,165 @@
+"""The isolated child: it walls itself, then evaluates the step's model code as the kernel asks.
+
+Forked from the kernel's user thread, the child has only that thread; the kernel's other threads (the
+event loop, IOPub, logging) are gone, and any lock they held stays held. So the child never logs, prints to
+the kernel's streams or delivers an event: it speaks to the kernel only through its channel, with its own
+event loop. It runs the very code the kernel would (`tools.py`, `outcome.py`), with no oversight in force:
+the walls hold it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import gc
+import os
+import pickle
+import resource
+import socket
+import sys
+import tempfile
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from ..._boundary import ToolBoundaryError
+from ..._deadline import bounded_by
+from ..._listeners import forget_listeners
+from ...errors import StepAbortedError
+from ...outcome import resolve_outcome
+from ...step import StepContext
+from ...tools import assign_value, eval_expression, rendered_result
+from .._kinds import Isolation
+from .._oversee import forget_in_child
+from ._channel import ChannelClosed, read_message, send_message
+from ._landlock import abi_version, restrict_writes
+from ._seccomp import install_filter
+from ._sessions import forget_all
+from ._tree import enter_tree
+
+__all__ = ["run_child"]
+
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+def run_child(
+    step: StepContext, channel: socket.socket, isolation: Isolation, temp_dir: str, *, forked_into_namespace: bool
+) -> NoReturn:
+    """The forked child's whole life: wall itself, say so (or say what is missing), then serve."""
+    # What the kernel had is never garbage here: a collection would touch, and so copy, every page of it.
+    gc.freeze()
+    try:
+        enter_tree(channel, isolation.processes, isolation.cpu_seconds, forked_into_namespace=forked_into_namespace)
+        _wall(channel, isolation, temp_dir)
+    except Exception as exc:  # noqa: BLE001 - told to the kernel, which refuses the step
+        send_message(channel, ("unavailable", str(exc)))
+        os._exit(0)
+    send_message(channel, ("ready",))
+    worker = os.getpid()
+    forget_all()
+    forget_in_child()
+    forget_listeners()
+    loop = asyncio.new_event_loop()
+    asyncio.events._set_running_loop(None)  # the kernel's loop on this thread is not ours
+    with bounded_by(None):  # the kernel keeps the wall-time budget and kills the child at its end
+        while True:
+            try:
+                request = read_message(channel)
+            except ChannelClosed:
+                os._exit(0)
+            answer = _answer(step, loop, request)
+            if os.getpid() != worker:
+                os._exit(0)  # a copy the model's code forked: only the worker answers
+            send_message(channel, answer)
+
+
+def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    # Every inherited descriptor now reads and writes /dev/null: closing them would free their numbers for
+    # files the model's code opens, which the kernel's objects here would then close or write to.
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in (devnull, channel.fileno()):
+            try:
+                os.dup2(devnull, fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed already
+    os.close(devnull)
+    sys.stdin, sys.stdout, sys.stderr = (open(os.devnull, mode, encoding="utf-8") for mode in ("r", "w", "w"))  # noqa: SIM115
+    os.environ["TMPDIR"] = tempfile.tempdir = temp_dir
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file
+    limit = _address_space() + isolation.memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
+    resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+    if ctypes.CDLL(None).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())
+    install_filter(network=isolation.network)
+
+
+def _address_space() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _answer(step: StepContext, loop: asyncio.AbstractEventLoop, request: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One request's answer: `("rendered", envelope, preview, awaited, writes)` for a tool call,
+    `("returned", value, writes, awaited)` for a return expression (values pickled apiece, so that the one
+    that cannot be is named), or what went wrong."""
+    kind, *rest = request
+    before = {name: step.step_locals.get(name, _UNBOUND) for name in step.program.writes}
+    try:
+        if kind == "tool":
+            tool_name, arguments = rest
+            if tool_name == "nh_eval":
+                value = loop.run_until_complete(eval_expression(step, arguments["expression"]))
+            else:
+                value = loop.run_until_complete(assign_value(step, arguments["target_path"], arguments["expression"]))
+            envelope, preview, awaited = rendered_result(step, value)
+            return ("rendered", envelope, preview, awaited, _writes(step, before))
+        resolution = loop.run_until_complete(resolve_outcome(rest[0], step))
+        return ("returned", _pickled("the return value", resolution.value), _writes(step, before), resolution.awaited)
+    except ToolBoundaryError as exc:
+        return ("tool_error", exc.kind, exc.message, exc.guidance)
+    except StepAbortedError as exc:
+        return ("aborted", str(exc))
+    except Exception as exc:  # noqa: BLE001 - the kernel raises it as the step's error
+        return ("failed", type(exc).__name__, str(exc))
+
+
+_UNBOUND = object()
+
+
+def _writes(step: StepContext, before: Mapping[str, object]) -> dict[str, bytes]:
+    """The write bindings this request (re)bound, pickled for the kernel. One that cannot be is put back as
+    it was, so that the child and the kernel stay agreed, and the model is told why."""
+    changed: dict[str, bytes] = {}
+    for name, old in before.items():
+        value = step.step_locals.get(name, _UNBOUND)
+        if value is old:
+            continue
+        try:
+            changed[name] = _pickled(f"`{name}`", value)
+        except ToolBoundaryError:
+            if old is _UNBOUND:
+                del step.step_locals[name]
+            else:
+                step.step_locals[name] = old
+            raise
+    return changed
+
+
+def _pickled(what: str, value: object) -> bytes:
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise ToolBoundaryError(
+            "execution",
+            f"{what} holds {type(value).__name__} {value!r:.80}, which cannot be sent from the isolated child "
+            f"to the kernel ({type(exc).__name__}: {exc})",
+            "Bind a plain value (numbers, text, containers, arrays, DataFrames); not a function, generator or open file.",
+        ) from exc

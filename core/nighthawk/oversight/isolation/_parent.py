@@ -1,0 +1,258 @@
+"""The kernel's side of an isolated step: fork the child at the step's first call of model code, ask it for
+each call, read its answers as untrusted data, and end it (and all it started) with the step.
+
+The child is forked on the user's thread; its answers are awaited on the step's loop, so that the user's
+thread stays free for the other items of a map. An interrupt (Ctrl-C) or the step's wall-time budget
+cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes
+or is killed ends the step with `IsolationError`; the kernel's namespace is never touched by what the
+child did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import warnings
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..._boundary import ToolBoundaryError
+from ..._loop import on_user_thread
+from ...errors import ExecutionError, IsolationError, IsolationUnavailableError, StepAbortedError
+from ...step import StepContext
+from .._kinds import Isolation
+from . import _sessions
+from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
+from ._landlock import MINIMUM_ABI, abi_version
+from ._seccomp import SUPPORTED
+from ._tree import ended_code, forking_into_namespace
+
+__all__ = ["isolating"]
+
+_READY_SECONDS = 30.0
+"""How long the child may take to raise its walls before the step gives up on it."""
+
+
+@asynccontextmanager
+async def isolating(step: StepContext, isolation: Isolation) -> AsyncIterator[None]:
+    """Run `step`'s model code in a walled child inside the `with` block; the child ends with the block.
+
+    Raises:
+        IsolationUnavailableError: The walls cannot be raised here (the message says what is missing).
+    """
+    missing = _missing()
+    if missing is not None:
+        raise IsolationUnavailableError(f"{missing}; the step at {step.step_id} was not run (nothing falls back to running unwalled)")
+    session = _Child(step, isolation)
+    _sessions.register(step, session)
+    try:
+        yield
+    finally:
+        await _sessions.end(step)
+
+
+def _missing() -> str | None:
+    """What this system lacks for the walls, or `None`."""
+    if not sys.platform.startswith("linux"):
+        return f"isolated steps need Linux (Landlock and seccomp); this is {sys.platform}"
+    if not SUPPORTED:
+        return "isolated steps know the seccomp system call numbers of x86-64 only"
+    abi = abi_version()
+    if abi < MINIMUM_ABI:
+        found = "no Landlock (turned off, or a kernel before 5.13)" if abi == 0 else f"Landlock ABI {abi}"
+        return f"isolated steps need Landlock ABI {MINIMUM_ABI} or later (Linux 6.2+); this kernel offers {found}"
+    return None
+
+
+class _Child:
+    """One isolated step's child: forked at the step's first call of model code, not at its start, so that
+    a map's items waiting for the model hold no process (each would make the kernel copy the pages it
+    writes while the child shares them). It sees the values as the model's code would have in the kernel."""
+
+    def __init__(self, step: StepContext, isolation: Isolation) -> None:
+        self.step, self.isolation = step, isolation
+        self.pid: int | None = None
+        """The child the kernel forked (the worker, or its keeper when not root), once forked."""
+        self.channel = socket.socket()  # a placeholder, closed, until the fork
+        self.channel.close()
+        self.temp_dir = ""
+        self.code: int | None = None
+        """How the child ended, as an exit code (a signal `s` as `128 + s`; -1: unknown)."""
+        self.walled = False
+
+    def _fork(self) -> None:
+        """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
+        from ._child import run_child  # here: it loads the tools and the outcome, which import this package
+
+        ours, theirs = socket.socketpair()
+        self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
+        restore = None
+        pid = -1
+        try:
+            restore = forking_into_namespace()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; it never returns
+                try:
+                    ours.close()
+                    run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
+                finally:
+                    os._exit(70)
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            os.rmdir(self.temp_dir)
+            raise IsolationUnavailableError(
+                f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
+                "the model's code (nothing falls back to running unwalled)"
+            ) from None
+        finally:
+            if restore is not None and pid != 0:
+                restore()  # in the kernel only, however the fork went: its thread's children are its own again
+        theirs.close()
+        ours.setblocking(False)  # read on the step's loop
+        self.pid, self.channel = pid, ours
+
+    # --- the step's calls -------------------------------------------------------------------------------
+
+    async def tool(self, tool_name: str, arguments: Mapping[str, object]) -> _sessions.Rendered:
+        answer = await self._ask(("tool", tool_name, dict(arguments)), f"{tool_name} {arguments.get('expression')!r:.200}")
+        match answer:
+            case ("rendered", str(envelope), str(preview), bool(awaited), dict(writes)):
+                if writes:  # rebuilt and validated on the user's thread: the validators are the user's code
+                    values = await on_user_thread(lambda: self.step.validate_bindings(self._values(writes)))
+                    self.step.step_locals.update(values)
+                return _sessions.Rendered(envelope=envelope, preview=preview, awaited=awaited)
+            case ("tool_error", str(kind), str(message), str(guidance)):
+                raise ToolBoundaryError(kind, message, guidance)  # type: ignore[arg-type]
+        raise self._unexpected(answer)
+
+    async def returned(self, outcome: object) -> tuple[object, dict[str, object], bool]:
+        expression = getattr(outcome, "return_expression", "")
+        answer = await self._ask(("return", outcome), f"the return expression {expression!r:.200}")
+        match answer:
+            case ("returned", bytes(value), dict(writes), bool(awaited)):
+                return await on_user_thread(lambda: (self._value("the return value", value), self._values(writes), awaited))
+            case ("tool_error", _, str(message), _):
+                raise ExecutionError(f"`return_expression` {expression!r:.300}: {message}")
+        raise self._unexpected(answer)
+
+    def _values(self, writes: dict[object, object]) -> dict[str, object]:
+        return {str(name): self._value(f"`{name}`", data) for name, data in writes.items()}
+
+    def _value(self, what: str, data: object) -> object:
+        """Unpickle one value the child sent, as untrusted data."""
+        if not isinstance(data, bytes):
+            raise self._unexpected(data)
+        try:
+            return unpickle_data(data)
+        except UnsafeValueError as exc:
+            raise ToolBoundaryError(
+                "execution", f"{what} was refused on its way back from the isolated child: {exc}",
+                "Bind plain data (numbers, text, containers, arrays, DataFrames, the notebook's own classes).",
+            ) from exc
+
+    def _unexpected(self, answer: object) -> BaseException:
+        match answer:
+            case ("aborted", str(message)):
+                return StepAbortedError(message)
+            case ("failed", str(kind), str(message)):
+                return ExecutionError(message if kind == "ExecutionError" else f"{kind}: {message}")
+        self.close()
+        return IsolationError(f"the isolated child of the step at {self.step.step_id} answered nonsense ({type(answer).__name__}); it was ended")
+
+    # --- the channel ----------------------------------------------------------------------------------
+
+    async def _ask(self, request: tuple[Any, ...], doing: str) -> Any:
+        """Send a request and wait for its answer on the step's loop, leaving the user's thread free (the
+        other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
+        or a broken answer kills the child before it goes on."""
+        if self.pid is None:
+            await on_user_thread(self._fork)
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.sock_sendall(self.channel, frame(request))
+            if not self.walled:
+                async with asyncio.timeout(_READY_SECONDS):
+                    first = await read_frame(loop, self.channel)
+                if first != ("ready",):
+                    self.close()
+                    raise IsolationUnavailableError(
+                        f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
+                        f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
+                    )
+                self.walled = True
+            return await read_frame(loop, self.channel)
+        except (ChannelClosed, ConnectionError):
+            raise await self._ended(doing) from None
+        except TimeoutError:
+            self.close()
+            raise IsolationError(
+                f"the isolated child of the step at {self.step.step_id} took over {_READY_SECONDS:.0f} s to raise its walls"
+            ) from None
+        except BaseException:
+            self.close()
+            raise
+
+    async def _ended(self, doing: str) -> IsolationError:
+        # Its own end, unless it only closed the channel: then it is killed.
+        for _ in range(100):
+            try:
+                pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
+                break
+            await asyncio.sleep(0.02)
+        self.close()
+        return IsolationError(
+            f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
+            f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
+        )
+
+    async def aclose(self) -> None:
+        """`close` off the step's loop: reaping the child waits for the kernel to tear down its memory."""
+        if self.pid is not None and self.channel.fileno() >= 0:
+            await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def close(self) -> None:
+        """Kill the child (the rest of its namespace dies with it) and clean up after it."""
+        if self.pid is None or self.channel.fileno() < 0:
+            return
+        if self.code is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(self.pid, 0)
+                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
+            except (ProcessLookupError, ChildProcessError):
+                self.code = -1  # reaped by someone else's SIGCHLD handler: its status is lost
+        self.channel.close()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _how_it_ended(code: int | None, isolation: Isolation) -> str:
+    if code is None or code < 0:
+        return "ended"
+    if code < 128:
+        return f"exited with status {code} (the model's code ended it)"
+    number = code - 128
+    if number == signal.SIGKILL:
+        return f"was killed (SIGKILL: it ran out of memory, or the kernel killed it; memory limit {isolation.memory_mb} MiB)"
+    if number == signal.SIGSYS:
+        return "was killed (it sent itself SIGKILL)"
+    if number == signal.SIGXCPU:
+        return f"ran out of CPU time (limit {isolation.cpu_seconds} s)"
+    if number in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT):
+        return f"crashed ({signal.Signals(number).name})"
+    try:
+        return f"was killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"exited with status {code}"

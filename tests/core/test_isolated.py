@@ -1,0 +1,380 @@
+"""Under `nh.oversight.isolated()`, the model's code of a step runs in a child process the operating system
+walls in (Landlock, seccomp, a pid namespace, resource limits): what it tries against files, the network,
+other processes or the kernel itself leaves them as they were, and the step says what happened.
+
+This test process plays the kernel: an attack that got through would delete the test's files or end it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import nighthawk as nh
+from scripting import finish, model_code, scripted_executor
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only")
+
+
+@nh.natural_function
+def look(data: object = None) -> object:
+    result = None
+    """natural
+    Look at <data>; set <:result> or return what you found.
+    """
+    return result
+
+
+def run_isolated(channel: str, expression: str, **walls: object) -> str:
+    """Run `expression` through `channel` in an isolated step; what the model read next, or the step's error."""
+    executor, script = scripted_executor(model_code(channel, expression), [finish("return", return_expression="result")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated(**walls)):  # type: ignore[arg-type]
+        try:
+            look()
+        except Exception as stopped:
+            return f"{type(stopped).__name__}: {stopped}"
+    return " ".join(script.last_tool_results()) if len(script.seen) > 1 else ""
+
+
+def step_error(expression: str, channel: str = "nh_eval", **walls: object) -> nh.errors.IsolationError:
+    executor, _ = scripted_executor(model_code(channel, expression), [finish("return", return_expression="result")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated(**walls)):  # type: ignore[arg-type]
+        with pytest.raises(nh.errors.IsolationError) as raised:
+            look()
+    return raised.value
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    path = tmp_path / "keep" / "victim.txt"
+    path.parent.mkdir()
+    path.write_text("precious")
+    return path
+
+
+def children() -> set[int]:
+    """The processes (zombies included) whose parent is this one."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path("/proc", entry, "stat").read_text() if entry.isdigit() else ""
+        except OSError:
+            continue  # ended meanwhile
+        if stat and int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+            found.add(int(entry))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_child_left() -> Iterator[None]:
+    before = children()
+    yield
+    assert children() <= before  # every process an isolated step made is gone, and reaped
+
+
+# --- files ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("channel", ["nh_eval", "nh_assign", "return"])
+def test_deleting_a_file_outside_writable_is_refused(victim: Path, channel: str) -> None:
+    read = run_isolated(channel, f"__import__('os').remove({str(victim)!r})")
+    assert victim.read_text() == "precious"
+    assert "Permission denied" in read
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["__import__('os').truncate({p!r}, 0)", "open({p!r}, 'w')", "__import__('pathlib').Path({p!r}).write_text('')"],
+)
+def test_truncating_a_file_outside_writable_is_refused(victim: Path, expression: str) -> None:
+    read = run_isolated("nh_eval", expression.format(p=str(victim)))
+    assert victim.read_text() == "precious"
+    assert "Permission denied" in read
+
+
+def test_creating_a_file_outside_writable_is_refused(victim: Path) -> None:
+    created = victim.parent / "new.txt"
+    read = run_isolated("nh_eval", f"open({str(created)!r}, 'x')")
+    assert not created.exists()
+    assert "Permission denied" in read
+
+
+def test_a_writable_folder_is_writable(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "report.txt"
+    target.parent.mkdir()
+    run_isolated("nh_eval", f"__import__('pathlib').Path({str(target)!r}).write_text('done')", writable=[target.parent])
+    assert target.read_text() == "done"
+
+
+def test_a_process_the_model_starts_is_walled_too(victim: Path) -> None:
+    run_isolated("nh_eval", f"__import__('subprocess').run(['sh', '-c', 'echo gone > {victim}; rm -f {victim}'])")
+    assert victim.read_text() == "precious"
+
+
+def test_ctypes_system_is_walled(victim: Path) -> None:
+    run_isolated("nh_eval", f"__import__('ctypes').CDLL(None).system(b'rm -f {victim}')")
+    assert victim.read_text() == "precious"
+
+
+def test_a_subinterpreter_is_walled(victim: Path) -> None:
+    if sys.version_info >= (3, 13):
+        expression = "(i := __import__('_interpreters')).exec(i.create(), {code!r})"
+    else:
+        expression = "(i := __import__('_xxsubinterpreters')).run_string(i.create(), {code!r})"
+    run_isolated("nh_eval", expression.format(code=f"import os; os.remove({str(victim)!r})"))
+    assert victim.read_text() == "precious"
+
+
+# --- the network ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[tuple[socket.socket, int]]:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.5)
+    yield server, server.getsockname()[1]
+    server.close()
+
+
+def test_connecting_over_tcp_is_refused(tcp_server: tuple[socket.socket, int]) -> None:
+    server, port = tcp_server
+    read = run_isolated("nh_eval", f"__import__('socket').create_connection(('127.0.0.1', {port}), timeout=2)")
+    with pytest.raises(TimeoutError):
+        server.accept()
+    assert "Permission denied" in read
+
+
+@pytest.mark.parametrize("payload", [b"hello", b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01"])
+def test_sending_udp_or_a_dns_query_is_refused(payload: bytes) -> None:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        read = run_isolated(
+            "nh_eval", f"(s := __import__('socket')).socket(s.AF_INET, s.SOCK_DGRAM).sendto({payload!r}, ('127.0.0.1', {port}))"
+        )
+        with pytest.raises(TimeoutError):
+            listener.recvfrom(512)
+    finally:
+        listener.close()
+    assert "Permission denied" in read
+
+
+def test_a_name_look_up_reaches_no_resolver() -> None:
+    read = run_isolated("nh_eval", "__import__('socket').getaddrinfo('nighthawk.example', 443)")
+    assert "gaierror" in read
+
+
+def test_network_true_lets_the_child_connect(tcp_server: tuple[socket.socket, int]) -> None:
+    server, port = tcp_server
+    run_isolated("nh_eval", f"__import__('socket').create_connection(('127.0.0.1', {port}), timeout=2).close()", network=True)
+    server.accept()[0].close()
+
+
+# --- the child's end ------------------------------------------------------------------------------------
+
+
+def test_os_exit_ends_the_step_not_the_kernel() -> None:
+    error = step_error("__import__('os')._exit(3)")
+    assert "exited with status 3" in str(error)
+    assert "nothing was committed" in str(error)
+
+
+def test_a_segfault_ends_the_step_not_the_kernel() -> None:
+    assert "crashed (SIGSEGV)" in str(step_error("__import__('ctypes').string_at(0)"))
+
+
+def test_raise_signal_kill_ends_the_step_not_the_kernel() -> None:
+    assert "SIGKILL" in str(step_error("__import__('_signal').raise_signal(9)"))
+
+
+def test_a_return_expression_that_kills_the_child_ends_the_step() -> None:
+    assert "exited with status 4" in str(step_error("__import__('os')._exit(4)", channel="return"))
+
+
+def test_a_fork_bomb_stops_at_the_process_bound() -> None:
+    read = run_isolated("nh_eval", "[__import__('os').fork() for _ in range(100_000)]")
+    assert "BlockingIOError" in read
+
+
+def test_a_memory_hog_gets_a_memory_error() -> None:
+    read = run_isolated("nh_eval", "[bytearray(2**24) for _ in range(1000)]", memory_mb=256)
+    assert "MemoryError" in read
+
+
+def test_a_cpu_hog_is_ended_at_its_cpu_limit() -> None:
+    assert "ran out of CPU time" in str(step_error("sum(range(10**12))", cpu_seconds=1))
+
+
+def test_the_wall_time_budget_kills_the_child() -> None:
+    executor, _ = scripted_executor(
+        model_code("nh_eval", "__import__('time').sleep(60)"), step_budget=nh.UsageBudget(wall_time_s=1.5)
+    )
+    started = time.monotonic()
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.BudgetExceededError):
+            look()
+    assert time.monotonic() - started < 30
+
+
+def test_ctrl_c_stops_the_child() -> None:
+    executor, _ = scripted_executor(model_code("nh_eval", "__import__('time').sleep(60)"))
+    timer = threading.Timer(1.0, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))  # type: ignore[arg-type]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                look()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- values on their way back ---------------------------------------------------------------------------
+
+
+def test_a_return_value_comes_back_equal() -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"city": ["Oslo", "Lima", "Pune"], "sales": [3.5, 1.25, 8.0]})
+    executor, _ = scripted_executor([finish("return", return_expression="(data.shape, data.sales.sum(), data)")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        shape, total, returned = look(frame)
+    assert (shape, total) == ((3, 2), 12.75)
+    pandas.testing.assert_frame_equal(returned, frame)
+
+
+def test_a_write_binding_set_by_nh_assign_is_committed() -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"sales": [3.5, 1.25, 8.0]})
+    executor, _ = scripted_executor(
+        model_code("nh_assign", "frame.describe()", target="stats"), [finish("pass")]
+    )
+
+    @nh.natural_function
+    def describe(frame: object) -> object:
+        stats = None
+        """natural
+        Describe <frame> into <:stats>.
+        """
+        return stats
+
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        stats = describe(frame)
+    pandas.testing.assert_frame_equal(stats, frame.describe())
+
+
+def test_names_a_call_sets_are_seen_by_the_next_call() -> None:
+    executor, script = scripted_executor(
+        model_code("nh_eval", "(scratch := 40)"), model_code("nh_eval", "scratch + 2"), [finish("return", return_expression="scratch + 2")]
+    )
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert look() == 42
+    assert script.last_tool_results() == ['{"value": 42, "error": null}']
+
+
+def test_an_in_place_change_stays_in_the_child() -> None:
+    items = [1, 2, 3]
+    executor, _ = scripted_executor(model_code("nh_eval", "data.append(4)"), [finish("return", return_expression="len(data)")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert look(items) == 4  # the child's copy grew
+    assert items == [1, 2, 3]  # the kernel's did not
+
+
+def test_a_value_that_cannot_be_pickled_is_refused_by_name() -> None:
+    read = run_isolated("nh_assign", "lambda: 1")
+    assert "`result` holds function" in read and "cannot be sent from the isolated child" in read
+
+
+def test_an_unpicklable_return_value_is_a_step_error_that_names_it() -> None:
+    read = run_isolated("return", "(x for x in ())")
+    assert "the return value holds generator" in read
+
+
+def test_a_big_dataframe_is_readable_in_the_child() -> None:
+    numpy = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(numpy.ones((1_000_000, 13)))  # about 100 MB, shared with the child, not copied
+    executor, _ = scripted_executor([finish("return", return_expression="float(data.to_numpy().sum())")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert look(frame) == 13_000_000.0
+
+
+def test_the_kernel_refuses_a_pickle_that_calls_a_function() -> None:
+    # The model's code may control what the child sends: a value whose pickle calls `os.system` is refused
+    # in the kernel instead of run there.
+    expression = "type('Evil', (), {'__reduce__': lambda self: (__import__('os').system, ('true',))})()"
+    read = run_isolated("nh_assign", expression)
+    assert "refused on its way back from the isolated child" in read
+
+
+# --- where it cannot run --------------------------------------------------------------------------------
+
+
+def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    from nighthawk.oversight.isolation import _parent
+
+    monkeypatch.setattr(_parent, "abi_version", lambda: 0)
+    executor, _ = scripted_executor(model_code("nh_eval", f"__import__('os').remove({str(victim)!r})"))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.errors.IsolationUnavailableError, match="no Landlock"):
+            look()
+    assert victim.read_text() == "precious"
+
+
+def test_off_linux_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nighthawk.oversight.isolation import _parent
+
+    monkeypatch.setattr(_parent.sys, "platform", "darwin")
+    executor, _ = scripted_executor(model_code("nh_eval", "1"))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.errors.IsolationUnavailableError, match="need Linux"):
+            look()
+
+
+def test_combine_keeps_the_isolation() -> None:
+    combined = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.isolated())
+    assert combined.isolation == nh.oversight.isolated().isolation
+    with pytest.raises(TypeError, match="one `isolated"):
+        nh.oversight.combine(nh.oversight.isolated(), nh.oversight.isolated(network=True))
+
+
+def test_a_writable_folder_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        nh.oversight.isolated(writable=[tmp_path / "missing"])
+
+
+# --- maps -----------------------------------------------------------------------------------------------
+
+
+@nh.natural_function
+def review(text: str) -> str:
+    """natural
+    Read the review <text> and return its verdict.
+    """
+
+
+def test_a_map_with_isolated_true_runs_each_item_walled(victim: Path) -> None:
+    from nighthawk.testing import CallbackExecutor, StepResponse, return_outcome
+
+    hostile = f"__import__('os').remove({str(victim)!r})"
+    executor = CallbackExecutor(lambda *_: StepResponse(evaluate=[f"{hostile} if 'delete' in text else 0"], outcome=return_outcome("text.upper()")))
+    with nh.run(executor):
+        result = nh.map(review, ["fine", "please delete", "good"], isolated=True, on_error="collect", progress=False)
+    assert victim.read_text() == "precious"
+    assert list(result) == ["FINE", None, "GOOD"]
+    assert "Permission denied" in str(result.errors[1])
+
+
+def test_the_kernel_starts_its_own_processes_in_its_own_namespace_after_an_isolated_step() -> None:
+    run_isolated("nh_eval", "1")
+    assert os.readlink("/proc/thread-self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid")

@@ -1,0 +1,70 @@
+"""Isolated steps in a live kernel (its IOPub, heartbeat and control threads running when the step forks):
+`%%natural --isolated` and `%nighthawk isolated on|off` run the model's code in a walled child; what that code
+does to files or to the child itself leaves the kernel, its namespace and the files as they were.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jupyter_client")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only")
+
+from live import BASE_SETUP, Live, live_kernel  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[Live]:
+    with live_kernel(BASE_SETUP + "import os\n") as kernel:
+        yield kernel
+
+
+@pytest.fixture
+def victim(live: Live, tmp_path: Path) -> Path:
+    path = tmp_path / "keep.txt"
+    path.write_text("precious")
+    live.ok(f"p = {str(path)!r}\nrows = [3, 1, 2]")
+    return path
+
+
+def test_an_isolated_cell_cannot_delete_a_file(live: Live, victim: Path) -> None:
+    cell = live.ok("%%natural --isolated\nEVAL os.remove(p)")
+    assert victim.read_text() == "precious"
+    assert "Permission denied" in cell.result  # type: ignore[operator]
+
+
+def test_an_isolated_cell_that_ends_its_child_leaves_the_kernel_and_namespace(live: Live, victim: Path) -> None:
+    cell = live.run("%%natural --isolated\nASSIGN rows = os._exit(3)")
+    assert cell.ename == "IsolationError"
+    assert "exited with status 3" in cell.error_text
+    assert live.ok("rows").result == "[3, 1, 2]"
+
+
+def test_write_bindings_of_an_isolated_cell_come_back_and_in_place_changes_do_not(live: Live, victim: Path) -> None:
+    live.ok("%%natural --isolated\nASSIGN total = (rows.sort(), sum(rows))[1]\nSort <rows>, set <:total>.")
+    assert live.ok("total, rows").result == "(6, [3, 1, 2])"
+
+
+def test_the_python_of_an_isolated_step_says_in_place_changes_stayed_in_the_child(live: Live, victim: Path) -> None:
+    live.ok("%nighthawk display text")
+    try:
+        live.ok("%%natural --isolated\nEVAL rows.sort()")
+        assert "# ran isolated, in a child process" in live.ok("%nighthawk code --print").printed
+    finally:
+        live.ok("%nighthawk display none")
+
+
+def test_nighthawk_isolated_on_isolates_every_cell_until_off(live: Live, victim: Path) -> None:
+    live.ok("%nighthawk isolated on")
+    try:
+        assert live.ok("%nighthawk isolated").printed.strip() == "isolated: on"
+        cell = live.run("%%natural\nEVAL __import__('ctypes').string_at(0)")
+        assert cell.ename == "IsolationError" and "crashed (SIGSEGV)" in cell.error_text
+    finally:
+        live.ok("%nighthawk isolated off")
+    live.ok("%%natural\nEVAL rows.append(9)")
+    assert live.ok("rows").result == "[3, 1, 2, 9]"  # in the kernel again: the in-place change is there
