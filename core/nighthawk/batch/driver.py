@@ -174,7 +174,10 @@ class _Driver:
         self.in_flight: set[_Item] = set()
         self.flight = flight
         self.preparing: set[_Item] = set()
-        """Items started whose first request has not gone out yet."""
+        """Items started whose first request had not gone out when last looked at."""
+        self.held = False
+        """Whether this thread waits for an item's first request before it starts the next (set here, cleared on
+        the loop's thread with a wake-up): only then does a first request post anything here."""
         self.cancelling = False
         self.again: deque[_Item] = deque()
         """Items to run again, before any new one."""
@@ -194,7 +197,7 @@ class _Driver:
             self._tick_if_due()
             while True:
                 paused = time.monotonic() < self.paused_until
-                while not paused and len(self.in_flight) < self._room() and len(self.preparing) < PREPARING_AT_ONCE:
+                while not paused and len(self.in_flight) < self._room() and self._may_prepare():
                     if self.again:
                         item = self.again.popleft()
                         self._start(item.index, item.args, attempt=item.attempt + 1, spent=item.spent)
@@ -305,11 +308,23 @@ class _Driver:
 
         self.loop.call_soon_threadsafe(start)
 
+    def _may_prepare(self) -> bool:
+        """Whether fewer than `PREPARING_AT_ONCE` items wait for their first request; if not, the loop's next
+        first request wakes this thread (`held`)."""
+        self.preparing = {item for item in self.preparing if not item.requested}
+        if len(self.preparing) < PREPARING_AT_ONCE:
+            return True
+        self.held = True
+        # An item may have sent between the count and `held`, without a wake-up: count again.
+        self.preparing = {item for item in self.preparing if not item.requested}
+        return len(self.preparing) < PREPARING_AT_ONCE
+
     def _requested(self, item: _Item) -> None:
-        """On the loop's thread: a step of `item` hands a request to the model; the first ends its preparation."""
-        if not item.requested:
-            item.requested = True
-            self.caller.post(lambda: self.preparing.discard(item))
+        """On the loop's thread: a step of `item` hands a request to the model, which ends its preparation."""
+        item.requested = True
+        if self.held:
+            self.held = False
+            self.caller.post(_nothing)
 
     def _landed(self, item: _Item, task: asyncio.Task[Any]) -> None:
         self.in_flight.discard(item)
