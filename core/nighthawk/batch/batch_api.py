@@ -25,7 +25,7 @@ from ..runtime import get_step_executor, scope
 from .batch_records import BatchRecords, Intent
 from .batch_backend import BatchBackend
 from .batch_rounds import ALONE_FIRST_ABOVE, GATHER_S, BatchTransport, Collector, counted_requests
-from .driver import Opening
+from .driver import Flight, Opening
 from .openai_batches import OpenAIBatches
 from .progress import wanted
 from .keys import program_fingerprint
@@ -64,6 +64,8 @@ class Route:
     opening: Opening | None
     """Opened once the provider has taken a batch of this map (`Collector.opened`): until then the map runs one
     item at a time (`None`: a map small enough to gather its first round, `batch_rounds.ALONE_FIRST_ABOVE`)."""
+    flight: Flight
+    """The map's items in flight, which the collector reads to know when a round is complete."""
 
 
 @contextmanager
@@ -93,12 +95,17 @@ def batch_map(
             raise NighthawkError(_unconfirmed(unknown, store))
         for intent, why in unknown:
             collector.show(f"sending again the {counted_requests(len(intent.custom_ids))} of batch intent {intent.marker} ({why})")
+        adopted = _loop.run_sync(collector.adopt_running())
         opening = None
-        if at_once is None or at_once > ALONE_FIRST_ABOVE:
+        if not adopted and (at_once is None or at_once > ALONE_FIRST_ABOVE):
             opening = Opening()
             collector.alone_first, collector.opened = True, opening.open
+        collector.flight = Flight()
         with scope(step_executor=executor):
-            yield Route(note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal, opening=opening)
+            yield Route(
+                note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal, opening=opening,
+                flight=collector.flight,
+            )
 
 
 def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -> str:

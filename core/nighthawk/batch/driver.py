@@ -9,7 +9,8 @@ model conversations, up to `concurrency` of them, run at once on the loop.
 
 The items' steps go from the start of their model run to their first request in turn (`_send_gate`), so
 the items spread out instead of moving in waves. Items are prepared as they start, a few at a time: no more
-than `PREPARING_AT_ONCE` items wait for their first request to go out, so a map of a thousand items at once
+than `PREPARING_AT_ONCE` items of a sync natural function (each goes straight to its first block; an async
+function's item may await anything first) wait for their first request to go out, so a map of a thousand at once
 sends its first request after a few dozen were prepared, not after all of them (each item's preparation
 takes turns with the others' on this thread and on the loop: started together, the thousandth item was
 prepared, 9-25 s in, before the first request went out).
@@ -254,7 +255,8 @@ class _Driver:
         item.context.run(on_request, lambda: self._requested(item))
         if attempt == 0:
             self.flight.items += 1
-        self.preparing.add(item)
+        if self.twin is not None:  # it goes to its first block now; an async item may first await anything
+            self.preparing.add(item)
         try:
             # A twin or an async function only makes its coroutine here. A sync callable that is not a
             # natural function runs whole, here.
