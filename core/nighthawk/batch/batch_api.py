@@ -216,14 +216,16 @@ def _routed(
             records.close()
 
 
-def _batched_model(model: Any, records: BatchRecords, map_key: str, show: Callable[[str], None]) -> tuple[Any, Collector]:
+def _batched_model(model: Any, records: BatchRecords, map_key: str, show: _Status) -> tuple[Any, Collector]:
     """A copy of `model` whose requests are answered by batches, and the collector that gathers them."""
     # Here, not at the top: the providers' SDKs and pydantic-ai's model classes stay out of `import nighthawk`.
     import httpx2
 
     backend, provider = _backend(model)
     poll_s = float(os.environ.get("NIGHTHAWK_BATCH_POLL_S") or POLL_S)
-    collector = Collector(backend, records, map_key, show, gather_s=GATHER_S, poll_s=poll_s, max_poll_s=max(poll_s, MAX_POLL_S))
+    collector = Collector(
+        backend, records, map_key, show, show.unbilled, gather_s=GATHER_S, poll_s=poll_s, max_poll_s=max(poll_s, MAX_POLL_S)
+    )
     # The SDK does not retry a failed line itself: the map's `retries=` sends it again, in the next batch.
     client = model.client.copy(http_client=httpx2.AsyncClient(transport=BatchTransport(collector)), max_retries=0)
     batched = type(model)(model.model_name, provider=provider(client), profile=model.profile, settings=model.settings)
@@ -286,6 +288,12 @@ class _Status:
         """The map's progress renderer (`None` when it shows none)."""
         self._renderer = renderer
         self._on = self._on and renderer is None
+
+    def unbilled(self, lines: int) -> None:
+        """The map's batch lines at the provider whose answers have not come back, for a display that shows them."""
+        set_unbilled = getattr(self._renderer, "set_unbilled", None)
+        if set_unbilled is not None:
+            set_unbilled(lines)
 
     def __call__(self, text: str) -> None:
         if text == self._last:

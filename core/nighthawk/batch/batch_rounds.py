@@ -98,8 +98,8 @@ class _Batch:
     custom_ids: frozenset[str]
     watcher: asyncio.Task[None] | None = None
     state: BatchState | None = None
-    answers_due: int = 0
-    """Lines of this ended batch whose answers are still to be handed back."""
+    unanswered: int = 0
+    """Lines whose answers have not been handed back yet."""
     looked: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the batch was seen running, or once it ended and its answers were handed back."""
 
@@ -113,6 +113,9 @@ class Collector:
     map_key: str
     show: Callable[[str], None]
     """Called with a line saying how the batches stand, from the background loop."""
+    unbilled: Callable[[int], None] = lambda lines: None
+    """Called with how many lines of the batches followed have no answer back yet, from the background loop:
+    the provider bills them, and the map's usage counts them only once their answers are read."""
     gather_s: float = GATHER_S
     flight: Flight | None = None
     """The map's items in flight (`None`: unknown; a round then ends only after `gather_s` of quiet)."""
@@ -218,7 +221,7 @@ class Collector:
         flight = self.flight
         if flight is None or flight.starting:
             return False
-        coming = sum(batch.answers_due for batch in self.batches.values())
+        coming = sum(batch.unanswered for batch in self.batches.values() if batch.state is not None and batch.state.ended)
         return self._held - coming >= flight.items
 
     def _submit_pending(self) -> None:
@@ -351,8 +354,16 @@ class Collector:
     def _watch(self, batch_id: str, custom_ids: frozenset[str]) -> None:
         if batch_id in self.batches:
             return
-        batch = self.batches[batch_id] = _Batch(batch_id, custom_ids)
+        batch = self.batches[batch_id] = _Batch(batch_id, custom_ids, unanswered=len(custom_ids))
         batch.watcher = self._spawn(self._follow(batch))
+        self._tell_unbilled()
+
+    def _answered_lines(self, batch: _Batch, count: int) -> None:
+        batch.unanswered -= count
+        self._tell_unbilled()
+
+    def _tell_unbilled(self) -> None:
+        self.unbilled(sum(batch.unanswered for batch in self.batches.values()))
 
     async def _follow(self, batch: _Batch) -> None:
         try:
@@ -371,21 +382,17 @@ class Collector:
                     break
                 batch.looked.set()
                 delay = min(self.max_poll_s, max(self.poll_s, delay * 1.5))
-            batch.answers_due = len(batch.custom_ids)  # the items of this batch go on soon: the round is not complete
             if state.completed or state.failed:
                 self.show(f"batch {batch.id}: downloading results")
             answers = await self.backend.results(state)
         except Exception as exc:  # noqa: BLE001 - its lines fail, and a run after this one asks again
             failure = LineResult(502, error_body(f"batch {batch.id} could not be followed: {type(exc).__name__}: {exc}"))
-            batch.answers_due = 0
             for custom_id in batch.custom_ids:
                 self._resolve(custom_id, failure, keep=False)
+            self._answered_lines(batch, batch.unanswered)
             return
         self.records.ended(batch.id, state.status)
-        try:
-            await self._hand_back(batch, answers, LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED)))
-        finally:
-            batch.answers_due = 0
+        await self._hand_back(batch, answers, LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED)))
         running = self.running()
         self.show(f"batch {batch.id} ended; {len(running)} running" if running else f"{len(self.batches)} batch(es) ended")
 
@@ -413,7 +420,7 @@ class Collector:
         for start in range(0, len(ids), HAND_BACK_SLICE):
             for custom_id in ids[start:start + HAND_BACK_SLICE]:
                 self._resolve(custom_id, answers.get(custom_id, unrun))
-                batch.answers_due -= 1
+            self._answered_lines(batch, len(ids[start:start + HAND_BACK_SLICE]))
             await asyncio.sleep(0)  # the items resumed just now run first
             self.handing_back[batch.id] = handed = min(start + HAND_BACK_SLICE, len(ids))
             if time.monotonic() - said >= _SAY_EVERY_S and handed < len(ids):
