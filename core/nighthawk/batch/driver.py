@@ -190,7 +190,7 @@ class _Driver:
         self.ticked = 0.0
         self.opening = opening
         if opening is not None:
-            opening.wakes(lambda: self.caller.post(_nothing))  # before `run` first looks at it
+            opening.wakes(self._opened)  # before `run` first looks at it
 
     def run(self, items: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
         exhausted = False
@@ -225,6 +225,11 @@ class _Driver:
             raise
         finally:
             _loop._refuse_all(self.caller.close())
+
+    def _opened(self) -> None:
+        """From any thread: the opening opened; the other items start as soon as this thread wakes."""
+        self.flight.starting = True  # meanwhile the item that went alone does not make a round by itself
+        self.caller.post(_nothing)
 
     def _room(self) -> int:
         """Items allowed in flight now: one while the map's opening is shut."""
