@@ -62,8 +62,8 @@ from .driver import Flight
 from .stopping import causes, request_failure
 
 __all__ = [
-    "ALONE_FIRST_ABOVE", "FAIL_LATER_S", "GATHER_S", "HAND_BACK_SLICE", "ROUND_CHECK_S", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "BatchTransport", "Collector",
-    "counted_requests",
+    "ALONE_FIRST_ABOVE", "FAIL_LATER_S", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "ROUND_CHECK_S",
+    "BatchTransport", "Collector", "counted_requests",
 ]
 
 ALONE_FIRST_ABOVE = 32

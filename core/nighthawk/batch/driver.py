@@ -139,7 +139,7 @@ def drive(
     `settle`, and call `tick()` when the map starts and then every `TICK_S` until it ends. Returns when every
     item has landed; re-raises an interrupt or what `settle` raised. `total`: how many items the map has, when
     known (a short map leaves the collector alone, `heap`); `opening`: until it is open, one item at a time;
-`flight`: kept up to date with the items in flight.
+    `flight`: kept up to date with the items in flight.
 
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
