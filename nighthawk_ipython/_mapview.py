@@ -5,7 +5,8 @@ run in the kernel is shown here instead of as a line on stderr. While it runs, t
 a map of 1,000 items would otherwise add 1,000 steps to the cell's display. What a map shows follows the
 same rules as a cell's steps (see `_live`): in `widget` mode with a live kernel, a `StepWidget` output holding
 only the widget-view mime type (nbval skips it), re-rendered at most ten times a second as items end and
-about once a second whatever they do (the elapsed time, how a batch map's batches stand); when the map ends
+about once a second whatever they do (the elapsed time, how a batch map's batches stand), and at once when the
+map says what it waits on from its own thread (preparing the batch client, before any tick); when the map ends
 that output is emptied, the widget closed, and the summary displayed once as a plain output with
 deterministic `text/plain` and `text/html`, which renders with no kernel. Rates and times are the only
 figures that change between two runs; `notebooks/sanitize.cfg` blanks them.
@@ -14,6 +15,7 @@ figures that change between two runs; `notebooks/sanitize.cfg` blanks them.
 from __future__ import annotations
 
 import html
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +69,7 @@ class MapView(MapTally):
         self._widget: Any = None
         self._handle: Any = None
         self._sent_at = 0.0
+        self._thread = threading.get_ident()
         if live:
             from ._widgets import WIDGET_MIME, StepWidget  # imports ipywidgets: only for a live widget
 
@@ -90,6 +93,13 @@ class MapView(MapTally):
     def shared_item(self, *, failed: bool) -> None:
         super().shared_item(failed=failed)
         self._refresh()
+
+    def set_status(self, text: str) -> None:
+        """Say what the map waits on: at once when said on the map's own thread (before its items start, it
+        prepares the batch client for seconds without a tick), else at the next redraw there (`tick`)."""
+        super().set_status(text)
+        if self._widget is not None and threading.get_ident() == self._thread:
+            self._render()
 
     def tick(self) -> None:
         """Redraw (the map ticks about once a second): the elapsed time, and a batch's state, which `set_status`
@@ -119,9 +129,7 @@ class MapView(MapTally):
     # --- rendering ---------------------------------------------------------------------------------
 
     def _figures(self, *, final: bool) -> list[str]:
-        parts = self.parts(final=final)
-        parts.insert(-3, f"{self.usage.requests:,} requests")
-        return parts
+        return self.parts(final=final, requests=True)
 
     def _html(self, figures: list[str], *, final: bool) -> str:
         status = "running" if not final else ("stopped" if self.stop is not None or self.left else "done")

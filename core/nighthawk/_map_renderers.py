@@ -17,7 +17,10 @@ __all__ = ["ProgressRenderer", "RendererFactory", "registered_renderer", "use_re
 
 
 class ProgressRenderer(Protocol):
-    """What a map tells whoever shows its progress, always from the map's own thread."""
+    """What a map tells whoever shows its progress, always from the map's own thread. A batch map also calls,
+    when the renderer has them, `set_status(text)` (how its batches stand) and `set_unbilled(lines)` (its lines
+    at the provider whose answers are not back), from the map's thread before its items start and from the
+    background loop afterwards (`batch.progress.MapTally` has both)."""
 
     def kept_item(self) -> None:
         """An item was answered from a store."""

@@ -28,13 +28,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from ._loop import _caller
 
-__all__ = ["gate_steps", "passing_gate", "requesting"]
+__all__ = ["gate_steps", "on_request", "passing_gate", "requesting"]
 
 
 class _Gate:
@@ -123,6 +123,13 @@ class _Pass:
 
 _gate: contextvars.ContextVar[_Gate | None] = contextvars.ContextVar("nighthawk_send_gate", default=None)
 _pass: contextvars.ContextVar[_Pass | None] = contextvars.ContextVar("nighthawk_send_pass", default=None)
+_on_request: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("nighthawk_on_request", default=None)
+
+
+def on_request(callback: Callable[[], None]) -> None:
+    """Call `callback` (on the loop's thread) each time a step started in the current context (one of a map's
+    items) hands a request to the model: the map then knows that the item's preparation is over."""
+    _on_request.set(callback)
 
 
 def gate_steps(caller: object) -> None:
@@ -160,6 +167,9 @@ def requesting() -> Iterator[None]:
     passage = _pass.get()
     if passage is not None:
         passage.leave(sending=True)
+    told = _on_request.get()
+    if told is not None:
+        told()
     gate = _gate.get()
     if gate is None:
         yield

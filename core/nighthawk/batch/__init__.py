@@ -330,7 +330,7 @@ def map_reporting_items(
         try:
             drive(
                 function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None),
-                opening=route.opening if route is not None else None,
+                opening=route.opening if route is not None else None, flight=route.flight if route is not None else None,
             )
         except BaseException as exc:
             _ended(shown, stop, exc, finished, total, store, route.note() if route is not None else "")

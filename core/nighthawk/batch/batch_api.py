@@ -25,7 +25,7 @@ from ..runtime import get_step_executor, scope
 from .batch_records import BatchRecords, Intent
 from .batch_backend import BatchBackend
 from .batch_rounds import ALONE_FIRST_ABOVE, GATHER_S, BatchTransport, Collector, counted_requests
-from .driver import Opening
+from .driver import Flight, Opening
 from .openai_batches import OpenAIBatches
 from .progress import wanted
 from .keys import program_fingerprint
@@ -64,6 +64,8 @@ class Route:
     opening: Opening | None
     """Opened once the provider has taken a batch of this map (`Collector.opened`): until then the map runs one
     item at a time (`None`: a map small enough to gather its first round, `batch_rounds.ALONE_FIRST_ABOVE`)."""
+    flight: Flight
+    """The map's items in flight, which the collector reads to know when a round is complete."""
 
 
 @contextmanager
@@ -93,12 +95,17 @@ def batch_map(
             raise NighthawkError(_unconfirmed(unknown, store))
         for intent, why in unknown:
             collector.show(f"sending again the {counted_requests(len(intent.custom_ids))} of batch intent {intent.marker} ({why})")
+        adopted = _loop.run_sync(collector.adopt_running())
         opening = None
-        if at_once is None or at_once > ALONE_FIRST_ABOVE:
+        if not adopted and (at_once is None or at_once > ALONE_FIRST_ABOVE):
             opening = Opening()
             collector.alone_first, collector.opened = True, opening.open
+        collector.flight = Flight()
         with scope(step_executor=executor):
-            yield Route(note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal, opening=opening)
+            yield Route(
+                note=lambda: _interrupt_note(collector, records, map_key), refusal=collector.refusal, opening=opening,
+                flight=collector.flight,
+            )
 
 
 def _interrupt_note(collector: Collector, records: BatchRecords, map_key: str) -> str:
@@ -209,14 +216,16 @@ def _routed(
             records.close()
 
 
-def _batched_model(model: Any, records: BatchRecords, map_key: str, show: Callable[[str], None]) -> tuple[Any, Collector]:
+def _batched_model(model: Any, records: BatchRecords, map_key: str, show: _Status) -> tuple[Any, Collector]:
     """A copy of `model` whose requests are answered by batches, and the collector that gathers them."""
     # Here, not at the top: the providers' SDKs and pydantic-ai's model classes stay out of `import nighthawk`.
     import httpx2
 
     backend, provider = _backend(model)
     poll_s = float(os.environ.get("NIGHTHAWK_BATCH_POLL_S") or POLL_S)
-    collector = Collector(backend, records, map_key, show, gather_s=GATHER_S, poll_s=poll_s, max_poll_s=max(poll_s, MAX_POLL_S))
+    collector = Collector(
+        backend, records, map_key, show, show.unbilled, gather_s=GATHER_S, poll_s=poll_s, max_poll_s=max(poll_s, MAX_POLL_S)
+    )
     # The SDK does not retry a failed line itself: the map's `retries=` sends it again, in the next batch.
     client = model.client.copy(http_client=httpx2.AsyncClient(transport=BatchTransport(collector)), max_retries=0)
     batched = type(model)(model.model_name, provider=provider(client), profile=model.profile, settings=model.settings)
@@ -279,6 +288,12 @@ class _Status:
         """The map's progress renderer (`None` when it shows none)."""
         self._renderer = renderer
         self._on = self._on and renderer is None
+
+    def unbilled(self, lines: int) -> None:
+        """The map's batch lines at the provider whose answers have not come back, for a display that shows them."""
+        set_unbilled = getattr(self._renderer, "set_unbilled", None)
+        if set_unbilled is not None:
+            set_unbilled(lines)
 
     def __call__(self, text: str) -> None:
         if text == self._last:

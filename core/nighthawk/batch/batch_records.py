@@ -6,7 +6,9 @@ go out again in a new batch. And one row per intent: lines about to go out as a 
 id is recorded (or a later run learns that the provider made none), so a run interrupted while submitting
 does not make the next one pay again. Rows are written from nighthawk's background loop and read on the caller's
 thread, so one connection serves both under a lock. The file is made with the first row written: a map that
-submits nothing (its model refused, nothing to send) leaves no file behind.
+submits nothing (its model refused, nothing to send) leaves no file behind, nor does one whose only row was
+the intent of a batch the provider refused (the file made for it is removed when the records close, if it
+still holds nothing: no batch, no intent, no kept item).
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ class BatchRecords:
         self._db: sqlite3.Connection | None = None
         self._by_line: dict[str, str] = {}
         self._lines: dict[str, frozenset[str]] = {}
-        if self.path.exists():
+        self._made = not self.path.exists()
+        """Whether the file did not exist before these records (they may remove it again if it stays empty)."""
+        if not self._made:
             self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -152,5 +156,16 @@ class BatchRecords:
 
     def close(self) -> None:
         with self._lock:
-            if self._db is not None:
-                self._db.close()
+            if self._db is None:
+                return
+            empty = self._made and self._holds_nothing(self._db)
+            self._db.close()
+            if empty:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    @staticmethod
+    def _holds_nothing(db: sqlite3.Connection) -> bool:
+        """Whether the store holds no batch, no intent and no kept item (the map's items share the file)."""
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return not any(db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in tables)

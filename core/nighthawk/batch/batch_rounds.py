@@ -6,9 +6,14 @@ answers it; the answer is returned as the HTTP response the SDK would have read,
 usage and tool calls as usual.
 
 The collector gathers the requests that arrive while the map's items run up to the model, and submits them as
-one batch once none has arrived for `GATHER_S` (every item in flight then waits on the model: the round is
-complete), split at the provider's limits. An item that needs another round (tool calls, then its outcome)
-sends its next request once its batch has ended, and so joins the next batch.
+one batch once the round is complete: every item in flight waits on the provider (on this batch or on one
+still running) and the map starts no more (`driver.Flight`); it is split at the provider's limits. Answers of
+a batch that ended and are still being handed back count as coming: their items will send their next
+requests, which join the same batch. Only when the map cannot tell (an item busy in its own code, or paused by
+a rate limit) does the gathering end after `GATHER_S` without a new request. A quiet moment alone does not end
+it: a busy machine leaves half-second gaps between the requests of a round (a 2,000-item map made 13-15
+batches of 1, 2, 578, 210, ... when half a second of quiet ended each). An item that needs another round (tool
+calls, then its outcome) sends its next request once its batch has ended, and so joins the next batch.
 
 A provider that refuses the map is told early, at two points. Before the items start, one request that costs
 nothing (`BatchBackend.probe`) checks that the provider can be reached and takes the key: if not, the map stops
@@ -30,7 +35,11 @@ run again (after an interrupt, a restart, a dead process) makes the same ids, an
 recorded in the map's store waits on that batch instead of being sent again. Before a batch is made, its
 lines are recorded as an `Intent` with a marker of its own: a run interrupted after the provider made the
 batch but before its id came back leaves the intent, and the next run asks the provider for the batch made
-for it (`BatchBackend.find`) before sending anything.
+for it (`BatchBackend.find`) before sending anything. The batches an earlier run left running are followed from
+the start (`adopt_running`), and nothing new is submitted before each was looked at once (and, if it had ended,
+its answers handed back): after a restart, the answers waiting at the provider come back first, and their items'
+next requests join the first new batch (1,999 ready answers had waited ~24 s behind one new request sent alone).
+Such a map does not send its first request alone either: the provider has taken its batches before.
 """
 
 from __future__ import annotations
@@ -49,18 +58,26 @@ import httpx2
 
 from .batch_backend import BATCH_ENDED, BatchBackend, BatchState, Line, LineResult, NotSubmitted, error_body
 from .batch_records import BatchRecords, Intent
+from .driver import Flight
 from .stopping import causes, request_failure
 
 __all__ = [
-    "ALONE_FIRST_ABOVE", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "BatchTransport", "Collector",
-    "counted_requests",
+    "ALONE_FIRST_ABOVE", "FAIL_LATER_S", "GATHER_S", "HAND_BACK_SLICE", "PROBE_TIMEOUT_S", "PROBE_WAIT_S", "ROUND_CHECK_S",
+    "BatchTransport", "Collector", "counted_requests",
 ]
 
 ALONE_FIRST_ABOVE = 32
 """Items at once above which a batch map sends its first request alone (module note)."""
 
-GATHER_S = 0.5
-"""Seconds without a new request after which the requests gathered go out as a batch."""
+GATHER_S = 5.0
+"""Seconds without a new request after which the requests gathered go out as a batch, when the map cannot
+tell that its round is complete (module note)."""
+
+ROUND_CHECK_S = 0.1
+"""Seconds between two looks at whether the round gathered is complete."""
+
+FAIL_LATER_S = 0.5
+"""Seconds after which the requests of a refused batch fail, but the first (`Collector._fail_all`)."""
 
 HAND_BACK_SLICE = 25
 """Answers of an ended batch handed back to their items at a time (see `Collector._hand_back`)."""
@@ -81,6 +98,10 @@ class _Batch:
     custom_ids: frozenset[str]
     watcher: asyncio.Task[None] | None = None
     state: BatchState | None = None
+    unanswered: int = 0
+    """Lines whose answers have not been handed back yet."""
+    looked: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the batch was seen running, or once it ended and its answers were handed back."""
 
 
 @dataclass
@@ -92,7 +113,12 @@ class Collector:
     map_key: str
     show: Callable[[str], None]
     """Called with a line saying how the batches stand, from the background loop."""
+    unbilled: Callable[[int], None] = lambda lines: None
+    """Called with how many lines of the batches followed have no answer back yet, from the background loop:
+    the provider bills them, and the map's usage counts them only once their answers are read."""
     gather_s: float = GATHER_S
+    flight: Flight | None = None
+    """The map's items in flight (`None`: unknown; a round then ends only after `gather_s` of quiet)."""
     poll_s: float = 10.0
     max_poll_s: float = 60.0
     pending: list[Line] = field(default_factory=list)
@@ -101,6 +127,12 @@ class Collector:
     _waiting: dict[str, list[asyncio.Future[LineResult]]] = field(default_factory=dict)
     _sent: Counter[str] = field(default_factory=Counter)
     _flush: asyncio.TimerHandle | None = None
+    _last_request: float = 0.0
+    """When the last request was gathered (the loop's clock)."""
+    _held: int = 0
+    """Requests of the map's items waiting here for their answer."""
+    _reading_back: list[_Batch] = field(default_factory=list)
+    """The batches an earlier run left running: nothing new is submitted before each was looked at once."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _closing: asyncio.Task[None] | None = None
     _probe: asyncio.Task[None] | None = None
@@ -138,6 +170,14 @@ class Collector:
             return self.results[custom_id]
         future: asyncio.Future[LineResult] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(custom_id, []).append(future)
+        self._held += 1
+        try:
+            return await self._answered(future, custom_id, endpoint, body)
+        finally:
+            self._held -= 1
+
+    async def _answered(self, future: asyncio.Future[LineResult], custom_id: str, endpoint: str, body: bytes) -> LineResult:
+        """`future`, once the line `custom_id` has its answer: failed at once, from a recorded batch, or sent."""
         if self._refusal is not None:
             self._fail_refused([custom_id])
             return await future
@@ -157,14 +197,37 @@ class Collector:
         return await future
 
     def _schedule_flush(self) -> None:
-        if self._flush is not None:
-            self._flush.cancel()
         loop = asyncio.get_running_loop()
-        full = len(self.pending) >= self.backend.max_lines
-        self._flush = loop.call_later(0 if full else self.gather_s, self._submit_pending)
+        self._last_request = loop.time()
+        if len(self.pending) >= self.backend.max_lines or self._round_complete():
+            self._submit_pending()
+        elif self._flush is None:
+            self._flush = loop.call_later(ROUND_CHECK_S, self._look_at_round)
+
+    def _look_at_round(self) -> None:
+        """Submit what was gathered once the round is complete (or quiet for `gather_s`), else look again soon."""
+        self._flush = None
+        if not self.pending:
+            return
+        loop = asyncio.get_running_loop()
+        if self._round_complete() or loop.time() - self._last_request >= self.gather_s:
+            self._submit_pending()
+        else:
+            self._flush = loop.call_later(ROUND_CHECK_S, self._look_at_round)
+
+    def _round_complete(self) -> bool:
+        """Whether every item of the map in flight waits here on a batch that has not ended, and no other item
+        is about to start: no further request can come before one of those batches ends."""
+        flight = self.flight
+        if flight is None or flight.starting:
+            return False
+        coming = sum(batch.unanswered for batch in self.batches.values() if batch.state is not None and batch.state.ended)
+        return self._held - coming >= flight.items
 
     def _submit_pending(self) -> None:
-        self._flush = None
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
         lines, self.pending = self.pending, []
         for endpoint, chunk in _chunks(lines, self.backend):
             self._spawn(self._submit(endpoint, chunk))
@@ -225,9 +288,19 @@ class Collector:
                 self.show(f"batch {batch_id} found (submitted by an interrupted run)")
         return failed
 
+    async def adopt_running(self) -> int:
+        """Follow at once the batches an earlier run of this map submitted and did not see end, so that answers
+        waiting at the provider are read back before anything new is submitted (module note); how many."""
+        for batch_id in self.records.running(self.map_key):
+            self._watch(batch_id, self.records.custom_ids(batch_id))
+            self._reading_back.append(self.batches[batch_id])
+        return len(self._reading_back)
+
     async def _submit(self, endpoint: str, lines: list[Line]) -> None:
         if self._probe is not None:
             await self._probe
+        for adopted in self._reading_back:
+            await adopted.looked.wait()
         if self._refusal is not None:
             self._fail_refused([line.custom_id for line in lines])
             return
@@ -274,17 +347,31 @@ class Collector:
             if index == 0 and at_once:
                 self._fail(custom_id, why, cause)
             else:
-                self._failing.append(loop.call_later(self.gather_s, self._fail, custom_id, why, cause))
+                self._failing.append(loop.call_later(FAIL_LATER_S, self._fail, custom_id, why, cause))
 
     # --- batches ----------------------------------------------------------------------------------------
 
     def _watch(self, batch_id: str, custom_ids: frozenset[str]) -> None:
         if batch_id in self.batches:
             return
-        batch = self.batches[batch_id] = _Batch(batch_id, custom_ids)
+        batch = self.batches[batch_id] = _Batch(batch_id, custom_ids, unanswered=len(custom_ids))
         batch.watcher = self._spawn(self._follow(batch))
+        self._tell_unbilled()
+
+    def _answered_lines(self, batch: _Batch, count: int) -> None:
+        batch.unanswered -= count
+        self._tell_unbilled()
+
+    def _tell_unbilled(self) -> None:
+        self.unbilled(sum(batch.unanswered for batch in self.batches.values()))
 
     async def _follow(self, batch: _Batch) -> None:
+        try:
+            await self._follow_to_end(batch)
+        finally:
+            batch.looked.set()
+
+    async def _follow_to_end(self, batch: _Batch) -> None:
         delay = 0.0
         try:
             while True:
@@ -293,6 +380,7 @@ class Collector:
                 self.show(self._standing(batch))
                 if state.ended:
                     break
+                batch.looked.set()
                 delay = min(self.max_poll_s, max(self.poll_s, delay * 1.5))
             if state.completed or state.failed:
                 self.show(f"batch {batch.id}: downloading results")
@@ -301,6 +389,7 @@ class Collector:
             failure = LineResult(502, error_body(f"batch {batch.id} could not be followed: {type(exc).__name__}: {exc}"))
             for custom_id in batch.custom_ids:
                 self._resolve(custom_id, failure, keep=False)
+            self._answered_lines(batch, batch.unanswered)
             return
         self.records.ended(batch.id, state.status)
         await self._hand_back(batch, answers, LineResult(500, error_body(_unrun_message(state), kind=BATCH_ENDED)))
@@ -331,6 +420,7 @@ class Collector:
         for start in range(0, len(ids), HAND_BACK_SLICE):
             for custom_id in ids[start:start + HAND_BACK_SLICE]:
                 self._resolve(custom_id, answers.get(custom_id, unrun))
+            self._answered_lines(batch, len(ids[start:start + HAND_BACK_SLICE]))
             await asyncio.sleep(0)  # the items resumed just now run first
             self.handing_back[batch.id] = handed = min(start + HAND_BACK_SLICE, len(ids))
             if time.monotonic() - said >= _SAY_EVERY_S and handed < len(ids):

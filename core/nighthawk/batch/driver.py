@@ -8,7 +8,12 @@ function's result is taken as is. So every item's user code runs on the caller's
 model conversations, up to `concurrency` of them, run at once on the loop.
 
 The items' steps go from the start of their model run to their first request in turn (`_send_gate`), so
-the items spread out instead of moving in waves.
+the items spread out instead of moving in waves. Items are prepared as they start, a few at a time: no more
+than `PREPARING_AT_ONCE` items of a sync natural function (each goes straight to its first block; an async
+function's item may await anything first) wait for their first request to go out, so a map of a thousand at once
+sends its first request after a few dozen were prepared, not after all of them (each item's preparation
+takes turns with the others' on this thread and on the loop: started together, the thousandth item was
+prepared, 9-25 s in, before the first request went out).
 
 Items are pulled from the input only when a place is free, so a long generator is never read ahead.
 A map given an `Opening` runs one item at a time until it is opened (a batch map's, until the provider has
@@ -44,13 +49,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
-from .._send_gate import gate_steps
+from .._send_gate import gate_steps, on_request
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
 from .heap import PAUSE_MAX_S, pause_collection, set_aside_heap, set_aside_if_due
 from .twin import StepRequest, coroutine_twin
 
-__all__ = ["Opening", "Settle", "drive"]
+__all__ = ["Flight", "Opening", "Settle", "drive"]
 
 Settle = Callable[[int, tuple[Any, ...], int, object, BaseException | None, UsageTotals], float | None]
 """`settle(index, args, attempt, value, error, spent)` on the caller's thread (`spent`: what the item's steps
@@ -69,6 +74,8 @@ class _Item:
     twin: Coroutine[Any, Any, Any] | None = None
     """A sync natural function's paused twin; `None` for an async item (the task is the whole call)."""
     task: asyncio.Task[Any] | None = None
+    requested: bool = False
+    """Whether a step of this attempt has handed a request to the model (set on the loop's thread)."""
 
 
 class Opening:
@@ -93,6 +100,20 @@ class Opening:
         self._wake = wake
 
 
+class Flight:
+    """How many items of a map are in flight and whether more are about to start: written on the map's thread,
+    read from any (a batch map's collector knows a round is complete when every item in flight waits on it)."""
+
+    def __init__(self) -> None:
+        self.items = 0
+        """Items started and not ended (those waiting to run again included)."""
+        self.starting = True
+        """Whether the map will start more items before any ends (input left and places free)."""
+
+
+PREPARING_AT_ONCE = 32
+"""Items at most that have started and not yet sent their first request (module note)."""
+
 TICK_S = 1.0
 """Seconds between two calls of `drive`'s `tick`."""
 
@@ -112,17 +133,19 @@ def drive(
     total: int | None = None,
     tick: Callable[[], None] | None = None,
     opening: Opening | None = None,
+    flight: Flight | None = None,
 ) -> None:
     """Call `function(*args)` for each `(index, args)` of `items`, `concurrency` at a time; hand each end to
     `settle`, and call `tick()` when the map starts and then every `TICK_S` until it ends. Returns when every
     item has landed; re-raises an interrupt or what `settle` raised. `total`: how many items the map has, when
-    known (a short map leaves the collector alone, `heap`); `opening`: until it is open, one item at a time.
+    known (a short map leaves the collector alone, `heap`); `opening`: until it is open, one item at a time;
+    `flight`: kept up to date with the items in flight.
 
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
     with set_aside_heap(total):
-        _Driver(function, concurrency, settle, tick, opening).run(items)
+        _Driver(function, concurrency, settle, tick, opening, flight or Flight()).run(items)
 
 
 class _Driver:
@@ -133,6 +156,7 @@ class _Driver:
         settle: Settle,
         tick: Callable[[], None] | None,
         opening: Opening | None,
+        flight: Flight,
     ) -> None:
         self.loop = _loop._background_loop()
         if threading.current_thread() is _loop._thread:
@@ -149,6 +173,12 @@ class _Driver:
         self.base.run(_loop._caller.set, self.caller)
         self.base.run(gate_steps, self.caller)
         self.in_flight: set[_Item] = set()
+        self.flight = flight
+        self.preparing: set[_Item] = set()
+        """Items started whose first request had not gone out when last looked at."""
+        self.held = False
+        """Whether this thread waits for an item's first request before it starts the next (set here, cleared on
+        the loop's thread with a wake-up): only then does a first request post anything here."""
         self.cancelling = False
         self.again: deque[_Item] = deque()
         """Items to run again, before any new one."""
@@ -160,7 +190,7 @@ class _Driver:
         self.ticked = 0.0
         self.opening = opening
         if opening is not None:
-            opening.wakes(lambda: self.caller.post(_nothing))  # before `run` first looks at it
+            opening.wakes(self._opened)  # before `run` first looks at it
 
     def run(self, items: Iterator[tuple[int, tuple[Any, ...]]]) -> None:
         exhausted = False
@@ -168,7 +198,7 @@ class _Driver:
             self._tick_if_due()
             while True:
                 paused = time.monotonic() < self.paused_until
-                while not paused and len(self.in_flight) < self._room():
+                while not paused and len(self.in_flight) < self._room() and self._may_prepare():
                     if self.again:
                         item = self.again.popleft()
                         self._start(item.index, item.args, attempt=item.attempt + 1, spent=item.spent)
@@ -179,6 +209,7 @@ class _Driver:
                             break
                         self._start(*following, attempt=0)
                     self._tick_if_due()  # starting thousands of items takes seconds
+                self.flight.starting = bool(self.again or not exhausted) and len(self.in_flight) < self._room()
                 if not self.in_flight and not self.again and exhausted:
                     return
                 try:
@@ -194,6 +225,11 @@ class _Driver:
             raise
         finally:
             _loop._refuse_all(self.caller.close())
+
+    def _opened(self) -> None:
+        """From any thread: the opening opened; the other items start as soon as this thread wakes."""
+        self.flight.starting = True  # meanwhile the item that went alone does not make a round by itself
+        self.caller.post(_nothing)
 
     def _room(self) -> int:
         """Items allowed in flight now: one while the map's opening is shut."""
@@ -221,6 +257,11 @@ class _Driver:
         spent = UsageTotals() if spent is None else spent
         item = _Item(index=index, args=args, attempt=attempt, context=self.base.copy(), spent=spent)
         item.context.run(count_in_context, spent)  # every step of the item adds to it, whatever else counts
+        item.context.run(on_request, lambda: self._requested(item))
+        if attempt == 0:
+            self.flight.items += 1
+        if self.twin is not None:  # it goes to its first block now; an async item may first await anything
+            self.preparing.add(item)
         try:
             # A twin or an async function only makes its coroutine here. A sync callable that is not a
             # natural function runs whole, here.
@@ -274,8 +315,27 @@ class _Driver:
 
         self.loop.call_soon_threadsafe(start)
 
+    def _may_prepare(self) -> bool:
+        """Whether fewer than `PREPARING_AT_ONCE` items wait for their first request; if not, the loop's next
+        first request wakes this thread (`held`)."""
+        self.preparing = {item for item in self.preparing if not item.requested}
+        if len(self.preparing) < PREPARING_AT_ONCE:
+            return True
+        self.held = True
+        # An item may have sent between the count and `held`, without a wake-up: count again.
+        self.preparing = {item for item in self.preparing if not item.requested}
+        return len(self.preparing) < PREPARING_AT_ONCE
+
+    def _requested(self, item: _Item) -> None:
+        """On the loop's thread: a step of `item` hands a request to the model, which ends its preparation."""
+        item.requested = True
+        if self.held:
+            self.held = False
+            self.caller.post(_nothing)
+
     def _landed(self, item: _Item, task: asyncio.Task[Any]) -> None:
         self.in_flight.discard(item)
+        self.preparing.discard(item)  # a step may end without a request (a failure on the way)
         if self.cancelling:
             if not task.cancelled():
                 task.exception()  # read, so asyncio does not log a "never retrieved" error the map already ended on
@@ -294,8 +354,10 @@ class _Driver:
 
     def _finish(self, item: _Item, value: object, error: BaseException | None) -> None:
         set_aside_if_due()  # between items, on this thread: the heap may be set aside from here on
+        self.preparing.discard(item)
         after_s = self.settle(item.index, item.args, item.attempt, value, error, item.spent)
         if after_s is None:
+            self.flight.items -= 1
             self._finished()
             return
         if after_s > 0:

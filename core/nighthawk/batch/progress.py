@@ -67,6 +67,8 @@ class MapTally:
         """The first failed items, by position (a handful: a summary lists them, it does not log them)."""
         self.status = ""
         """What the map is waiting on, when something says (a batch map: how its provider batches stand)."""
+        self.unbilled = 0
+        """Lines of a batch map at the provider whose answers have not come back (their usage is not counted yet)."""
         self._started = time.monotonic()
 
     def kept_item(self) -> None:
@@ -79,6 +81,10 @@ class MapTally:
     def set_status(self, text: str) -> None:
         """Say what the map is waiting on; may come from any thread, and shows from the next draw on."""
         self.status = text
+
+    def set_unbilled(self, lines: int) -> None:
+        """Say how many lines of a batch map are at the provider, answers not back; may come from any thread."""
+        self.unbilled = lines
 
     def failed_item(self, index: int, error: BaseException) -> None:
         self.failed += 1
@@ -141,8 +147,23 @@ class MapTally:
             return f"ETA {clock(left / rate)}"
         return f"{clock(self.elapsed)} elapsed"
 
-    def parts(self, *, final: bool = False) -> list[str]:
-        """The figures, in the order every renderer shows them (`final`: for the summary at the end)."""
+    def spent_parts(self, *, requests: bool = False) -> list[str]:
+        """What the map spent (`requests`: with how many requests), and the batch lines not billed yet. While
+        only such lines are out, they alone: "0 requests, $0.0000" would say that nothing is being spent."""
+        usage = self.usage
+        unbilled = f"{self.unbilled:,} line{'s' if self.unbilled != 1 else ''} submitted, not yet billed" if self.unbilled else ""
+        if unbilled and not usage.requests:
+            return [unbilled]
+        parts = [f"{usage.requests:,} requests"] if requests else []
+        parts += [
+            f"{usage.total_tokens:,} tokens" + (f" ({usage.cache_read_tokens:,} cached)" if usage.cache_read_tokens else ""),
+            self.cost_text(),
+        ]
+        return parts + ([unbilled] if unbilled else [])
+
+    def parts(self, *, final: bool = False, requests: bool = False) -> list[str]:
+        """The figures, in the order every renderer shows them (`final`: for the summary at the end; `requests`:
+        with the requests counted)."""
         parts = [self.done_text()]
         if self.kept:
             parts.append(f"{self.kept} kept" + self.kept_cost_text())
@@ -150,15 +171,7 @@ class MapTally:
             parts.append(f"{self.shared} answered by another item")
         if self.status:
             parts.append(self.status)
-        parts += [
-            f"{self.failed} failed",
-            f"{self.rate:.1f} items/s",
-            f"{self.usage.total_tokens:,} tokens"
-            + (f" ({self.usage.cache_read_tokens:,} cached)" if self.usage.cache_read_tokens else ""),
-            self.cost_text(),
-            self.time_text(final=final),
-        ]
-        return parts
+        return [*parts, f"{self.failed} failed", f"{self.rate:.1f} items/s", *self.spent_parts(requests=requests), self.time_text(final=final)]
 
 
 class LineProgress(MapTally):

@@ -3,7 +3,8 @@
 Items are kept under the keys `keys.item_key` makes (a hash of everything that decides an answer). A value
 in memory is the object itself; on disk it is JSON made by pydantic from the function's return annotation
 (never pickle), read back through the same annotation. The file is in WAL mode and every item is its own transaction, so two
-processes (or two kernels) writing one store lose nothing.
+processes (or two kernels) writing one store lose nothing. A store file is made with the first item kept: a map
+that keeps nothing (refused, interrupted before any item finished) leaves no file behind.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ def _check_table(db: sqlite3.Connection, path: Path) -> None:
 
 
 class DiskStore:
-    """Finished items in a sqlite file, as JSON through the function's return annotation."""
+    """Finished items in a sqlite file, as JSON through the function's return annotation; a file that does not
+    exist yet is made with the first item kept."""
 
     def __init__(self, path: str | Path, annotation: object) -> None:
         import pydantic
@@ -137,23 +139,29 @@ class DiskStore:
         self.path = Path(path)
         self._adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(annotation)
         self._annotation = annotation
+        if not self.path.exists() and not self.path.parent.is_dir():  # told now, not once the first item has paid
+            raise NighthawkError(f"`store={str(path)!r}` cannot be made: its folder {str(self.path.parent)!r} does not exist")
+        self._db: sqlite3.Connection | None = self._connect() if self.path.exists() else None
+
+    def _connect(self) -> sqlite3.Connection:
         # Two processes opening a new file at once can be told "database is locked" at once, busy timeout or
         # not (switching a file to WAL takes a lock sqlite will not wait for): the loser tries again.
         give_up = time.monotonic() + _OPEN_TIMEOUT_S
         while True:
             try:
-                self._db = _open(self.path)
-                return
+                return _open(self.path)
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > give_up:
-                    raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+                    raise NighthawkError(f"`store={str(self.path)!r}` cannot be opened as a sqlite file: {exc}") from exc
                 time.sleep(0.05)
             except sqlite3.Error as exc:  # not a database at all
-                raise NighthawkError(f"`store={str(path)!r}` cannot be opened as a sqlite file: {exc}") from exc
+                raise NighthawkError(f"`store={str(self.path)!r}` cannot be opened as a sqlite file: {exc}") from exc
 
     def get(self, key: str) -> object:
         import pydantic
 
+        if self._db is None:
+            return MISSING
         row = self._db.execute("SELECT value FROM items WHERE key = ?", (key,)).fetchone()
         if row is None:
             return MISSING
@@ -164,6 +172,8 @@ class DiskStore:
 
     def paid(self, key: str) -> float | None:
         """What the item kept under `key` cost when it ran (`None`: unknown, an unpriced model's, or not kept)."""
+        if self._db is None:
+            return None
         row = self._db.execute("SELECT cost_usd FROM costs WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
@@ -180,6 +190,8 @@ class DiskStore:
                 f"through the return annotation {shown}: {exc}. Annotate the function's return with a type "
                 "pydantic can serialise (a dataclass, a pydantic model, builtins), or leave `store` unset"
             ) from exc
+        if self._db is None:
+            self._db = self._connect()
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute("INSERT OR REPLACE INTO items (key, value, stored) VALUES (?, ?, ?)", (key, text, time.time()))
@@ -190,4 +202,5 @@ class DiskStore:
             raise
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
