@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy  # noqa: F401
 import pytest
 
 import nighthawk as nh
@@ -90,6 +91,30 @@ ATTACKS = {
         "os.chdir(scratch) or open('keep.txt', 'w', opener=lambda name, flags: "
         "os.open(name, flags, dir_fd=os.open(os.path.dirname(p), os.O_RDONLY))).close()"
     ),
+    "os.open relative to an open folder given as a numpy integer": (
+        "os.chdir(scratch) or os.close(os.open('keep.txt', os.O_WRONLY | os.O_TRUNC, "
+        "dir_fd=numpy.int64(os.open(os.path.dirname(p), os.O_RDONLY))))"
+    ),
+    "os.open relative to an open folder given by __index__": (
+        "os.chdir(scratch) or os.close(os.open('keep.txt', os.O_WRONLY | os.O_TRUNC, "
+        "dir_fd=type('I', (), {'__index__': lambda s, fd=os.open(os.path.dirname(p), os.O_RDONLY): fd})()))"
+    ),
+    "os.open with flags given as a numpy integer": (
+        "os.chdir(scratch) or os.close(os.open('keep.txt', numpy.int32(os.O_WRONLY | os.O_TRUNC), "
+        "dir_fd=os.open(os.path.dirname(p), os.O_RDONLY)))"
+    ),
+    "os.open with an __index__ that answers the folder only once": (
+        "os.chdir(scratch) or os.close(os.open('keep.txt', os.O_WRONLY | os.O_TRUNC, dir_fd=type('I', (), "
+        "{'__index__': lambda s, n=[], home=os.open(os.path.dirname(p), os.O_RDONLY), here=os.open('.', os.O_RDONLY): "
+        "(n.append(1), home if len(n) == 1 else here)[1]})()))"
+    ),
+    "os.mkfifo relative to an open folder given as a numpy integer": (
+        "os.chdir(scratch) or os.mkfifo('planted', dir_fd=numpy.int64(os.open(os.path.dirname(p), os.O_RDONLY)))"
+    ),
+    "os.mknod relative to an open folder given by __index__": (
+        "os.chdir(scratch) or os.mknod('planted', dir_fd=type('I', (), {'__index__': "
+        "lambda s, fd=os.open(os.path.dirname(p), os.O_RDONLY): fd})())"
+    ),
     "removing a link outside scratch that points into it": "os.remove(os.path.dirname(p) + '/shortcut.txt')",
     "renaming a link outside scratch into it": "os.rename(os.path.dirname(p) + '/shortcut.txt', scratch + '/moved')",
     "a Unix socket file": "socket.socket(socket.AF_UNIX).bind(os.path.dirname(p) + '/planted.sock')",
@@ -103,6 +128,18 @@ def test_writable_folder_is_not_escaped(channel: str, attack: str, home: Home) -
     read = run_model_code(channel, ATTACKS[attack], home)
     assert untouched(home)
     assert "read_only refused" in read
+
+
+@pytest.mark.parametrize("channel", ["nh_eval", "nh_assign"])  # (a return expression that works ends the step)
+@pytest.mark.parametrize("function", ["os.mkfifo", "os.mknod"])
+def test_a_path_object_is_asked_its_name_once(channel: str, function: str, home: Home) -> None:
+    # Its `__fspath__` names a file in scratch but at the third answer, which a third asking would get.
+    path = (
+        "type('P', (), {'__fspath__': lambda s, n=[]: "
+        "(n.append(1), os.path.dirname(p) + '/planted' if len(n) == 3 else scratch + '/made')[1]})()"
+    )
+    run_model_code(channel, f"{function}({path})", home)
+    assert untouched(home)
 
 
 CHDIR = {

@@ -17,6 +17,7 @@ without that being the model's choice of what runs later.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sys
 import threading
@@ -27,7 +28,16 @@ from typing import Any
 from ._kinds import GUARDS_NAME, Enforcement
 from ._paths import WRITE_FLAGS
 
-__all__ = ["DEFERRED", "POOL_WORK", "PROCESS_END", "announce_pools", "announce_silent_operations", "standing_in"]
+__all__ = [
+    "DEFERRED",
+    "INTERPRETER_MODULES",
+    "POOL_WORK",
+    "PROCESS_END",
+    "SUBINTERPRETER",
+    "announce_loaded",
+    "announce_silent_operations",
+    "standing_in",
+]
 
 DEFERRED = "nighthawk.deferred_call"
 """The event raised when model-written code leaves a function to run later."""
@@ -35,6 +45,11 @@ PROCESS_END = "nighthawk.process_end"
 """The event raised before a function that ends the process at once (its name the argument)."""
 POOL_WORK = "nighthawk.pool_work"
 """The event raised when guarded code hands work to a pool of worker processes that is already running."""
+SUBINTERPRETER = "nighthawk.subinterpreter"
+"""The event raised when a second interpreter is made or runs code (the function its argument)."""
+INTERPRETER_MODULES = frozenset({"_xxsubinterpreters", "_interpreters"})
+"""The modules that make and run other interpreters (3.11, 3.13): one has none of this one's audit hooks."""
+_INTERPRETER_FUNCTIONS = ("create", "exec", "run_string", "run_func", "call", "call_shared")
 
 _enforcement_here: Callable[[], Enforcement | None] = lambda: None  # noqa: E731 - set by `announce_silent_operations`
 
@@ -54,28 +69,52 @@ _POOLS = {
     "multiprocessing.pool": ("Pool", ("apply_async", "_map_async", "imap", "imap_unordered")),
     "concurrent.futures.process": ("ProcessPoolExecutor", ("submit",)),
 }
-_pools_announced: set[str] = set()
+_announced: set[str] = set()
 _modules_seen = 0
 
 
-def announce_pools() -> None:
+def announce_loaded() -> None:
     """Make handing work to a pool of worker processes raise `POOL_WORK` when guarded code does it: the work
-    is pickled to a process already running, through a pipe no event names, and runs there unguarded.
+    is pickled to a process already running, through a pipe no event names, and runs there unguarded. Make
+    the functions that make or run another interpreter raise `SUBINTERPRETER`: Python 3.13 announces no new
+    interpreter, and one made before (by the user) runs code with none of this interpreter's hooks.
 
-    Called before every guarded evaluation: a pool the user made before it has its module loaded by then.
+    Called before every guarded evaluation: what the user loaded before it is loaded by then (importing an
+    interpreter module while guarded code runs is refused by the hook).
     """
     global _modules_seen
-    if len(_pools_announced) == len(_POOLS) or len(sys.modules) == _modules_seen:
+    if len(_announced) == len(_POOLS) + len(INTERPRETER_MODULES) or len(sys.modules) == _modules_seen:
         return  # (nothing imported since the last look: the common case, a dict's length)
     _modules_seen = len(sys.modules)
     for name, (class_name, methods) in _POOLS.items():
         module = sys.modules.get(name)
-        if name in _pools_announced or module is None:
+        if name in _announced or module is None:
             continue
         pool = getattr(module, class_name)
         for method in methods:
             setattr(pool, method, _handing(getattr(pool, method), f"{class_name}.{method}"))
-        _pools_announced.add(name)
+        _announced.add(name)
+    for name in INTERPRETER_MODULES - _announced:
+        if (module := sys.modules.get(name)) is not None:
+            for function in _INTERPRETER_FUNCTIONS:
+                if hasattr(module, function):
+                    running = announced(getattr(module, function), SUBINTERPRETER, _naming(f"{name}.{function}"))
+                    setattr(module, function, running)
+            _announced.add(name)
+
+
+def _naming(what: str) -> Callable[..., tuple[object, ...]]:
+    return lambda *_, **__: (what,)
+
+
+def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
+    """`function`, raising `event` with the arguments `target` makes of its call's before it runs."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        sys.audit(event, *target(*args, **kwargs))
+        return function(*args, **kwargs)
+
+    return standing_in(function, call)
 
 
 def _handing(method: Callable[..., Any], what: str) -> Callable[..., Any]:
@@ -106,24 +145,15 @@ def _announce_thread_starts() -> None:
 
 def _announce_silent() -> None:
     """Wrap the functions whose operations Python does not announce so that they raise an event (see above)."""
+    import _signal
     import atexit
     import posix
     import signal
     import weakref
 
-    def announced(function: Callable[..., Any], event: str, target: Callable[..., tuple[object, ...]]) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            sys.audit(event, *target(*args, **kwargs))
-            return function(*args, **kwargs)
-
-        return standing_in(function, call)
-
-    def node(path: object, *_: object, dir_fd: object = None, **__: object) -> tuple[object, ...]:
-        return path, dir_fd
-
     for name in ("mkfifo", "mknod"):
         if hasattr(posix, name):
-            wrapped = announced(getattr(posix, name), f"os.{name}", node)
+            wrapped = _making_node(getattr(posix, name), f"os.{name}")
             setattr(posix, name, wrapped)
             setattr(os, name, wrapped)
     # Ending the process at once, with everything the kernel holds in memory: no event in any version.
@@ -134,11 +164,13 @@ def _announce_silent() -> None:
     _announce_crashes()
     posix.open = os.open = standing_in(posix.open, _opening_at(posix.open))
     # Signals sent or scheduled without an event: raised here, sent through a process descriptor, or
-    # delivered to this process later by a timer (SIGALRM, which ends it unless handled).
-    signal.raise_signal = announced(signal.raise_signal, "signal.raise_signal", lambda *args: args)
-    for name in ("pidfd_send_signal", "alarm", "setitimer"):
-        if hasattr(signal, name):
-            setattr(signal, name, announced(getattr(signal, name), f"signal.{name}", lambda *args, **_: args))
+    # delivered to this process later by a timer (SIGALRM, which ends it unless handled). `signal` takes
+    # them from `_signal`, where model code can reach them too: both names are replaced.
+    for name in ("raise_signal", "pidfd_send_signal", "alarm", "setitimer"):
+        if hasattr(_signal, name):
+            wrapped = announced(getattr(_signal, name), f"signal.{name}", lambda *args, **_: args)
+            setattr(_signal, name, wrapped)
+            setattr(signal, name, wrapped)
     try:
         import _posixsubprocess  # what `subprocess` and `multiprocessing` start children with, unannounced
     except ImportError:
@@ -201,17 +233,39 @@ def _announce_crashes() -> None:
     faulthandler.dump_traceback_later = standing_in(later, dump_traceback_later)
 
 
+def _making_node(original: Callable[..., None], event: str) -> Callable[..., None]:
+    """`os.mkfifo` or `os.mknod`, raising `event` with the path and `dir_fd` it is given, each read once as
+    the system call reads them (a number-like `dir_fd` by its `__index__`), and handed on as read."""
+
+    def make(path: Any, *args: Any, dir_fd: Any = None, **kwargs: Any) -> None:
+        path, dir_fd = _once(path), None if dir_fd is None else operator.index(dir_fd)
+        sys.audit(event, path, dir_fd)
+        return original(path, *args, dir_fd=dir_fd, **kwargs)
+
+    return make
+
+
+def _once(path: Any) -> Any:
+    """The name a path object gives (`__fspath__`), asked once (a second answer need not be the same), as a
+    plain `str` or `bytes` (a subclass's own methods could answer `isabs` otherwise than its characters)."""
+    if isinstance(path, int):
+        return path
+    name = path if isinstance(path, str | bytes) else os.fspath(path)
+    return "".join((name,)) if isinstance(name, str) else b"".join((name,))
+
+
 def _opening_at(original: Callable[..., int]) -> Callable[..., int]:
     """`os.open` naming a path relative to an open directory (`dir_fd`) by `/proc/self/fd/N/path`, the name
     Linux resolves the same way: its `open` event carries no `dir_fd`, and the check would read the path as
-    relative to the current directory. Only opens that may write are renamed (reading is never refused)."""
+    relative to the current directory. Only opens that may write are renamed (reading is never refused).
+    The flags and `dir_fd` are read as the system call reads them (`np.int64`, any `__index__`), once."""
 
-    def open_at(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        if dir_fd is not None and isinstance(flags, int) and flags & WRITE_FLAGS and isinstance(dir_fd, int):
-            name = os.fspath(path)
-            if isinstance(name, str | bytes) and not os.path.isabs(name):
+    def open_at(path: Any, flags: Any, mode: Any = 0o777, *, dir_fd: Any = None) -> int:
+        if dir_fd is not None:
+            path, flags, dir_fd = _once(path), operator.index(flags), operator.index(dir_fd)
+            if flags & WRITE_FLAGS and isinstance(path, str | bytes) and not os.path.isabs(path):
                 folder = f"/proc/self/fd/{dir_fd}"
-                path, dir_fd = os.path.join(os.fsencode(folder) if isinstance(name, bytes) else folder, name), None
+                path, dir_fd = os.path.join(os.fsencode(folder) if isinstance(path, bytes) else folder, path), None
         return original(path, flags, mode, dir_fd=dir_fd)
 
     return open_at
