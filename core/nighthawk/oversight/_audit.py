@@ -74,6 +74,7 @@ from ._paths import (
     refusal,
     sqlite_connection_type,
 )
+from ._written_modules import MODULE_IN_WRITABLE, in_writable_folder, put_finder_first
 
 __all__ = ["install"]
 
@@ -97,6 +98,7 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
     global _installed, _enforced, _by_thread
     if _installed:
         announce_loaded()
+        put_finder_first(_enforcement_here)
         return
     with _install_lock:
         if _installed:
@@ -104,6 +106,7 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
         _enforced, _by_thread = enforced, by_thread
         announce_silent_operations(_enforcement_here, by_thread)
         announce_loaded()
+        put_finder_first(_enforcement_here)
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
@@ -294,6 +297,10 @@ def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object,
 
 
 def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == "exec" and isinstance(args[0], CodeType) and os.path.isabs(source := args[0].co_filename):
+        # (a relative name is no file's: `<string>`, `<nighthawk>`)
+        if (found := _check_written_module(guards, MODULE_IN_WRITABLE, (source,))) is not None:
+            return found
     if event == "object.__setattr__":
         if len(args) < 2 or args[1] != "__code__":
             return None
@@ -348,6 +355,14 @@ def _check_interpreter(guards: tuple[RuntimeGuard, ...], event: str, args: tuple
     what = f"importing {args[0]}" if event == "import" else str(args[0]) if args else event
     return refusal(guards[0], f"{what} (another interpreter)", "model-written code may not make or use another "
                    "interpreter under this policy (it runs with none of this one's guards)")
+
+
+def _check_written_module(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    guard = in_writable_folder(guards, args[0])
+    return None if guard is None else refusal(
+        guard, f"importing {args[0]}", "a module in a folder model-written code may write to runs as model code "
+        "under this policy (its functions would run later without it); import it in your own code before the step"
+    )
 
 
 def _check_deferred(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -483,6 +498,7 @@ _CHECKS: dict[str, Check] = {
     **dict.fromkeys(("os._exit", "os.abort", PROCESS_END, "resource.setrlimit", "resource.prlimit"),
                     _check_end),
     DEFERRED: _check_deferred,
+    MODULE_IN_WRITABLE: _check_written_module,
     **dict.fromkeys(("import", SUBINTERPRETER, "cpython.PyInterpreterState_New"), _check_interpreter),
     **dict.fromkeys(("code.__new__", "marshal.loads", "marshal.load"), _check_code),
     # (`compile` alone makes nothing that runs: `exec`/`eval` of its code and `types.FunctionType` are checked)
