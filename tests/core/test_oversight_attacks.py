@@ -424,3 +424,32 @@ def test_an_interpreter_the_user_made_runs_no_code_for_model_code(victim: Path) 
         interpreters.destroy(globals().pop("interpreter"))
     assert intact(victim)
     assert "read_only refused" in read and "another interpreter" in read
+
+
+LOOP_CALLBACKS = {
+    "call_soon": "asyncio.get_running_loop().call_soon(os.remove, p, context=contextvars.Context())",
+    "call_later": "asyncio.get_running_loop().call_later(0, os.remove, p, context=contextvars.Context())",
+    "call_soon_threadsafe": (
+        "asyncio.get_running_loop().call_soon_threadsafe(os.remove, p, context=contextvars.Context())"
+    ),
+    "a task made with an empty context": (
+        "asyncio.get_running_loop().create_task(asyncio.to_thread(os.remove, p), context=contextvars.Context())"
+    ),
+    "call_soon in a copied context": (
+        "asyncio.get_running_loop().call_soon(os.remove, p, context=contextvars.Context().run(contextvars.copy_context))"
+    ),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(LOOP_CALLBACKS))
+def test_a_loop_callback_given_an_empty_context_is_held(spelling: str, victim: Path) -> None:
+    expression = f"{LOOP_CALLBACKS[spelling]} and await asyncio.sleep(0.05)"
+    executor, _ = scripted_executor([call("nh_eval", expression=expression)], [finish()])
+
+    async def main() -> None:
+        with nh.run(executor), nh.scope(oversight=POLICIES["runtime guard"]()):
+            await look_async(str(victim))
+        await asyncio.sleep(0.05)  # the callback has run by now, in the step or after it
+
+    asyncio.run(main())
+    assert intact(victim)

@@ -23,6 +23,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from ._kinds import GUARDS_NAME, Enforcement
@@ -36,7 +37,7 @@ __all__ = [
     "SUBINTERPRETER",
     "announce_loaded",
     "announce_silent_operations",
-    "carried_into_thread",
+    "guarding_here",
     "standing_in",
 ]
 
@@ -54,20 +55,24 @@ _INTERPRETER_FUNCTIONS = ("create", "exec", "run_string", "run_func", "call", "c
 
 _enforcement_here: Callable[[], Enforcement | None] = lambda: None  # noqa: E731 - set by `announce_silent_operations`
 _by_thread: dict[int, Enforcement] = {}
+_enforced: ContextVar[Enforcement | None] | None = None
 
 
 def announce_silent_operations(
-    enforcement_here: Callable[[], Enforcement | None], by_thread: dict[int, Enforcement]
+    enforcement_here: Callable[[], Enforcement | None],
+    by_thread: dict[int, Enforcement],
+    enforced: ContextVar[Enforcement | None],
 ) -> None:
     """Wrap the functions whose operations Python does not announce (see above); `enforcement_here` tells
-    what is enforced on the calling thread or task, and `by_thread` holds what a thread carries."""
-    global _enforcement_here, _by_thread
-    _enforcement_here, _by_thread = enforcement_here, by_thread
+    what is enforced on the calling thread or task, `by_thread` holds what a thread carries, and `enforced`
+    is the context variable the guards of a task are in."""
+    global _enforcement_here, _by_thread, _enforced
+    _enforcement_here, _by_thread, _enforced = enforcement_here, by_thread, enforced
     _carry_into_threads()
     _announce_silent()
 
 
-def carried_into_thread() -> bool:
+def guarding_here() -> bool:
     """Whether a thread started here now runs under the guards in force (see `_carry_into_threads`)."""
     enforcement = _enforcement_here()
     return enforcement is not None and enforcement.mode in ("evaluation", "handling") and bool(enforcement.guards)
@@ -92,9 +97,12 @@ def announce_loaded() -> None:
     interpreter module while guarded code runs is refused by the hook).
     """
     global _modules_seen
-    if len(_announced) == len(_POOLS) + len(INTERPRETER_MODULES) or len(sys.modules) == _modules_seen:
+    if len(_announced) == len(_POOLS) + len(INTERPRETER_MODULES) + 1 or len(sys.modules) == _modules_seen:
         return  # (nothing imported since the last look: the common case, a dict's length)
     _modules_seen = len(sys.modules)
+    if "asyncio.events" not in _announced and (events := sys.modules.get("asyncio.events")) is not None:
+        events.Handle.__init__ = _holding_callbacks(events.Handle.__init__)  # type: ignore[method-assign]
+        _announced.add("asyncio.events")
     for name, (class_name, methods) in _POOLS.items():
         module = sys.modules.get(name)
         if name in _announced or module is None:
@@ -110,6 +118,24 @@ def announce_loaded() -> None:
                     running = announced(getattr(module, function), SUBINTERPRETER, _naming(f"{name}.{function}"))
                     setattr(module, function, running)
             _announced.add(name)
+
+
+def _holding_callbacks(original: Callable[..., None]) -> Callable[..., None]:
+    """`asyncio`'s `Handle.__init__`, which puts the guards in force into the context a callback is given
+    to run in (`loop.call_soon(f, context=contextvars.Context())`, a task made with `context=`): there the
+    context variable would be empty, and the callback or the task would run unheld. A task's wake-up is
+    left alone (its context is the waiting task's own, held from its start if guarded code made it)."""
+
+    def __init__(self: Any, callback: Any, args: Any, loop: Any, context: Any = None) -> None:
+        if context is not None and _enforced is not None and guarding_here() and context.get(_enforced) is None:
+            if not (isinstance(callback, types.BuiltinMethodType) and callback.__name__ == "task_wakeup"):
+                try:
+                    context.run(_enforced.set, _enforcement_here())
+                except RuntimeError:
+                    pass  # a context entered now: the one running, whose guards are these
+        original(self, callback, args, loop, context)
+
+    return standing_in(original, __init__)
 
 
 def _naming(what: str) -> Callable[..., tuple[object, ...]]:
@@ -149,7 +175,7 @@ def _carry_into_threads() -> None:
             if sys.version_info < (3, 12):
                 sys.audit("_thread.start_new_thread", function, *args[:1], args[1] if len(args) > 1 else None)
             enforcement = _enforcement_here()
-            if enforcement is not None and carried_into_thread():
+            if enforcement is not None and guarding_here():
                 function = functools.partial(_held, enforcement, function)
             return original(function, *args, **kwargs)
 

@@ -57,7 +57,7 @@ from ._announce import (
     SUBINTERPRETER,
     announce_loaded,
     announce_silent_operations,
-    carried_into_thread,
+    guarding_here,
     standing_in,
 )
 from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
@@ -104,7 +104,7 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
         if _installed:
             return
         _enforced, _by_thread = enforced, by_thread
-        announce_silent_operations(_enforcement_here, by_thread)
+        announce_silent_operations(_enforcement_here, by_thread, enforced)
         announce_loaded()
         put_finder_first(_enforcement_here)
         _connect_for_model_code()
@@ -278,7 +278,7 @@ def _check_process(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obj
 
 
 def _check_thread(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    if carried_into_thread():
+    if guarding_here():
         return None  # the thread runs under these guards (`_announce.py`)
     # A function the model made, run later outside any step, has no region whose guards a thread could carry.
     return refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
