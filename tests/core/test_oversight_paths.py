@@ -10,6 +10,7 @@ Each attack runs through `nh_eval`, `nh_assign` and a return expression, under t
 from __future__ import annotations
 
 import contextlib  # noqa: F401 - the model's expressions use the modules of this namespace
+import gc
 import importlib.util  # noqa: F401
 import os
 import py_compile
@@ -18,6 +19,8 @@ import pathlib  # noqa: F401
 import socket  # noqa: F401
 import sqlite3
 import sys
+import tempfile  # noqa: F401
+import weakref  # noqa: F401
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,3 +269,34 @@ def test_a_module_in_the_writable_folder_is_not_imported_for_model_code(channel:
         while str(home.scratch) in sys.path:
             sys.path.remove(str(home.scratch))
     assert untouched(home)
+
+
+# --- a temporary file or folder whose clean-up the model's code points elsewhere ------------------------------
+
+RETARGETED = {
+    "a NamedTemporaryFile's closer": "(f := tempfile.NamedTemporaryFile(dir=scratch), vars(f._closer).update(name=p), f)[2]",
+    "a TemporaryDirectory's finalizer": (
+        "(d := tempfile.TemporaryDirectory(dir=scratch), setattr(weakref.finalize._registry[d._finalizer], 'args', "
+        "(os.path.dirname(p),)), d)[2]"
+    ),
+    "a TemporaryDirectory's name": "(d := tempfile.TemporaryDirectory(dir=scratch), setattr(d, 'name', os.path.dirname(p)), d)[2]",
+}
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("channel", ["nh_assign", "return"])
+@pytest.mark.parametrize("spelling", sorted(RETARGETED))
+def test_a_temporary_files_clean_up_stays_held_when_it_runs_later(channel: str, spelling: str, home: Home) -> None:
+    oversight = nh.oversight.Oversight(runtime=nh.oversight.read_only(writable=[home.scratch]).runtime)
+    executor, _ = scripted_executor(model_code(channel, RETARGETED[spelling]), [finish()])
+    with nh.run(executor), nh.scope(oversight=oversight):
+        made = look(str(home.keep), str(home.scratch))
+    assert made is not None
+    if "finalizer" not in spelling:  # (a finalizer runs only if nothing cleaned up before)
+        try:  # your own code, after the step, cleans up as it would
+            getattr(made, "cleanup", getattr(made, "close", None))()
+        except OSError:
+            pass
+    del made
+    gc.collect()
+    assert home.keep.read_text() == "precious"

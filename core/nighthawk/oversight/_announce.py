@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -97,12 +98,15 @@ def announce_loaded() -> None:
     interpreter module while guarded code runs is refused by the hook).
     """
     global _modules_seen
-    if len(_announced) == len(_POOLS) + len(INTERPRETER_MODULES) + 1 or len(sys.modules) == _modules_seen:
+    if len(_announced) == len(_POOLS) + len(INTERPRETER_MODULES) + 2 or len(sys.modules) == _modules_seen:
         return  # (nothing imported since the last look: the common case, a dict's length)
     _modules_seen = len(sys.modules)
     if "asyncio.events" not in _announced and (events := sys.modules.get("asyncio.events")) is not None:
         events.Handle.__init__ = _holding_callbacks(events.Handle.__init__)  # type: ignore[method-assign]
         _announced.add("asyncio.events")
+    if "tempfile" not in _announced and (tempfile := sys.modules.get("tempfile")) is not None:
+        _hold_temporary_clean_ups(tempfile)
+        _announced.add("tempfile")
     for name, (class_name, methods) in _POOLS.items():
         module = sys.modules.get(name)
         if name in _announced or module is None:
@@ -193,12 +197,55 @@ def _carry_into_threads() -> None:
 
 
 def _held(enforcement: Enforcement, function: Callable[..., object], *args: Any, **kwargs: Any) -> object:
+    """`function` called under `enforcement` on this thread (where no context holds guards of its own)."""
     thread = threading.get_ident()
+    outer = _by_thread.get(thread)
     _by_thread[thread] = enforcement
     try:
         return function(*args, **kwargs)
     finally:
-        _by_thread.pop(thread, None)
+        if outer is None:
+            _by_thread.pop(thread, None)
+        else:
+            _by_thread[thread] = outer
+
+
+_made_guarded: weakref.WeakKeyDictionary[object, Enforcement] = weakref.WeakKeyDictionary()
+"""Temporary files and folders made while guarded code ran, with its guards: their clean-up stays held."""
+
+
+def _hold_temporary_clean_ups(tempfile: types.ModuleType) -> None:
+    """A temporary file or folder that guarded code makes is deleted later by `tempfile` (when it is closed,
+    collected, or at exit), by the name the object holds: a name the model's code can change (the closer's
+    `name`, the finalizer's arguments) after making it in a writable folder. Its clean-up is held to the
+    guards it was made under, wherever it runs."""
+
+    def recording(original: Callable[..., None]) -> Callable[..., None]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            enforcement = _enforcement_here()
+            if enforcement is not None and guarding_here():
+                _made_guarded[self] = enforcement
+                finalizer = getattr(self, "_finalizer", None)  # `TemporaryDirectory`'s, made in `__init__`
+                if isinstance(finalizer, weakref.finalize) and (found := finalizer.detach()) is not None:
+                    _, function, arguments, keywords = found
+                    held = functools.partial(_held, enforcement, function)
+                    self._finalizer = weakref.finalize(self, held, *arguments, **(keywords or {}))
+
+        return standing_in(original, __init__)
+
+    def holding(original: Callable[..., Any]) -> Callable[..., Any]:
+        def clean_up(self: Any, *args: Any, **kwargs: Any) -> Any:
+            enforcement = _made_guarded.get(self)
+            return original(self, *args, **kwargs) if enforcement is None else _held(enforcement, original, self, *args, **kwargs)
+
+        return standing_in(original, clean_up)
+
+    for cls in (tempfile._TemporaryFileCloser, tempfile.TemporaryDirectory):  # type: ignore[attr-defined]
+        cls.__init__ = recording(cls.__init__)
+        for name in ("close", "cleanup", "__del__", "__exit__"):
+            if name in vars(cls):
+                setattr(cls, name, holding(getattr(cls, name)))
 
 
 def _announce_silent() -> None:
@@ -207,7 +254,6 @@ def _announce_silent() -> None:
     import atexit
     import posix
     import signal
-    import weakref
 
     for name in ("mkfifo", "mknod"):
         if hasattr(posix, name):
