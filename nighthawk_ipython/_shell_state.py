@@ -1,7 +1,7 @@
 """The shell's own hooks, kept from a guarded step's code: what it changes there is put back when it ends.
 
 IPython runs every later cell through lists the shell holds (`input_transformers_cleanup`,
-`input_transformers_post`, `ast_transformers`) and calls what is registered for its events
+`input_transformers_post`, `ast_transformers`, its transformer manager's line and token transforms) and calls what is registered for its events
 (`pre_run_cell`, `post_execute`, ...). A function the model's code appends there runs on each of your
 next cells, as your code, outside any step: the runtime policies cannot hold it. So while a step runs
 under runtime guards, these are the user's shell state, not the step's: they are noted when the step
@@ -22,7 +22,13 @@ from nighthawk.oversight._oversee import in_force
 
 __all__ = ["ShellStateKeeper"]
 
-_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
+_LISTS = (
+    "input_transformers_cleanup",
+    "input_transformers_post",
+    "ast_transformers",
+    "input_transformer_manager.line_transforms",
+    "input_transformer_manager.token_transformers",
+)
 
 
 class ShellStateKeeper:
@@ -48,18 +54,25 @@ class ShellStateKeeper:
                 )
 
     def _state(self) -> dict[str, tuple[object, list[object]]]:
-        state = {name: (held, list(held)) for name in _LISTS if isinstance(held := getattr(self._shell, name, None), list)}
+        state = {name: (held, list(held)) for name in _LISTS if isinstance(held := self._get(name), list)}
         callbacks = getattr(getattr(self._shell, "events", None), "callbacks", None)
         if isinstance(callbacks, dict):
             state.update({f"{name} callbacks": (held, list(held)) for name, held in callbacks.items()})
         return state
 
+    def _get(self, dotted: str) -> object:
+        found: object = self._shell
+        for name in dotted.split("."):
+            found = getattr(found, name, None)
+        return found
+
     def _put_back(self, noted: dict[str, tuple[object, list[object]]]) -> list[str]:
         undone = []
         for name, (held, items) in noted.items():
-            replaced = name in _LISTS and getattr(self._shell, name, None) is not held
+            replaced = name in _LISTS and self._get(name) is not held
             if replaced:
-                setattr(self._shell, name, held)
+                owner, _, attribute = name.rpartition(".")
+                setattr(self._get(owner) if owner else self._shell, attribute, held)
             # Compared by identity: an `__eq__` of the model's objects would run here, outside the step.
             changed = not isinstance(held, list) or len(held) != len(items) or any(a is not b for a, b in zip(held, items))
             if isinstance(held, list) and changed:

@@ -17,11 +17,14 @@ CHANGES = {
     "an event callback": "get_ipython().events.register('pre_run_cell', lambda *args: None)",
     "a replaced list": "setattr(get_ipython(), 'input_transformers_post', [lambda lines: lines])",
     "an emptied list": "get_ipython().input_transformers_cleanup.clear()",
+    "a line transform": "get_ipython().input_transformer_manager.line_transforms.append(lambda lines: lines)",
+    "a token transformer": "get_ipython().input_transformer_manager.token_transformers.append(type(None))",
 }
 
 
 def state(shell: Any) -> list[tuple[object, list[object]]]:
     held = [getattr(shell, name) for name in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")]
+    held += [shell.input_transformer_manager.line_transforms, shell.input_transformer_manager.token_transformers]
     held += list(shell.events.callbacks.values())
     return [(items, list(items)) for items in held]
 
