@@ -2,7 +2,9 @@
 hook of `_audit.py` is installed with (once per process, at the first guarded evaluation).
 
 Python 3.11 raises no event when a thread starts: there the functions that start threads raise the event
-later versions raise (`_thread.start_new_thread`). Some operations raise none in any version: making a FIFO
+later versions raise (`_thread.start_new_thread`); in every version they carry the guards into the thread.
+What guarded code leaves to `asyncio` in a fresh context, and the clean-up of a temporary file it makes,
+carry them too. Other interpreters (`_interpreters`) announce that they are made or run code. Some operations raise none in any version: making a FIFO
 or a device node (`os.mkfifo`, `os.mknod`), raising a signal in-process, ending the process (`os._exit`,
 `os.abort`, `faulthandler`'s crashes), a writing `os.open` relative to a `dir_fd` (its `open` event names
 no directory), a logging handler that opens its file or connects only at its first record, and handing a
@@ -74,7 +76,8 @@ def announce_silent_operations(
 
 
 def guarding_here() -> bool:
-    """Whether a thread started here now runs under the guards in force (see `_carry_into_threads`)."""
+    """Whether guarded code runs here (not a step's own work): a thread started here, a loop callback given
+    a fresh context or a temporary file made here is held to its guards."""
     enforcement = _enforcement_here()
     return enforcement is not None and enforcement.mode in ("evaluation", "handling") and bool(enforcement.guards)
 
