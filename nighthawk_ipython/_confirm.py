@@ -7,10 +7,11 @@ stops the cell like any other. A widget would not do: its clicks are only handle
 
 The call is shown as it will run: names, calls and operators as the model wrote them, with secrets masked
 only inside string literals (`nighthawk.secrets._code`), characters that would move or hide printed text
-shown as `<U+XXXX>`, and long code shown whole, a page at a time, before the question.
+shown as `<U+XXXX>`, names in lookalike letters as Python reads them, with a note (`nighthawk._lookalikes`),
+and long code shown whole, a page at a time, before the question.
 
 A return expression is asked for too (shown as `nh_outcome`, `return <expression>`), unless it is a plain
-literal, which runs no code. Only `y` or `yes` lets the call run; an empty answer refuses it, and any other
+literal that names nothing (`set()` calls whatever the step bound to `set`), which runs no code. Only `y` or `yes` lets the call run; an empty answer refuses it, and any other
 text is passed to the model as the reason (a refused return expression stops the step instead). A frontend
 that cannot answer (nbclient and nbval run notebooks without stdin) makes the step stop with
 `OversightRejectedError` at its first tool call instead of waiting for ever.
@@ -22,6 +23,7 @@ import ast
 
 from IPython.core.error import StdinNotImplementedError
 
+from nighthawk._lookalikes import names_as_read
 from nighthawk._unseen import visible_controls
 from nighthawk.secrets._code import mask_code_strings
 from nighthawk.secrets._scrubber import current_scrubber
@@ -52,7 +54,17 @@ _FOLD_COLUMNS = 160
 
 def describe(call: ToolCall) -> str:
     """The call as the person reads it: the expression of `nh_eval`, the assignment of `nh_assign`, a user
-    tool with its arguments; whole, with secrets masked only inside its string literals."""
+    tool with its arguments; whole, with secrets masked only inside its string literals, and each name in
+    lookalike letters written as Python reads it (`_lookalike_notes` says which)."""
+    return visible_controls(names_as_read(_written(call))[0])
+
+
+def _lookalike_notes(call: ToolCall) -> tuple[str, ...]:
+    """What `describe` changed in names that read as other names: one note each."""
+    return names_as_read(_written(call))[1]
+
+
+def _written(call: ToolCall) -> str:
     arguments = call.argument_name_to_value
     scrubber = current_scrubber()
 
@@ -62,14 +74,13 @@ def describe(call: ToolCall) -> str:
 
     match call.tool_name:
         case "nh_eval":
-            text = code(arguments.get("expression", ""))
+            return code(arguments.get("expression", ""))
         case "nh_assign":
-            text = f"{arguments.get('target_path', '')} = {code(arguments.get('expression', ''))}"
+            return f"{arguments.get('target_path', '')} = {code(arguments.get('expression', ''))}"
         case "nh_outcome":
-            text = f"return {code(arguments.get('return_expression', ''))}"
+            return f"return {code(arguments.get('return_expression', ''))}"
         case name:
-            text = f"{name}({', '.join(f'{key}={code(repr(value))}' for key, value in arguments.items())})"
-    return visible_controls(text)
+            return f"{name}({', '.join(f'{key}={code(repr(value))}' for key, value in arguments.items())})"
 
 
 def pages(text: str) -> list[str]:
@@ -98,6 +109,8 @@ def ask(call: ToolCall) -> ToolCallDecision:
     placeholder = current_scrubber().redaction.placeholder
     if any(placeholder in page for page in shown):
         print(f"    ({placeholder} stands for text inside a string literal that looks like a secret)", flush=True)
+    for note in _lookalike_notes(call):
+        print(f"    (a name in lookalike letters: {visible_controls(note)})", flush=True)
     answer = _answer(call, PROMPT)
     return Accept() if answer.lower() in _YES else _refusal(answer)
 
@@ -122,12 +135,15 @@ def _refusal(answer: str) -> Reject:
 
 
 def _is_literal(expression: str) -> bool:
-    """Whether `expression` is a plain literal (`'done'`, `[1, 2]`), which evaluating runs no code for."""
+    """Whether `expression` is a plain literal (`'done'`, `[1, 2]`), which evaluating runs no code for.
+    `ast.literal_eval` also takes `set()`, a call of whatever the name `set` holds where it is evaluated (the
+    step may have bound it to anything): a literal here names nothing."""
     try:
-        ast.literal_eval(expression.strip())
+        tree = ast.parse(expression.strip(), mode="eval")
+        ast.literal_eval(tree)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
-    return True
+    return not any(isinstance(node, ast.Name) for node in ast.walk(tree))
 
 
 CONFIRM = Oversight(inspect_tool_call=ask, name="confirm")

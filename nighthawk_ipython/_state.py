@@ -65,8 +65,11 @@ class KernelState:
 
             from nighthawk._map_renderers import use_renderer  # not `nighthawk.batch`: no map machinery yet
 
+            from ._shell_state import ShellStateKeeper
+
             self.displayer = StepDisplayer(lambda: self.settings.display)
             add_process_listener(self.displayer)
+            add_process_listener(ShellStateKeeper(self.shell))
             use_renderer(self.map_renderer)
         _guard_exit(self.shell)
 

@@ -412,7 +412,7 @@ def test_an_accepted_tool_call_is_recorded_with_its_hook() -> None:
 
 
 def test_a_rejected_tool_call_is_recorded_with_its_reason() -> None:
-    (decision,) = _decisions(nh.oversight.read_only(), call("nh_eval", expression="__import__('os').remove('x')"))
+    (decision,) = _decisions(nh.oversight.read_only(), call("nh_eval", expression="os.remove('x')"))
     assert (decision.oversight, decision.decision) == ("read_only", "rejected")
     assert "deny list" in (decision.reason or "")
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio  # noqa: F401 - the model's expressions use the modules of this namespace
 import contextvars  # noqa: F401
+import copyreg  # noqa: F401
 import functools  # noqa: F401
 import gc
 import http.client  # noqa: F401
+import importlib  # noqa: F401
 import logging  # noqa: F401
 import mmap  # noqa: F401
 import os
@@ -24,7 +26,7 @@ import signal
 import socket
 import sqlite3  # noqa: F401
 import stat
-import sys  # noqa: F401
+import sys
 import tarfile
 import tempfile  # noqa: F401
 import threading
@@ -97,7 +99,23 @@ FILE_ATTACKS = {
         ".execute('create table a.t (x)')"
     ),
     "os.mkfifo.__wrapped__": "getattr(os.mkfifo, '__wrapped__', os.mkfifo)(p + '.fifo')",
+    "a second interpreter": (
+        "(i := sys.modules['builtins'].__import__(INTERPRETERS)).run_string(i.create(), f'import os; os.remove({p!r})')"
+    ),
+    "a second interpreter through importlib": (
+        "(i := importlib.import_module(INTERPRETERS)).run_string(i.create(), f'import os; os.remove({p!r})')"
+    ),
+    "a function copyreg made, as a dict's items": (
+        "type('D', (dict,), {'items': copyreg.__newobj__(type(lambda: 0), compile('lambda self: os.remove(p) or "
+        "[]', '', 'eval').co_consts[0], {'os': os, 'p': p})})(a=1)"
+    ),
+    "a function copyreg made, as __repr__": (
+        "type('R', (), {'__repr__': copyreg.__newobj__(type(lambda: 0), compile('lambda self: str(os.remove(p))', "
+        "'', 'eval').co_consts[0], {'os': os, 'p': p})})()"
+    ),
 }
+INTERPRETERS = "_xxsubinterpreters" if sys.version_info < (3, 12) else "_interpreters"
+"""The module that makes and runs other interpreters."""
 
 
 # Defined here, not shared: the model's expressions see this module's imports as the block's globals.
@@ -394,3 +412,44 @@ def test_a_send_on_a_socket_connected_to_an_allowed_host_goes_through(
     expression = f"socket.create_connection(('127.0.0.1', {tcp.getsockname()[1]})).sendmsg([b'x'])"
     read = run_model_code("nh_eval", expression, "unused", nh.oversight.no_network(allow=["127.0.0.1"]))
     assert '"value": 1' in read
+
+
+def test_an_interpreter_the_user_made_runs_no_code_for_model_code(victim: Path) -> None:
+    interpreters = importlib.import_module(INTERPRETERS)
+    globals()["interpreter"] = interpreters.create()  # the user's, before the step
+    try:
+        expression = "sys.modules[INTERPRETERS].run_string(interpreter, f'import os; os.remove({p!r})')"
+        read = run_model_code("nh_eval", expression, victim, POLICIES["runtime guard"]())
+    finally:
+        interpreters.destroy(globals().pop("interpreter"))
+    assert intact(victim)
+    assert "read_only refused" in read and "another interpreter" in read
+
+
+LOOP_CALLBACKS = {
+    "call_soon": "asyncio.get_running_loop().call_soon(os.remove, p, context=contextvars.Context())",
+    "call_later": "asyncio.get_running_loop().call_later(0, os.remove, p, context=contextvars.Context())",
+    "call_soon_threadsafe": (
+        "asyncio.get_running_loop().call_soon_threadsafe(os.remove, p, context=contextvars.Context())"
+    ),
+    "a task made with an empty context": (
+        "asyncio.get_running_loop().create_task(asyncio.to_thread(os.remove, p), context=contextvars.Context())"
+    ),
+    "call_soon in a copied context": (
+        "asyncio.get_running_loop().call_soon(os.remove, p, context=contextvars.Context().run(contextvars.copy_context))"
+    ),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(LOOP_CALLBACKS))
+def test_a_loop_callback_given_an_empty_context_is_held(spelling: str, victim: Path) -> None:
+    expression = f"{LOOP_CALLBACKS[spelling]} and await asyncio.sleep(0.05)"
+    executor, _ = scripted_executor([call("nh_eval", expression=expression)], [finish()])
+
+    async def main() -> None:
+        with nh.run(executor), nh.scope(oversight=POLICIES["runtime guard"]()):
+            await look_async(str(victim))
+        await asyncio.sleep(0.05)  # the callback has run by now, in the step or after it
+
+    asyncio.run(main())
+    assert intact(victim)

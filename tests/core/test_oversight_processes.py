@@ -42,12 +42,38 @@ ENDINGS = {
     "faulthandler timer that exits": "faulthandler.dump_traceback_later(0.05, exit=True)",
     "os._exit through a partial": "functools.partial(os._exit, 3)()",
     "a CPU-time limit already spent": "resource.setrlimit(resource.RLIMIT_CPU, (1, 1)) or sum(range(10**8))",
+    "_signal.raise_signal": "__import__('_signal').raise_signal(signal.SIGKILL)",
+    "_signal.alarm": "__import__('_signal').alarm(1)",
+    "_signal.setitimer": "sys.modules['_signal'].setitimer(signal.ITIMER_REAL, 0.05)",
+    "a second interpreter that ends the process": (
+        "(i := sys.modules['builtins'].__import__(INTERPRETERS)).run_string(i.create(), 'import os; os._exit(3)')"
+    ),
+    "a second interpreter through importlib": (
+        "(i := __import__('importlib').import_module(INTERPRETERS)).run_string(i.create(), 'import os; os._exit(3)')"
+    ),
+    "a code object that reads past its constants": (
+        "copyreg.__newobj__(type(lambda: 0), (lambda: 5).__code__.replace(co_consts=()), {})()"
+    ),
+    "a code object made with CodeType": (
+        "type(lambda: 0)(type((lambda: 0).__code__)(*[() if name == 'consts' else getattr((lambda: 5).__code__, "
+        "'co_' + name) for name in CODE_FIELDS]), {})()"
+    ),
+    "a code object read by marshal": (
+        "copyreg.__newobj__(type(lambda: 0), __import__('marshal').loads(__import__('marshal').dumps("
+        "(lambda: 5).__code__.replace(co_consts=()))), {})()"
+    ),
 }
 
 _PROGRAM = """
-import faulthandler, functools, os, resource, signal, sys, time
+import copyreg, faulthandler, functools, os, resource, signal, sys, time
 import nighthawk as nh
 from scripting import finish, model_code, scripted_executor
+
+INTERPRETERS = "_xxsubinterpreters" if sys.version_info < (3, 12) else "_interpreters"
+CODE_FIELDS = (
+    "argcount posonlyargcount kwonlyargcount nlocals stacksize flags code consts names varnames filename name "
+    "qualname firstlineno linetable exceptiontable freevars cellvars"
+).split()
 
 @nh.natural_function
 def look() -> object:
@@ -71,7 +97,7 @@ for policy, oversight in policies.items():
             except Exception as stopped:
                 read = str(stopped)
         print(policy, channel, f"{policy} refused" in read, flush=True)
-time.sleep(0.3)  # a timer the model set would have fired by now
+time.sleep(1.2)  # a timer the model set would have fired by now
 print("alive", flush=True)
 """
 

@@ -65,8 +65,10 @@ BYPASSES = {
     "os.open O_TRUNC": ("os.open(p, os.O_TRUNC | os.O_WRONLY)", "os.open(p, os.O_TRUNC | os.O_WRONLY)"),
     # the user's own function, called by the model
     "user function": ("tidy_up(p)", "os.remove"),
-    # a thread that would run without the policy
-    "thread": ("(t := threading.Thread(target=os.remove, args=(p,)), t.start(), t.join())", "starting a thread"),
+    # a thread, which runs under the policy too
+    "thread": (
+        "__import__('concurrent.futures').futures.ThreadPoolExecutor(1).submit(os.remove, p).result()", "os.remove"
+    ),
 }
 
 

@@ -17,6 +17,7 @@ from kernel_scripts import assign, outcome, scripted
 from pydantic_ai.messages import ToolCallPart
 
 PROMPT = "Run it? [y/N] "
+LOOKALIKE_NOTE = "    (a name in lookalike letters: "
 CHANNELS = ("nh_eval", "nh_assign", "return")
 
 
@@ -58,7 +59,7 @@ def unfolded(printed: str) -> str:
     for line in lines:
         if line.startswith("  ↪ "):
             code[-1] += line[4:]
-        elif line.startswith("    (") and line.endswith("looks like a secret)"):
+        elif line.startswith("    (") and line.endswith("looks like a secret)") or line.startswith(LOOKALIKE_NOTE):
             break
         elif line.startswith("    "):
             code.append(line[4:])
@@ -206,9 +207,41 @@ def test_a_planted_secret_cannot_hide_which_function_getattr_calls(confirm: Any,
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_an_invisible_name_is_shown(confirm: Any, channel: str) -> None:
-    # U+3164 is a letter Python takes in a name, and it prints as blank space.
+    # U+3164 is a letter Python takes in a name (read as U+1160), and it prints as blank space.
     shown = confirm(model_code(channel, "(\u3164 := os.remove)")).seen_before[0]
-    assert unfolded(shown) == as_shown(channel, "(<U+3164> := os.remove)")
+    assert unfolded(shown) == as_shown(channel, "(<U+1160> := os.remove)")
+
+
+# Python reads a name in its NFKC form: each of these runs `os.remove(p)`.
+LOOKALIKES = {
+    "full-width letters": "ｏｓ.ｒｅｍｏｖｅ(p)",
+    "mathematical bold letters": "𝐨𝐬.𝐫𝐞𝐦𝐨𝐯𝐞(p)",
+    "mathematical monospace letters": "𝚘𝚜.𝚛𝚎𝚖𝚘𝚟𝚎(p)",
+    "one folded letter in each name": "oｓ.remoｖe(p)",
+}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("spelling", sorted(LOOKALIKES))
+def test_a_name_in_lookalike_letters_is_shown_as_python_reads_it(confirm: Any, channel: str, spelling: str) -> None:
+    printed = confirm(model_code(channel, LOOKALIKES[spelling])).seen_before[0]
+    assert unfolded(printed) == as_shown(channel, "os.remove(p)")
+    assert f"{LOOKALIKE_NOTE}{LOOKALIKES[spelling].partition('.')[2][:-3]} is read as remove)" in printed
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_a_name_that_mixes_scripts_shows_its_foreign_letters(confirm: Any, channel: str) -> None:
+    # A Cyrillic `е` in `remove`: another name, one the model's code may have bound to anything.
+    printed = confirm(model_code(channel, "os.r\u0435move(p) or os.remove")).seen_before[0]
+    assert unfolded(printed) == as_shown(channel, "os.r<U+0435>move(p) or os.remove")
+    assert f"{LOOKALIKE_NOTE}r<U+0435>move mixes scripts (CYRILLIC, LATIN)" in printed
+
+
+def test_a_literal_that_calls_a_builtin_the_step_rebound_is_asked(confirm: Any) -> None:
+    rebind = assign("set", "__import__('functools').partial(os.remove, p)")
+    person = confirm(rebind, outcome("return", return_expression="set()"), answers=("y",))
+    assert len(person.prompts) == 2
+    assert unfolded(person.seen_before[1]) == "return set()"
 
 
 def test_a_user_tools_arguments_are_masked_only_inside_their_strings() -> None:

@@ -49,7 +49,17 @@ from types import CodeType, FrameType
 from typing import Any
 
 from ..errors import OperationRefusedError
-from ._announce import DEFERRED, POOL_WORK, PROCESS_END, announce_pools, announce_silent_operations, standing_in
+from ._announce import (
+    DEFERRED,
+    INTERPRETER_MODULES,
+    POOL_WORK,
+    PROCESS_END,
+    SUBINTERPRETER,
+    announce_loaded,
+    announce_silent_operations,
+    guarding_here,
+    standing_in,
+)
 from ._kinds import GUARDS_NAME, NOT_ENFORCED, Enforcement, Refusal, RuntimeGuard
 from ._paths import (
     CHANGED_PATHS,
@@ -64,6 +74,7 @@ from ._paths import (
     refusal,
     sqlite_connection_type,
 )
+from ._written_modules import MODULE_IN_WRITABLE, in_writable_folder, put_finder_first
 
 __all__ = ["install"]
 
@@ -86,14 +97,16 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
     those of the model-made function that called (marked `GUARDS_NAME`)."""
     global _installed, _enforced, _by_thread
     if _installed:
-        announce_pools()
+        announce_loaded()
+        put_finder_first(_enforcement_here)
         return
     with _install_lock:
         if _installed:
             return
         _enforced, _by_thread = enforced, by_thread
-        announce_silent_operations(_enforcement_here)
-        announce_pools()
+        announce_silent_operations(_enforcement_here, by_thread, enforced)
+        announce_loaded()
+        put_finder_first(_enforcement_here)
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True
@@ -141,6 +154,8 @@ def _guards_of_caller(event: str, args: tuple[object, ...], whole_stack: bool) -
     only above the first frame of code that is neither the library's nor the model's (a step's own work)."""
     if event == "open" and not opens_for_writing(args):
         return ()  # the common event, which every guard allows: no need to look
+    if event == "import" and args[0] not in INTERPRETER_MODULES:
+        return ()
     try:
         frame: FrameType | None = sys._getframe(2)  # (`frame.f_code` and `id` would raise audit events in turn)
     except ValueError:
@@ -263,6 +278,9 @@ def _check_process(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[obj
 
 
 def _check_thread(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if guarding_here():
+        return None  # the thread runs under these guards (`_announce.py`)
+    # A function the model made, run later outside any step, has no region whose guards a thread could carry.
     return refusal(guards[0], f"starting a thread ({event})", "model-written code may not start threads under "
                     "this policy (a thread would run without it); call the function directly")
 
@@ -279,15 +297,25 @@ def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object,
 
 
 def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == "exec" and isinstance(args[0], CodeType) and os.path.isabs(source := args[0].co_filename):
+        # (a relative name is no file's: `<string>`, `<nighthawk>`)
+        if (found := _check_written_module(guards, MODULE_IN_WRITABLE, (source,))) is not None:
+            return found
     if event == "object.__setattr__":
         if len(args) < 2 or args[1] != "__code__":
             return None
         what = "replacing the code of a function"
     else:
         try:
-            caller = sys._getframe(2).f_globals  # the caller of `exec`, `eval` or `types.FunctionType`
+            frame = sys._getframe(2)  # the caller of `exec`, `eval` or `types.FunctionType`
         except ValueError:
             return None
+        caller = frame.f_globals
+        if event == "function.__new__" and GUARDS_NAME not in caller and _first_outside_library(frame):
+            # A library that only passes the model's code through (`copyreg.__newobj__(FunctionType, code,
+            # namespace)`): the function would run later with a namespace the model chose, unmarked.
+            return refusal(guards[0], f"making a function ({event})", "model-written code may not make "
+                           "functions from new code under this policy (they would run later without it)")
         if GUARDS_NAME not in caller:
             # A library making functions (`dataclasses`, `namedtuple`, `timeit`), or Nighthawk's own eval: what
             # a library runs for guarded code stays held to the guards wherever it runs later (an import's
@@ -300,6 +328,41 @@ def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[o
         what = "running compiled code" if event == "exec" else "making a function"
     return refusal(guards[0], f"{what} ({event})", "model-written code may not make functions from new code under "
                    "this policy (they would run later without it); write the expression itself")
+
+
+def _first_outside_library(frame: FrameType | None) -> bool:
+    """Whether the first frame from `frame` up that is not the library's runs model-written code."""
+    while frame is not None and _library(frame.f_globals) and not _nighthawks(frame.f_globals):
+        frame = frame.f_back
+    return frame is not None and (GUARDS_NAME in frame.f_globals or _compiled_for_model_code(frame) is not None)
+
+
+def _check_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event.startswith("marshal."):
+        try:
+            caller = sys._getframe(2).f_globals.get("__name__")
+        except ValueError:
+            return None
+        if caller == "importlib._bootstrap_external":
+            return None  # a module's cached bytecode, read by the import system
+    return refusal(guards[0], f"making a code object ({event})", "model-written code may not build code objects "
+                   "under this policy (a malformed one crashes the interpreter); write the expression itself")
+
+
+def _check_interpreter(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    if event == "import" and args[0] not in INTERPRETER_MODULES:
+        return None
+    what = f"importing {args[0]}" if event == "import" else str(args[0]) if args else event
+    return refusal(guards[0], f"{what} (another interpreter)", "model-written code may not make or use another "
+                   "interpreter under this policy (it runs with none of this one's guards)")
+
+
+def _check_written_module(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    guard = in_writable_folder(guards, args[0])
+    return None if guard is None else refusal(
+        guard, f"importing {args[0]}", "a module in a folder model-written code may write to runs as model code "
+        "under this policy (its functions would run later without it); import it in your own code before the step"
+    )
 
 
 def _check_deferred(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
@@ -435,6 +498,9 @@ _CHECKS: dict[str, Check] = {
     **dict.fromkeys(("os._exit", "os.abort", PROCESS_END, "resource.setrlimit", "resource.prlimit"),
                     _check_end),
     DEFERRED: _check_deferred,
+    MODULE_IN_WRITABLE: _check_written_module,
+    **dict.fromkeys(("import", SUBINTERPRETER, "cpython.PyInterpreterState_New"), _check_interpreter),
+    **dict.fromkeys(("code.__new__", "marshal.loads", "marshal.load"), _check_code),
     # (`compile` alone makes nothing that runs: `exec`/`eval` of its code and `types.FunctionType` are checked)
     **dict.fromkeys(("function.__new__", "object.__setattr__", "exec"), _check_made_code),
     **dict.fromkeys(_NETWORK_EVENTS, _check_network),

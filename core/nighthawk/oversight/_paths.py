@@ -230,11 +230,7 @@ def _resolved(path: object, dir_fd: object, *, follow: bool) -> str | None:
     cannot be told."""
     if isinstance(path, int) and not isinstance(path, bool) and path >= 0:
         path, follow = f"/proc/self/fd/{path}", True  # a descriptor (`fchdir`): Linux names what it is open on
-    if path is None or isinstance(path, int):
-        return None
-    try:
-        text = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
-    except TypeError:
+    if (text := _text(path)) is None:
         return None
     if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
         try:  # relative to an open directory: Linux names it
@@ -247,12 +243,27 @@ def _resolved(path: object, dir_fd: object, *, follow: bool) -> str | None:
     return os.path.join(os.path.realpath(head or os.curdir), tail)
 
 
+def _text(path: object) -> str | None:
+    """The name the system call was given for `path`, as a plain `str`; `None` when it cannot be told.
+
+    The call has already asked a path object for its name (`__fspath__`), and a second answer need not be
+    the same: only the standard library's own path types are asked again. A `str` or `bytes` subclass is
+    read as its characters (the call reads them so), never through methods it may override."""
+    if isinstance(path, str):
+        return "".join((path,))
+    if isinstance(path, bytes):
+        return os.fsdecode(b"".join((path,)))
+    if _plain_path(path):
+        return os.fspath(path)  # type: ignore[arg-type]
+    return None
+
+
 def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _shown(path: object) -> str:
-    try:
-        return repr(os.fsdecode(os.fspath(path)))  # type: ignore[arg-type]
-    except TypeError:
-        return f"descriptor {path!r}" if isinstance(path, int) else repr(path)
+    if isinstance(path, int):
+        return f"descriptor {path!r}"
+    text = _text(path)
+    return f"a path given as a {type(path).__name__} object" if text is None else repr(text)

@@ -45,7 +45,7 @@ DENIED_CALLS: frozenset[str] = _FILE_CALLS | {
     # functions left to run later, outside the step
     "atexit.register", "weakref.finalize", "signal.signal",
     # code that would escape the analysis, and changes to existing objects
-    "eval", "exec", "compile", "__import__", "importlib.import_module", "setattr", "delattr",
+    "eval", "exec", "compile", "setattr", "delattr",
 }
 """What `read_only()` refuses by default. An entry is a dotted name (`os.remove`), a module whose every
 function is refused (`subprocess`), or `.name` for a method of that name on any object."""
@@ -67,8 +67,9 @@ def read_only(
     While the model's code runs (`nh_eval`, `nh_assign`, a return expression, and the functions they call),
     it refuses, however the code reaches them: opening a file to write, append, create or truncate;
     deleting, renaming, moving, truncating, linking, `chmod`/`chown`, making or removing directories;
-    `sqlite3.connect` to a file (but `:memory:` and `mode=ro`); starting processes or threads; sending
-    signals. The model reads an `OperationRefusedError` naming the operation and goes on.
+    `sqlite3.connect` to a file (but `:memory:` and `mode=ro`); starting processes (a thread it starts runs
+    under the policy); sending signals. The model reads an `OperationRefusedError` naming the operation and
+    goes on.
 
     Before a call runs, it also reads the expression and refuses `nh_assign` to an attribute of an existing
     object (`df.columns = ...`), `open(...)` for writing, and calls of the names in `deny`, naming them.
@@ -114,7 +115,7 @@ def read_only(
 def no_network(*, allow: Collection[str] = ()) -> Oversight:
     """An oversight that keeps the model's code off the network: while it runs, connecting, binding,
     sending to an address and looking up names are refused (but for the hosts in `allow`), and so is
-    starting processes or threads, which would be out of its reach.
+    starting processes, which would be out of its reach (a thread runs under the policy).
 
     Your own code, before and after a step, and the provider's requests of the step are not affected.
 
