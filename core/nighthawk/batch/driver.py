@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
+from .._interrupts import Interrupts, taking_interrupts
 from .._send_gate import gate_steps
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
@@ -121,8 +122,10 @@ def drive(
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
-    with set_aside_heap(total):
-        _Driver(function, concurrency, settle, tick, opening).run(items)
+    driver = _Driver(function, concurrency, settle, tick, opening)
+    with set_aside_heap(total), taking_interrupts(lambda: driver.caller.requests.put(_nothing)) as interrupts:
+        driver.interrupts = interrupts
+        driver.run(items)
 
 
 class _Driver:
@@ -159,6 +162,8 @@ class _Driver:
         self.tick = tick
         self.ticked = 0.0
         self.opening = opening
+        self.interrupts = Interrupts(None, _nothing)
+        """Ctrl-C taken while the map runs (set by `drive`): the driver raises it where it looks."""
         if opening is not None:
             opening.wakes(lambda: self.caller.post(_nothing))  # before `run` first looks at it
 
@@ -179,6 +184,7 @@ class _Driver:
                             break
                         self._start(*following, attempt=0)
                     self._tick_if_due()  # starting thousands of items takes seconds
+                    self.interrupts.check()
                 if not self.in_flight and not self.again and exhausted:
                     return
                 try:
@@ -188,6 +194,7 @@ class _Driver:
                 if request is not None:
                     assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
                     request()
+                self.interrupts.check()
                 self._tick_if_due()
         except BaseException:
             self._cancel_all()
