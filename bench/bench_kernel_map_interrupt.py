@@ -109,7 +109,8 @@ def say(runs: list[dict[str, Any]]) -> str:
     honoured = sum(1 for run in runs if run.get("honoured"))
     slowest = max((run["interrupt_s"] for run in runs if run["interrupt_s"] is not None), default=None)
     worst = "never" if slowest is None else f"{slowest:.2f} s"
-    return f"{honoured} of {len(runs)} honoured, slowest {worst}; {figures([run['interrupt_s'] for run in runs])}; {runs[-1]['error']}"
+    missed = "".join(f"; not honoured: {run['error']}" for run in runs if not run.get("honoured"))
+    return f"{honoured} of {len(runs)} honoured, slowest {worst}; {figures([run['interrupt_s'] for run in runs])}; {runs[-1]['error']}{missed}"
 
 
 if __name__ == "__main__":
