@@ -1,13 +1,13 @@
 """How fast a 2,000-item `nighthawk.map` stops on a kernel interrupt in a real ipykernel, in each phase.
 
-Run: `python bench/bench_kernel_map_interrupt.py [--base PATH] [--repeat N] [--cases answering:1000,direct:1000]`
+Run: `python bench/bench_kernel_map_interrupt.py [--base PATH] [--repeat N] [--after S] [--cases answering:1000,direct:1000]`
 from a checkout. The phases, the default cases and the local Batch API server are `bench_map_interrupt.py`'s;
 here the map runs in a cell of an ipykernel started with jupyter_client (as a notebook frontend starts one,
 with the map's notebook view), the kernel is interrupted as the frontend's stop button does
 (`interrupt_kernel`), and the figure is the seconds from the interrupt to the cell's reply (the message round
 trip included). `--base` measures that tree's `core/` too, in turn. The moment is read from the server's batch
 list: 1 s after the batch of many lines is in progress (`waiting`), 1.25 s after it completed (`processing`),
-or 5 s after the cell was sent (`direct`, `answering`). Each case line says how many interrupts were honoured
+or 5 s (`--after`) after the cell was sent (`direct`, `answering`). Each case line says how many interrupts were honoured
 (the cell ended with `KeyboardInterrupt`) and the slowest. Asserts nothing.
 """
 
@@ -26,7 +26,9 @@ from typing import Any
 from bench_map_interrupt import ITEMS, REPEAT, each_case, figures
 
 DIRECT = ("direct", "answering")
-"""The phases that run a direct map (no Batch API), interrupted 5 s after the cell was sent."""
+"""The phases that run a direct map (no Batch API), interrupted `AFTER_S` after the cell was sent."""
+AFTER_S = float(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 5.0
+"""`--after S`: when a direct map is interrupted (later than 5 s, answers are landing while it runs on)."""
 SERVER = Path(__file__).resolve().parent / "bench_map_interrupt.py"
 
 DEFINE = '''
@@ -68,7 +70,7 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
         limit = f", concurrency={concurrency}" if concurrency else ""
         msg_id = kc.execute(f"with nh.run(executor):\n    nh.map(shout, texts, batch_api={batch}, store='map.sqlite'{limit})")
         sent = time.monotonic()
-        fire_at: float | None = sent + 5.0 if phase in DIRECT else None
+        fire_at: float | None = sent + AFTER_S if phase in DIRECT else None
         status = {"waiting": "in_progress", "processing": "completed"}.get(phase)
         while fire_at is None or time.monotonic() < fire_at:
             if fire_at is None and status is not None and _many_lines(base_url, status):

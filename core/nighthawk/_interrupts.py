@@ -23,12 +23,23 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["Interrupts", "taking_interrupts", "user_code_depth"]
+T = TypeVar("T")
+
+__all__ = ["Interrupts", "as_user_code", "taking_interrupts", "user_code_depth"]
 
 user_code_depth: contextvars.ContextVar[int] = contextvars.ContextVar("nighthawk_user_code_depth", default=0)
 """How many calls of user code a step made enclose the current code (`_loop` counts them)."""
+
+
+def as_user_code(fn: Callable[..., T], /, *args: Any) -> T:
+    """`fn(*args)`, where Ctrl-C interrupts at once (a map's function body between its blocks, say)."""
+    token = user_code_depth.set(user_code_depth.get() + 1)
+    try:
+        return fn(*args)
+    finally:
+        user_code_depth.reset(token)
 
 
 class Interrupts:

@@ -89,6 +89,8 @@ def python_handler() -> Iterator[None]:
     signal.signal(signal.SIGINT, previous)
 
 
+# Raised where it lands (the map's function is user code), Python drops it and says so; the map still stops.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_an_interrupt_inside_a_del_stops_the_map() -> None:
     model = Model("text.upper()")
     with nh.run(model.executor()), pytest.raises(KeyboardInterrupt):
@@ -118,6 +120,7 @@ def test_an_interrupt_inside_a_weakref_callback_stops_a_step() -> None:
         shout_back("hello")
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_the_users_own_handler_is_called_and_what_it_raises_stops_the_map() -> None:
     class Stop(Exception):
         pass
@@ -144,6 +147,15 @@ def test_a_users_handler_that_does_not_raise_lets_the_map_finish() -> None:
         answers = nh.map(shout, ITEMS[:10], concurrency=4)
     assert list(answers) == [text.upper() for text in ITEMS[:10]]
     assert calls == [signal.SIGINT]
+
+
+def test_an_interrupt_inside_a_del_run_by_the_waiters_own_code_is_kept_for_it() -> None:
+    woken: list[bool] = []
+    with taking_interrupts(lambda: woken.append(True)) as interrupts:
+        InterruptWhenCollected()  # its `__del__` runs here, in the waiter's code: nothing is raised in it
+        assert woken == [True]
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.check()
 
 
 def test_a_second_interrupt_raises_at_once() -> None:

@@ -59,7 +59,7 @@ def executor() -> nh.AgentStepExecutor:
 class Numbered:
     """A script that answers request number n with `failing(n)` when it gives a status, else a shout."""
 
-    def __init__(self, failing: Callable[[int], openai_server.Status | None]) -> None:
+    def __init__(self, failing: Callable[[int], openai_server.ScriptItem | None]) -> None:
         self.failing = failing
         self.failures = 0
         self.lock = threading.Lock()
@@ -90,6 +90,15 @@ def test_a_map_finishes_through_one_server_error_in_ten_whatever_max_retries_say
         result = nh.map(shout, ITEMS, progress=False)
     assert list(result) == [text.upper() for text in ITEMS]
     assert script.failures >= 20
+
+
+def test_a_map_finishes_through_one_dropped_connection_in_ten(serve) -> None:
+    script = Numbered(lambda n: openai_server.Hang(0.0) if n % 10 == 3 else None)  # closed without an answer
+    serve(script)
+    with nh.run(executor()):
+        result = nh.map(shout, ITEMS[:50], progress=False)
+    assert list(result) == [text.upper() for text in ITEMS[:50]]
+    assert script.failures >= 5
 
 
 def test_a_map_whose_requests_keep_failing_so_stops_after_give_up_after_s_naming_it(serve) -> None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
-from .._interrupts import Interrupts, taking_interrupts
+from .._interrupts import Interrupts, as_user_code, taking_interrupts
 from .._send_gate import gate_steps
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
@@ -231,7 +231,7 @@ class _Driver:
         try:
             # A twin or an async function only makes its coroutine here. A sync callable that is not a
             # natural function runs whole, here.
-            made = item.context.run(self.twin or self.function, *args)
+            made = item.context.run(as_user_code, self.twin or self.function, *args)
         except Exception as exc:  # noqa: BLE001 - the item's failure (a wrong argument), settled like any other
             self._finish(item, None, exc)
             return
@@ -252,9 +252,9 @@ class _Driver:
         assert item.twin is not None
         try:
             if error is None:
-                request = item.context.run(item.twin.send, value)
+                request = item.context.run(as_user_code, item.twin.send, value)
             else:
-                request = item.context.run(item.twin.throw, error)
+                request = item.context.run(as_user_code, item.twin.throw, error)
         except StopIteration as stop:
             self._finish(item, stop.value, None)
             return

@@ -2,8 +2,8 @@
 
 Nothing listening at the provider's address, a host name that does not resolve, a key the provider refuses
 (401/403) or a model or address it does not know (404) fail every item the same way: one such failure
-stops the map. Failures that pass by themselves (a 429, a 5xx, a 408 or 409, a timeout: the provider's
-weather) stop nothing at first: the map slows down and tries the item again, whatever `retries` and the
+stops the map. Failures that pass by themselves (a 429, a 5xx, a 408 or 409, a timeout, a connection that
+broke: the provider's weather) stop nothing at first: the map slows down and tries the item again, whatever `retries` and the
 SDK's `max_retries` say, and stops only when no item has succeeded for `give_up_after_s` seconds of such
 failures; an item failing so for that long on its own (others succeed) fails. Any other failure of the
 model request (HTTP 400, a malformed answer) stops the map when `CONSECUTIVE_FAILURES` items in a row, in
@@ -32,6 +32,9 @@ a map."""
 GIVE_UP_AFTER_S = 60.0
 """Seconds of failures that pass by themselves (429, 5xx, timeouts) without any item succeeding after which a
 map stops (`nighthawk.map(give_up_after_s=...)`)."""
+
+_BROKEN_CONNECTIONS = {"APIConnectionError", "RemoteProtocolError", "ReadError", "WriteError"}
+"""A connection that was made, then broke (a provider's SDK or HTTP client names it so): it passes, as a 5xx."""
 
 _PASSING_STATUSES = {408, 409, 429}
 """Besides every 5xx: statuses that say "not now" (as the OpenAI and Anthropic SDKs read them)."""
@@ -85,6 +88,8 @@ def request_failure(error: BaseException) -> RequestFailure | None:
             return RequestFailure(submitted + "the provider's host name does not resolve (DNS failure)", common=True)
     if any(isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in below):
         return RequestFailure("the request timed out", common=False, passing=True)
+    if any(isinstance(cause, ConnectionError) or type(cause).__name__ in _BROKEN_CONNECTIONS for cause in below):
+        return RequestFailure("the connection broke before the answer", common=False, passing=True)
     return RequestFailure(f"{type(below[-1]).__name__}: {below[-1]}".splitlines()[0][:200], common=False)
 
 
