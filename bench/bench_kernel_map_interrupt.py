@@ -1,13 +1,14 @@
 """How fast a 2,000-item `nighthawk.map` stops on a kernel interrupt in a real ipykernel, in each phase.
 
-Run: `python bench/bench_kernel_map_interrupt.py [--base PATH] [--repeat N] [--cases waiting:0,direct:1000]`
+Run: `python bench/bench_kernel_map_interrupt.py [--base PATH] [--repeat N] [--after S] [--cases answering:1000,direct:1000]`
 from a checkout. The phases, the default cases and the local Batch API server are `bench_map_interrupt.py`'s;
 here the map runs in a cell of an ipykernel started with jupyter_client (as a notebook frontend starts one,
 with the map's notebook view), the kernel is interrupted as the frontend's stop button does
 (`interrupt_kernel`), and the figure is the seconds from the interrupt to the cell's reply (the message round
 trip included). `--base` measures that tree's `core/` too, in turn. The moment is read from the server's batch
 list: 1 s after the batch of many lines is in progress (`waiting`), 1.25 s after it completed (`processing`),
-or 5 s after the cell was sent (`direct`). Asserts nothing.
+or 5 s (`--after`) after the cell was sent (`direct`, `answering`). Each case line says how many interrupts were honoured
+(the cell ended with `KeyboardInterrupt`) and the slowest. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from typing import Any
 
 from bench_map_interrupt import ITEMS, REPEAT, each_case, figures
 
+DIRECT = ("direct", "answering")
+"""The phases that run a direct map (no Batch API), interrupted `AFTER_S` after the cell was sent."""
+AFTER_S = float(sys.argv[sys.argv.index("--after") + 1]) if "--after" in sys.argv else 5.0
+"""`--after S`: when a direct map is interrupted (later than 5 s, answers are landing while it runs on)."""
 SERVER = Path(__file__).resolve().parent / "bench_map_interrupt.py"
 
 DEFINE = '''
@@ -61,11 +66,11 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
     km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60, env=env, cwd=str(folder))
     try:
         kc.execute_interactive(DEFINE, timeout=60)
-        batch = "False" if phase == "direct" else "True"
+        batch = "False" if phase in DIRECT else "True"
         limit = f", concurrency={concurrency}" if concurrency else ""
         msg_id = kc.execute(f"with nh.run(executor):\n    nh.map(shout, texts, batch_api={batch}, store='map.sqlite'{limit})")
         sent = time.monotonic()
-        fire_at: float | None = sent + 5.0 if phase == "direct" else None
+        fire_at: float | None = sent + AFTER_S if phase in DIRECT else None
         status = {"waiting": "in_progress", "processing": "completed"}.get(phase)
         while fire_at is None or time.monotonic() < fire_at:
             if fire_at is None and status is not None and _many_lines(base_url, status):
@@ -84,7 +89,11 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
                 break
         took = time.monotonic() - interrupted
         content = reply["content"]
-        return {"interrupt_s": took, "error": f"{content.get('ename')}: {content.get('evalue', '')[:160]}"}
+        return {
+            "interrupt_s": took,
+            "honoured": content.get("ename") == "KeyboardInterrupt",
+            "error": f"{content.get('ename')}: {content.get('evalue', '')[:160]}",
+        }
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -94,7 +103,16 @@ def run_case(core: Path, phase: str, concurrency: int, folder: Path) -> dict[str
 
 def main() -> None:
     print(f"{ITEMS} items in a real kernel, {REPEAT} run(s) each; seconds from interrupt_kernel to the cell's reply")
-    each_case(run_case, lambda runs: f"{figures([run['interrupt_s'] for run in runs])}; {runs[-1]['error']}")
+    each_case(run_case, say)
+
+
+def say(runs: list[dict[str, Any]]) -> str:
+    """How many interrupts ended the cell with `KeyboardInterrupt`, the slowest, every figure, the last error."""
+    honoured = sum(1 for run in runs if run.get("honoured"))
+    slowest = max((run["interrupt_s"] for run in runs if run["interrupt_s"] is not None), default=None)
+    worst = "never" if slowest is None else f"{slowest:.2f} s"
+    missed = "".join(f"; not honoured: {run['error']}" for run in runs if not run.get("honoured"))
+    return f"{honoured} of {len(runs)} honoured, slowest {worst}; {figures([run['interrupt_s'] for run in runs])}; {runs[-1]['error']}{missed}"
 
 
 if __name__ == "__main__":

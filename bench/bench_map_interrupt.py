@@ -13,7 +13,9 @@ The phases:
 - `processing`: the batch of many lines ends after 3 s; interrupted 1 s after its results were downloaded (the
   items' answers are being handed back and run on).
   A batch of one line (a big map's first request, sent alone, from `ALONE_FIRST_ABOVE`) runs for minutes in both.
-- `direct`: a direct map (concurrency 8 and 1,000) whose requests hang, interrupted 5 s after it was called.
+- `direct`: a direct map (concurrency 8 and 1,000) whose requests hang, interrupted 5 s after it was called;
+- `answering`: a direct map whose requests are answered after 1 s each, interrupted 5 s after it was called
+  (answers land, items run on: the main thread is busy, as when an interrupt was once lost).
 
 It also prints when the progress line first appeared on stderr (seconds after the map was called).
 """
@@ -38,6 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 DIRECT_AFTER_S = 5.0
 """A direct map is interrupted this long after it was called (its requests hang: nothing else happens)."""
+ANSWER_AFTER_S = 1.0
+"""In the `answering` phase, each direct request is answered after this long."""
 ITEMS = int(sys.argv[sys.argv.index("--items") + 1]) if "--items" in sys.argv else 2000
 REPEAT = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
 
@@ -58,7 +62,7 @@ CHILD = textwrap.dedent(
     with nh.run(nh.AgentStepExecutor.from_configuration(configuration=configuration)):
         print(json.dumps({"started": time.time()}), flush=True)
         try:
-            nh.map(shout, texts, batch_api=phase != "direct", store=store, progress=True, concurrency=concurrency or None)
+            nh.map(shout, texts, batch_api=phase not in ("direct", "answering"), store=store, progress=True, concurrency=concurrency or None)
         except KeyboardInterrupt as exc:
             caught = time.time()
             chain = "".join(traceback.format_exception(exc))
@@ -76,6 +80,8 @@ def serve() -> None:
     def script(request: Any) -> Any:
         if request.path.endswith("/chat/completions") and "direct" in sys.argv:
             return Hang(120.0)
+        if request.path.endswith("/chat/completions") and "answering" in sys.argv:
+            time.sleep(ANSWER_AFTER_S)
         if not request.tool_results:
             return Reply(calls=[tool_call("nh_eval", expression="text.upper()")])
         return Reply(calls=[tool_call("nh_outcome", kind="return", return_expression="text.upper() + '!'")])

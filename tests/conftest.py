@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import warnings
 from collections.abc import Callable, Iterator
@@ -15,6 +16,12 @@ from scripting import Script, scripted_executor
 
 # Every real provider request raises during tests; FunctionModel and TestModel are exempt.
 models.ALLOW_MODEL_REQUESTS = False
+
+# Started as a background job (`nohup`, `&` in a script), this process begins with SIGINT ignored, and the
+# tests that interrupt a step or a map (a real signal, or `_thread.interrupt_main`) would hang or fail: the
+# suite runs with Python's own handler, as a terminal gives it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _LOOPBACK = ("127.", "::1", "localhost")

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from ._deadline import DeadlineInterrupt, call_within_deadline
+from ._interrupts import Interrupts, taking_interrupts, user_code_depth
 from .errors import NighthawkError, StepAbortedError, not_committed
 
 __all__ = [
@@ -109,6 +110,10 @@ class _Done:
 _DONE = _Done()
 
 
+def _woken() -> None:
+    """Queued by an interrupt's handler to wake the waiting thread (which then raises the interrupt)."""
+
+
 class _Caller:
     """A thread waiting for one step and serving the user code that step needs run."""
 
@@ -153,7 +158,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
     On KeyboardInterrupt (an interrupted kernel), or any other exception raised on this thread while it waits
     (a `SystemExit` from a signal handler), the task is cancelled and awaited before the exception is
-    re-raised; a second one while it ends stops waiting (the task can no longer run user code here).
+    re-raised; a second one while it ends stops waiting (the task can no longer run user code here). On the
+    main thread, Ctrl-C is taken while it waits and raised here (`_interrupts`), never lost in a `__del__`.
 
     Raises:
         NighthawkError: Called from a coroutine running on the background loop itself (it would wait for
@@ -191,7 +197,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         # Inside the `try`: an interrupt that lands while the start is being scheduled must cancel the step
         # too, or it would run on, unserved and uncancelled, after the caller has gone.
         loop.call_soon_threadsafe(start)
-        _serve(caller)
+        with taking_interrupts(lambda: caller.requests.put(_woken)) as interrupts:
+            _serve(caller, interrupts)
     except BaseException:
         # An interrupt, a `SystemExit` a signal handler raised, or any error out of the serving itself: the
         # step must not go on without its caller (a coding agent would keep running with a live token).
@@ -209,10 +216,11 @@ def calling_thread_name() -> str:
     return caller.thread_name if caller is not None else threading.current_thread().name
 
 
-def _serve(caller: _Caller) -> None:
-    """Run the step's requests on this thread until the step has finished."""
+def _serve(caller: _Caller, interrupts: Interrupts) -> None:
+    """Run the step's requests on this thread until the step has finished, or raise an interrupt taken."""
     while True:
         item = caller.requests.get()
+        interrupts.check()
         if isinstance(item, _Done):
             return
         item()
@@ -287,22 +295,19 @@ def _call_each(calls: list[Callable[[], None]]) -> None:
 # --- the step side --------------------------------------------------------------------------------------
 
 
-_in_user_code: contextvars.ContextVar[bool] = contextvars.ContextVar("nighthawk_in_user_code", default=False)
-
-
 def running_user_code() -> bool:
     """Whether the current code was called by a step evaluating user code (an expression, a tool).
 
     Hosts use it to turn their own ways out (IPython's `exit()` asks the kernel to shut down instead of
     raising `SystemExit`) into an exception the step can end on.
     """
-    return _in_user_code.get()
+    return user_code_depth.get() > 0
 
 
 def _guarded(fn: Callable[[], T]) -> T:
     """Call user code, stopped at the step's deadline; turn the exceptions that would wreck a loop or a task
     into a step-ending error."""
-    token = _in_user_code.set(True)
+    token = user_code_depth.set(user_code_depth.get() + 1)
     try:
         return call_within_deadline(fn)
     except _ESCAPES as exc:
@@ -312,7 +317,7 @@ def _guarded(fn: Callable[[], T]) -> T:
             raise  # a real interrupt, or an enclosing step's deadline: the caller cancels the step
         raise _aborted(exc) from exc
     finally:
-        _in_user_code.reset(token)
+        user_code_depth.reset(token)
 
 
 def _aborted(exc: BaseException) -> StepAbortedError:
@@ -374,7 +379,7 @@ def _as_user(fn: Callable[[], T]) -> T:
 
 async def await_user(awaitable: Awaitable[T]) -> T:
     """Await an awaitable made by user code; escapes that would wreck the loop end the step instead."""
-    token = _in_user_code.set(True)
+    token = user_code_depth.set(user_code_depth.get() + 1)
     try:
         return await awaitable
     except _ESCAPES as exc:
@@ -382,7 +387,7 @@ async def await_user(awaitable: Awaitable[T]) -> T:
             raise  # the step itself is being cancelled (an interrupt): let it end
         raise _aborted(exc) from exc
     finally:
-        _in_user_code.reset(token)
+        user_code_depth.reset(token)
 
 
 def _current_task_cancelling() -> bool:

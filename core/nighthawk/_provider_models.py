@@ -1,6 +1,7 @@
 """Models built from `provider:model` strings: the key check before any request, the retry count set on the
-SDK client once, a count of the HTTP answers its client reads (`counting_answers`), tool schemas adapted to the provider once per set of definitions (`_schema_adaptation`), and
-what to say when the string names no provider.
+SDK client once, tool schemas adapted to the provider once per set of definitions (`_schema_adaptation`), and
+what to say when the string names no provider. Every model's HTTP client, built here or given, reports what it
+sends and reads to the step (`_wire_count`).
 
 `import nighthawk` leaves this out like the rest of the executor's step machinery: pydantic-ai is imported
 only to build a model.
@@ -9,16 +10,14 @@ only to build a model.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from ._schema_adaptation import adapt_schemas_once
+from ._wire_count import count_on_the_wire
 from .agents import agent_model, is_agent_model, near_agent_model
 from .errors import ModelConfigurationError
 
-__all__ = ["build_model", "check_credentials", "counting_answers"]
+__all__ = ["build_model", "check_credentials"]
 
 # Environment variable each provider prefix reads its key from, for a message before any request is made.
 _KEY_VARIABLES = {
@@ -42,13 +41,14 @@ def build_model(model: Any, max_retries: int | None) -> tuple[Any, bool]:
     by the user keeps its client; its requests carry the setting.
     """
     if not isinstance(model, str):
+        count_on_the_wire(model)  # the user's model object, provider or HTTP client: its requests count too
         return model, False
     if is_agent_model(model):
         return agent_model(model), False
     built = _infer_model(model)
     adapt_schemas_once(built)
+    count_on_the_wire(built)
     client = getattr(built, "client", None)
-    _count_answers(client)
     if max_retries is None or not isinstance(getattr(client, "max_retries", None), int):
         return built, False
     client.max_retries = max_retries
@@ -90,36 +90,3 @@ def check_credentials(model: str) -> None:
         f"Set it (for example `export {variable}=...`), or choose another model with "
         "`StepExecutorConfiguration(model='provider:model')` (in a notebook: `%nighthawk model provider:model`)."
     )
-
-
-_ANSWERS: ContextVar[list[int] | None] = ContextVar("nighthawk_answers", default=None)
-"""The HTTP statuses a step's model client has read so far (set by `counting_answers`)."""
-
-
-@contextmanager
-def counting_answers() -> Iterator[list[int]]:
-    """The status of every HTTP answer the model clients of models built here read inside the `with` block
-    (in this context and the tasks it starts): the SDK's own retries of a failed request (a 500, a 429)
-    are requests the provider saw, which pydantic-ai's usage does not count."""
-    statuses: list[int] = []
-    token = _ANSWERS.set(statuses)
-    try:
-        yield statuses
-    finally:
-        _ANSWERS.reset(token)
-
-
-async def _answered(response: Any) -> None:
-    statuses = _ANSWERS.get()
-    if statuses is not None:
-        statuses.append(response.status_code)
-
-
-def _count_answers(client: Any) -> None:
-    """Have the SDK client's HTTP client report each answer it reads (once: pydantic-ai shares one HTTP
-    client among the models of a provider)."""
-    http = getattr(client, "_client", None)
-    hooks = getattr(http, "event_hooks", None)
-    if not isinstance(hooks, dict) or _answered in hooks.get("response", ()):
-        return
-    http.event_hooks = {**hooks, "response": [*hooks.get("response", ()), _answered]}

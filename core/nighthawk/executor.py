@@ -197,7 +197,7 @@ class AgentStepExecutor:
 
         from . import _direct  # pydantic-ai's models
         from .prompting._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
-        from ._provider_models import counting_answers
+        from ._wire_count import counting_answers
         from ._send_gate import passing_gate
         from ._step_agent import user_tool
         from ._watch import StepWatch
@@ -244,7 +244,7 @@ class AgentStepExecutor:
             capture_run_messages() as messages,
             Agent.parallel_tool_call_execution_mode("sequential"),
             _user_thread_callables(),
-            counting_answers() as answers,
+            counting_answers() as wire,
         ):
             step.watch = watch
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
@@ -320,10 +320,12 @@ class AgentStepExecutor:
                 raise ExecutionError(f"the model request failed: {trim_advice(str(exc))}") from exc
             finally:
                 step.handover = None
-                failed = max(refused, sum(status >= 400 for status in answers))
+                failed = max(refused, wire.failed)
                 spent = StepUsage(
                     model=self.model_label,
-                    requests=usage.requests + failed,
+                    # `wire.sent` also has the requests in flight when the step was cancelled (the provider
+                    # answers and bills them); 0 for a client that reports nothing (a batch map's, a test model).
+                    requests=max(usage.requests + failed, wire.sent),
                     failed_requests=failed,
                     input_tokens=usage.input_tokens or 0,
                     output_tokens=usage.output_tokens or 0,

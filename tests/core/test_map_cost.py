@@ -214,19 +214,19 @@ def test_a_refused_key_or_an_unknown_model_stops_the_map_without_retrying(provid
 def test_the_same_failure_in_a_row_stops_the_map(provider, monkeypatch) -> None:
     from nighthawk.batch.stopping import CONSECUTIVE_FAILURES
 
-    server = serve(monkeypatch, lambda request: Status(500, "down"))
+    server = serve(monkeypatch, lambda request: Status(400, "not like this"))
     try:
         with nh.run(openai_executor(max_retries=0)), pytest.raises(nh.MapStoppedError) as caught:
             nh.map(shout, TEXTS, on_error="collect", concurrency=1, progress=False)
     finally:
         server.__exit__(None, None, None)
-    assert f"{CONSECUTIVE_FAILURES} items in a row failed the same way: HTTP 500" in str(caught.value)
+    assert f"{CONSECUTIVE_FAILURES} items in a row failed the same way: HTTP 400" in str(caught.value)
     assert caught.value.affected == CONSECUTIVE_FAILURES
     assert server.request_count == CONSECUTIVE_FAILURES
 
 
 def test_failures_between_successes_do_not_stop_the_map(provider, monkeypatch) -> None:
-    server = serve(monkeypatch, lambda request: Status(500, "hiccup") if request.index % 2 else RETURN_SHOUT)
+    server = serve(monkeypatch, lambda request: Status(400, "not like this") if request.index % 2 else RETURN_SHOUT)
     try:
         with nh.run(openai_executor(max_retries=0)):
             result = nh.map(shout, TEXTS[:12], on_error="collect", concurrency=1, progress=False)
@@ -295,7 +295,7 @@ def test_a_run_answered_from_the_store_spends_nothing_and_keeps_an_unknown_cost_
 
 
 def test_requests_that_failed_at_the_provider_are_counted(provider, monkeypatch) -> None:
-    server = serve(monkeypatch, lambda request: Status(500, "down") if request.index < 2 else RETURN_SHOUT)
+    server = serve(monkeypatch, lambda request: Status(400, "not like this") if request.index < 2 else RETURN_SHOUT)
     try:
         with nh.run(openai_executor(max_retries=0)):
             result = nh.map(shout, TEXTS[:4], on_error="collect", concurrency=1, progress=False)
@@ -306,13 +306,13 @@ def test_requests_that_failed_at_the_provider_are_counted(provider, monkeypatch)
 
 
 def test_the_item_error_reads_as_sentences(provider, monkeypatch) -> None:
-    server = serve(monkeypatch, lambda request: Status(500, "down"))
+    server = serve(monkeypatch, lambda request: Status(400, "not like this"))
     try:
         with nh.run(openai_executor(max_retries=0)), pytest.raises(nh.MapItemError) as caught:
             nh.map(shout, TEXTS[:1], progress=False)
     finally:
         server.__exit__(None, None, None)
-    assert "Try again later. The map stopped" in str(caught.value)
+    assert "or try again later. The map stopped" in str(caught.value)
     assert ".." not in str(caught.value)
 
 
@@ -325,7 +325,7 @@ def priced_executor(max_retries: int | None = None) -> nh.AgentStepExecutor:
 
 
 def every_tenth_fails(request: openai_server.RecordedRequest) -> object:
-    return Status(500, "the model crashed") if "word 3" in str(request.body) else RETURN_SHOUT
+    return Status(400, "the model refuses this one") if "word 3" in str(request.body) else RETURN_SHOUT
 
 
 def test_a_priced_map_where_some_requests_failed_knows_its_cost(provider, monkeypatch, capsys) -> None:

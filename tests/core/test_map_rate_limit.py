@@ -90,6 +90,9 @@ def test_rate_limited_items_wait_as_told_and_then_succeed(function, provider) ->
     assert min(later) - script.first_refusal >= WAIT_MS / 1000
 
 
-def test_a_rate_limited_item_without_retries_left_fails_naming_the_status(provider) -> None:
-    with nh.run(executor()), pytest.raises(nh.MapItemError, match=r"item \d+ of the map failed: ExecutionError: .*429"):
-        nh.map(shout, TEXTS, concurrency=CONCURRENCY, progress=False)
+def test_a_rate_limited_item_runs_again_whatever_retries_says(provider) -> None:
+    script, server = provider
+    with nh.run(executor()):
+        result = nh.map(shout, TEXTS, concurrency=CONCURRENCY, retries=0, progress=False)
+    assert list(result) == [text.upper() for text in TEXTS]
+    assert server.request_count == len(TEXTS) + BURST

@@ -76,8 +76,8 @@ def running_tasks(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task[object]]:
 def test_an_interrupt_just_after_the_step_ended_is_raised_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     real_serve = _loop._serve
 
-    def serve_then_interrupted(caller: object) -> None:
-        real_serve(caller)  # took the "done" marker: the step has ended
+    def serve_then_interrupted(caller: object, interrupts: object) -> None:
+        real_serve(caller, interrupts)  # took the "done" marker: the step has ended
         raise KeyboardInterrupt  # the signal lands before `run_sync` returns
 
     monkeypatch.setattr(_loop, "_serve", serve_then_interrupted)

@@ -18,8 +18,8 @@ from .._report import shown_short
 from ..errors import BudgetExceededError, MapItemError, MapStoppedError, record_error
 from .keys import item_key, map_context
 from .progress import ProgressRenderer, open_progress
-from .ratelimit import rate_limit_wait
-from .stopping import CommonCause, request_failure
+from .ratelimit import retry_wait
+from .stopping import GIVE_UP_AFTER_S, CommonCause, request_failure
 from .store import MISSING, DiskStore, return_type, session_store
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     batch_api: bool | Literal["cancel", "resubmit"] = False,
     oversight: Oversight | None = None,
     isolated: bool = False,
+    give_up_after_s: float = GIVE_UP_AFTER_S,
 ) -> MapResult:
     """Call `function` on the items of `iterables` (zipped, as the builtin `map`), `concurrency` at a time.
 
@@ -91,8 +92,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         on_error: `"raise"` stops at the first failed item; `"collect"` runs them all, puts `None` at
             failed positions and the exceptions in `result.errors`.
         retries: Runs again an item that failed (but not on a budget stop) up to this many times. A
-            provider's rate limit (429) pauses the whole map for the wait it asks, with fewer items in
-            flight afterwards, before the item runs again.
+            failure that passes by itself (429, 5xx, a timeout) is not one: it pauses the whole map (for the
+            wait a 429 asks), with fewer items in flight afterwards, and the item runs again whatever
+            `retries` says.
         store: A sqlite file keeping finished items across sessions (values as JSON via the return
             annotation).
         progress: Show how far the map is: a line on stderr, or one live display in a notebook with the
@@ -107,6 +109,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         oversight: Put this oversight in force for the map's steps too, after the scope's (`nh.oversight`).
         isolated: Run each step's model code in a walled child process (`nh.oversight.isolated()`), for
             items that cannot be trusted (web pages, e-mails, user-submitted text). Linux only.
+        give_up_after_s: Seconds of failures that pass by themselves (429, 5xx, timeouts) without any item
+            succeeding after which the map stops with `MapStoppedError` (an item failing so that long on its
+            own, while others succeed, fails).
 
     Raises:
         NighthawkError: (`batch_api`) A batch an interrupted run submitted may exist but could not be looked
@@ -116,8 +121,9 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         BudgetExceededError: An enclosing budget ran out (whatever `on_error` and `retries` say); the results
             so far are on `.partial`, and what finished is kept for the next run.
         MapStoppedError: The model requests kept failing for a reason that is not about the item (no
-            connection, a refused key, an unknown model, or the same failure `CONSECUTIVE_FAILURES` times in
-            a row; see `nighthawk.batch.stopping`), whatever `on_error` and `retries` say; the results so far
+            connection, a refused key, an unknown model, the same failure `CONSECUTIVE_FAILURES` times in a
+            row, or `give_up_after_s` of 429s, 5xx or timeouts without a success; see
+            `nighthawk.batch.stopping`), whatever `on_error` and `retries` say; the results so far
             are on `.partial`, and what finished is kept for the next run.
         KeyboardInterrupt: Interrupted: everything in flight was cancelled at once; the message says what
             finished and is kept, and, for a batch map, which batches keep running and how to cancel them.
@@ -125,7 +131,8 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
     with _overseen(oversight, isolated):
         if batch_api is False:
             return map_reporting_items(
-                function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress
+                function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress,
+                give_up_after_s=give_up_after_s,
             )
         if batch_api not in (True, "cancel", "resubmit"):
             raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
@@ -137,7 +144,7 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
         total = _total(iterables)
         return map_reporting_items(
             function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=batch_store(store), progress=progress,
-            routed=lambda shown: batch_map(
+            give_up_after_s=give_up_after_s, routed=lambda shown: batch_map(
                 function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit",
                 at_once=concurrency if total is None else min(total, concurrency),
             ),
@@ -168,6 +175,7 @@ def map_reporting_items(
     progress: bool | None = None,
     item_usage: Callable[[int, UsageTotals], None] | None = None,
     routed: Callable[[ProgressRenderer | None], AbstractContextManager[Route]] | None = None,
+    give_up_after_s: float = GIVE_UP_AFTER_S,
 ) -> MapResult:
     """`map`, also handing each item, as it ends (done or failed for good), with what its steps spent over
     all its attempts to `item_usage(index, spent)` (`nighthawk.ray`'s per-row usage columns); an item
@@ -177,7 +185,7 @@ def map_reporting_items(
     how the batches stand and yields a `batch_api.Route`: what an interrupt's message adds, why nothing
     can be sent (asked before the first item that is not answered from a store runs), and the opening that
     holds the map to one item until the provider has taken a batch."""
-    _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables)
+    _check(concurrency=concurrency, on_error=on_error, retries=retries, iterables=iterables, give_up_after_s=give_up_after_s)
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
     found = map_context(function)
@@ -194,7 +202,7 @@ def map_reporting_items(
     keys: dict[int, tuple[str, tuple[object, ...]]] = {}
     sharing: dict[str, list[int]] = {}
     """Key of each item in flight -> the positions of equal items waiting for its answer."""
-    watch = CommonCause()
+    watch = CommonCause(give_up_after_s=give_up_after_s)
     results = MapResult()
     total = _total(iterables)
     stop: list[str] = []
@@ -289,7 +297,7 @@ def map_reporting_items(
                     session.put(key, value, anchors, spent.cost_usd)
                 results[index] = value
                 finished += 1
-                watch.succeeded()
+                watch.succeeded(index)
                 if item_usage is not None:
                     item_usage(index, spent)
                 if shown is not None:
@@ -300,10 +308,11 @@ def map_reporting_items(
                 stop.append(f"stopped at item {index}: {_brief(error)}")
                 error.partial = results
                 raise error  # the group is spent: no item can run any more
-            final = not isinstance(error, Exception) or attempt >= retries
+            passing = isinstance(error, Exception) and watch.passing(error, index)
+            final = not passing and (not isinstance(error, Exception) or attempt >= retries)
             cause = watch.failed(error, final=final) if isinstance(error, Exception) else None
             if cause is None and not final:
-                return rate_limit_wait(error) or 0.0
+                return retry_wait(error) if passing else 0.0
             key, _ = keys.pop(index)
             if cause is not None or on_error == "collect" and isinstance(error, Exception):
                 results.errors[index] = error
@@ -425,7 +434,7 @@ def _stopped(
     )
 
 
-def _check(*, concurrency: int, on_error: str, retries: int, iterables: tuple[Iterable[Any], ...]) -> None:
+def _check(*, concurrency: int, on_error: str, retries: int, iterables: tuple[Iterable[Any], ...], give_up_after_s: float) -> None:
     if not iterables:
         raise TypeError("`nighthawk.map` needs at least one iterable after the function, one per parameter")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -434,6 +443,8 @@ def _check(*, concurrency: int, on_error: str, retries: int, iterables: tuple[It
         raise ValueError(f'`on_error` must be "raise" or "collect", got {on_error!r}')
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"`retries` must be a whole number of at least 0, got {retries!r}")
+    if isinstance(give_up_after_s, bool) or not isinstance(give_up_after_s, (int, float)) or not give_up_after_s > 0:
+        raise ValueError(f"`give_up_after_s` must be a number of seconds above 0, got {give_up_after_s!r}")
 
 
 def _total(iterables: tuple[Iterable[Any], ...]) -> int | None:

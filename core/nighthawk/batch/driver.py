@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _loop
+from .._interrupts import Interrupts, as_user_code, taking_interrupts
 from .._send_gate import gate_steps, on_request
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
@@ -144,8 +145,10 @@ def drive(
     Raises:
         NighthawkError: Called from a coroutine on nighthawk's background loop (it would wait for itself).
     """
-    with set_aside_heap(total):
-        _Driver(function, concurrency, settle, tick, opening, flight or Flight()).run(items)
+    driver = _Driver(function, concurrency, settle, tick, opening, flight or Flight())
+    with set_aside_heap(total), taking_interrupts(lambda: driver.caller.requests.put(_nothing)) as interrupts:
+        driver.interrupts = interrupts
+        driver.run(items)
 
 
 class _Driver:
@@ -189,6 +192,8 @@ class _Driver:
         self.tick = tick
         self.ticked = 0.0
         self.opening = opening
+        self.interrupts = Interrupts(None, _nothing)
+        """Ctrl-C taken while the map runs (set by `drive`): the driver raises it where it looks."""
         if opening is not None:
             opening.wakes(self._opened)  # before `run` first looks at it
 
@@ -209,6 +214,7 @@ class _Driver:
                             break
                         self._start(*following, attempt=0)
                     self._tick_if_due()  # starting thousands of items takes seconds
+                    self.interrupts.check()
                 self.flight.starting = bool(self.again or not exhausted) and len(self.in_flight) < self._room()
                 if not self.in_flight and not self.again and exhausted:
                     return
@@ -219,6 +225,7 @@ class _Driver:
                 if request is not None:
                     assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
                     request()
+                self.interrupts.check()
                 self._tick_if_due()
         except BaseException:
             self._cancel_all()
@@ -265,7 +272,7 @@ class _Driver:
         try:
             # A twin or an async function only makes its coroutine here. A sync callable that is not a
             # natural function runs whole, here.
-            made = item.context.run(self.twin or self.function, *args)
+            made = item.context.run(as_user_code, self.twin or self.function, *args)
         except Exception as exc:  # noqa: BLE001 - the item's failure (a wrong argument), settled like any other
             self._finish(item, None, exc)
             return
@@ -286,9 +293,9 @@ class _Driver:
         assert item.twin is not None
         try:
             if error is None:
-                request = item.context.run(item.twin.send, value)
+                request = item.context.run(as_user_code, item.twin.send, value)
             else:
-                request = item.context.run(item.twin.throw, error)
+                request = item.context.run(as_user_code, item.twin.throw, error)
         except StopIteration as stop:
             self._finish(item, stop.value, None)
             return
