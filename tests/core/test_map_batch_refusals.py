@@ -148,21 +148,22 @@ def test_a_refused_batch_stops_a_big_map_once_its_first_item_has_asked(environme
     assert caught.value.partial.usage.requests == 0
 
 
-def test_a_big_map_whose_first_batch_fails_for_a_passing_reason_sends_the_others_together(environment, tmp_path):
-    environment.setattr(batch_api, "GATHER_S", 3.0)  # the 199 others gather into one batch on a slow machine too
+def test_a_big_map_whose_first_batch_fails_for_a_passing_reason_goes_on_until_it_gives_up(environment, tmp_path):
+    environment.setattr(batch_api, "GATHER_S", 3.0)
     started: list[str] = []
     with serve(environment, BatchServer(two_rounds, refuse_submission=500)) as server, nh.run(executor()):
         with pytest.raises(nh.MapStoppedError) as caught:
             nh.map(
                 counting_shout(started), BIG, batch_api=True, on_error="collect", store=str(tmp_path / "map.sqlite"), progress=False,
-                give_up_after_s=2,
+                give_up_after_s=3,
             )
 
-    # A 500 may pass: the other items start and gather as usual; their batches failing too for `give_up_after_s`
-    # stops the map, as direct requests failing so long would.
-    assert server.refused_submissions >= 2 and len(started) == len(BIG)
+    # A 500 may pass: the map opens (other items start) and submits again, as direct requests would be tried
+    # again, until `give_up_after_s` without a success stops it. While batches fail, the items already started
+    # are tried again before new ones start, so how many started depends on the machine's speed.
+    assert server.refused_submissions >= 2 and len(started) > 1
     assert caught.value.cause.startswith("no item succeeded in ")
-    assert caught.value.cause.endswith("of failures that usually pass (the batch could not be submitted: HTTP 500; give_up_after_s=2)")
+    assert caught.value.cause.endswith("of failures that usually pass (the batch could not be submitted: HTTP 500; give_up_after_s=3)")
 
 
 def test_a_refused_batch_is_not_uploaded_again_for_the_items_after_it(environment, tmp_path):
