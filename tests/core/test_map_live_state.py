@@ -14,6 +14,7 @@ import nighthawk as nh
 from nighthawk.batch import batch_api, batch_rounds
 from nighthawk.batch.progress import MapTally, use_renderer
 from nighthawk.budget import UsageTotals
+from support.batch_maps import environment, serve  # noqa: F401 - `environment` is a fixture
 from support.batch_server import BatchServer
 from support.shouting_map import executor, one_round, shout
 
@@ -23,12 +24,8 @@ TEXTS = [f"word {n}" for n in range(12)]
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[BatchServer]:
-    monkeypatch.setenv("NIGHTHAWK_TOKENIZER", "estimate")
-    monkeypatch.setenv("NIGHTHAWK_BATCH_POLL_S", "0.05")
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    with BatchServer(one_round, delay=3.5, lifetime=100.0) as served, override_allow_model_requests(True):
-        monkeypatch.setenv("OPENAI_BASE_URL", served.base_url)
+def server(environment: pytest.MonkeyPatch) -> Iterator[BatchServer]:
+    with serve(environment, BatchServer(one_round, delay=3.5, lifetime=100.0)) as served:
         yield served
 
 

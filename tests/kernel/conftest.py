@@ -61,3 +61,12 @@ def use_model(shell: InteractiveShell) -> Callable[[Any], None]:
         nighthawk_ipython.configure(model=model, shell=shell)
 
     return use
+
+
+@pytest.fixture
+def empty_notebook(shell: InteractiveShell) -> InteractiveShell:
+    """The shared shell with nothing of the user's in its namespace: it keeps what earlier test modules left,
+    and the `shell` fixture puts that back afterwards."""
+    for name in [name for name in shell.user_ns if name not in shell.user_ns_hidden]:
+        del shell.user_ns[name]
+    return shell

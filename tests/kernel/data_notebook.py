@@ -102,3 +102,14 @@ def prompt_section(user_prompt: str, name: str) -> str:
         return ""
     start = user_prompt.index(f"<<<NH:{name}>>>") + len(f"<<<NH:{name}>>>")
     return user_prompt[start : user_prompt.index(f"<<<NH:END_{name}>>>")].strip("\n")
+
+
+def locals_of(shell: Any, program: str) -> list[str]:
+    """The LOCALS lines of the first request a `%%natural` cell with `program` sends."""
+    _, user = first_request(shell, program, "--display none")
+    return prompt_section(user, "LOCALS").splitlines()
+
+
+def names_of(lines: list[str]) -> list[str]:
+    """The name each summary line is about."""
+    return [line.split(":", 1)[0] for line in lines]

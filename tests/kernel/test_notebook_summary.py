@@ -7,30 +7,12 @@ import re
 from typing import Any
 
 import pytest
-from data_notebook import DATA, IMPORTS, MORE, first_request, prompt_section
+from data_notebook import DATA, IMPORTS, MORE, first_request, locals_of, names_of, prompt_section
 from nighthawk.prompting._tokens import estimate_tokens
 
 pytest.importorskip("pandas")
 
 SUM_BY_REGION = "Add up the amount of <sales> per region and store the totals in <:totals>."
-
-
-def locals_of(shell: Any, program: str) -> list[str]:
-    _, user = first_request(shell, program, "--display none")
-    return prompt_section(user, "LOCALS").splitlines()
-
-
-def names_of(lines: list[str]) -> list[str]:
-    return [line.split(":", 1)[0] for line in lines]
-
-
-@pytest.fixture
-def empty_notebook(shell: Any) -> Any:
-    """The shared shell with nothing of the user's in its namespace: it keeps what earlier test modules left,
-    and the `shell` fixture puts that back afterwards."""
-    for name in [name for name in shell.user_ns if name not in shell.user_ns_hidden]:
-        del shell.user_ns[name]
-    return shell
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from data_notebook import first_request, prompt_section
+from data_notebook import locals_of, names_of
 
 pytest.importorskip("pandas")
 
@@ -27,22 +27,6 @@ sales = pd.DataFrame({
     "revenue": rng.uniform(10, 5000, n).round(2),
 })
 """
-
-
-def locals_of(shell: Any, program: str) -> list[str]:
-    _, user = first_request(shell, program, "--display none")
-    return prompt_section(user, "LOCALS").splitlines()
-
-
-def names_of(lines: list[str]) -> list[str]:
-    return [line.split(":", 1)[0] for line in lines]
-
-
-@pytest.fixture
-def empty_notebook(shell: Any) -> Any:
-    for name in [name for name in shell.user_ns if name not in shell.user_ns_hidden]:
-        del shell.user_ns[name]
-    return shell
 
 
 def test_a_named_5000_by_8_dataframe_shows_every_column_and_values_of_each(empty_notebook: Any) -> None:
