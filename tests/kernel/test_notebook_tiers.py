@@ -78,6 +78,12 @@ def test_contractions_and_abbreviations_pin_nothing(empty_notebook: Any) -> None
     assert not any(line.startswith(("i: int = 3 ", "s: str = 'x' ")) for line in lines)
 
 
+def test_a_name_in_quotes_is_pinned(empty_notebook: Any) -> None:
+    empty_notebook.run_cell("sales = {'north': 3}\nscratch = [1, 2]")
+    lines = locals_of(empty_notebook, "Plot 'north' from the 'sales' table into <:chart>.")
+    assert names_of(lines[:1]) == ["sales"]
+
+
 def test_unmentioned_scratch_is_one_line_each_most_recent_first(empty_notebook: Any) -> None:
     shell = empty_notebook
     shell.run_cell(SALES, store_history=True)

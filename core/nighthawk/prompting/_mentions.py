@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["Mentions", "program_mentions"]
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-# "i.e.", "e.g.", "a.k.a." and the rest of a contraction ("'s", "n't", "’ll"): no names in them.
-_NOT_WORDS = re.compile(rf"(?<![\w.])(?:[A-Za-z]\.){{2,}}|['’][A-Za-z]+")
+# "i.e.", "e.g.", "a.k.a." and the rest of a contraction ("'s", "n't", "’ll"): no names in them. Only an
+# apostrophe after a letter starts a contraction: the quote that opens 'sales' leaves the name a word.
+_NOT_WORDS = re.compile(rf"(?<![\w.])(?:[A-Za-z]\.){{2,}}|(?<=[A-Za-z])['’][A-Za-z]+")
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
 _CALL_OR_ROOT = re.compile(rf"(?<![\w.])({_IDENT})(?=\(|\.[A-Za-z_])")
 _WORD = re.compile(rf"(?<![\w.]){_IDENT}")
