@@ -5,10 +5,12 @@ before anything new is submitted; and a map that submitted nothing leaves no sto
 from __future__ import annotations
 
 import _thread
+import sqlite3
 
 import pytest
 
 import nighthawk as nh
+from nighthawk.batch.batch_records import BatchRecords
 from nighthawk.batch.openai_batches import OpenAIBatches
 from nighthawk.batch.progress import MapTally, use_renderer
 from support.batch_maps import environment, executor, serve  # noqa: F401 - `environment` is a fixture
@@ -90,5 +92,31 @@ def test_a_refused_upload_leaves_no_store_file(environment, tmp_path):
     with serve(environment, BatchServer(one_round, refuse_submission=404)), nh.run(executor()):
         with pytest.raises(nh.MapStoppedError):
             nh.map(shout, texts, batch_api=True, store=str(tmp_path / "map.sqlite"), progress=False)
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_emptied_store_file_another_process_is_writing_to_is_kept(tmp_path):
+    path = tmp_path / "map.sqlite"
+    records = BatchRecords(path)
+    records.running("map")  # nothing yet: the file is not made
+    assert not path.exists()
+    records.ended("batch_1", "completed")  # the first write makes the file, which holds no row
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # a second kernel on the same store, in the middle of a write
+    try:
+        records.close()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+    assert path.exists()
+
+
+def test_an_emptied_store_file_nobody_else_holds_is_removed(tmp_path):
+    path = tmp_path / "map.sqlite"
+    records = BatchRecords(path)
+    records.ended("batch_1", "completed")
+    records.close()
 
     assert list(tmp_path.iterdir()) == []

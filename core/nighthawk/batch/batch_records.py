@@ -158,11 +158,25 @@ class BatchRecords:
         with self._lock:
             if self._db is None:
                 return
-            empty = self._made and self._holds_nothing(self._db)
-            self._db.close()
-            if empty:
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            db, self._db = self._db, None
+            try:
+                if self._made and self._emptied_alone(db):
+                    # Removed while the write lock is held: no other process is writing to it meanwhile.
+                    for suffix in ("", "-wal", "-shm"):
+                        Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            finally:
+                db.close()
+
+    @classmethod
+    def _emptied_alone(cls, db: sqlite3.Connection) -> bool:
+        """Whether the file holds nothing, checked under its write lock, taken at once or not at all: another
+        process (a second kernel on the same store) that is writing to it keeps the file where it is."""
+        db.execute("PRAGMA busy_timeout = 0")
+        try:
+            db.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError:  # another connection holds a lock: the file is in use
+            return False
+        return cls._holds_nothing(db)
 
     @staticmethod
     def _holds_nothing(db: sqlite3.Connection) -> bool:
