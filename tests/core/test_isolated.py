@@ -169,6 +169,21 @@ def test_sending_udp_or_a_dns_query_is_refused(payload: bytes) -> None:
     assert "Permission denied" in read
 
 
+def test_a_unix_datagram_to_a_path_is_refused(tmp_path: Path) -> None:
+    # `sendto` a path needs no `connect`: were Unix sockets allowed, the child could write to /dev/log.
+    path = str(tmp_path / "log.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(path)
+    listener.settimeout(0.5)
+    try:
+        read = run_isolated("nh_eval", f"(s := __import__('socket')).socket(s.AF_UNIX, s.SOCK_DGRAM).sendto(b'<13>forged', {path!r})")
+        with pytest.raises(TimeoutError):
+            listener.recv(512)
+    finally:
+        listener.close()
+    assert "Permission denied" in read
+
+
 def test_a_name_look_up_reaches_no_resolver() -> None:
     read = run_isolated("nh_eval", "__import__('socket').getaddrinfo('nighthawk.example', 443)")
     assert "gaierror" in read
