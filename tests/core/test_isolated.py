@@ -195,6 +195,19 @@ def test_network_true_lets_the_child_connect(tcp_server: tuple[socket.socket, in
     server.accept()[0].close()
 
 
+# --- the terminal ---------------------------------------------------------------------------------------
+
+
+def test_the_child_leaves_the_kernels_session_and_terminal() -> None:
+    read = run_isolated("nh_eval", "(o := __import__('os')).getsid(0) == o.getpid()")
+    assert '"value": true' in read
+
+
+def test_typing_into_a_terminal_is_refused() -> None:
+    read = run_isolated("nh_eval", "__import__('fcntl').ioctl(0, __import__('termios').TIOCSTI, b'x')")
+    assert "Operation not permitted" in read
+
+
 # --- the child's end ------------------------------------------------------------------------------------
 
 
