@@ -359,6 +359,20 @@ def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatc
     assert victim.read_text() == "precious"
 
 
+def test_before_linux_6_14_isolated_refuses_to_run_and_leaves_the_hosts_pid_max(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    from nighthawk.oversight.isolation import _parent
+
+    host_pid_max = Path("/proc/sys/kernel/pid_max").read_text()
+    old = os.uname_result(("Linux", "host", "6.13.7-generic", "#1 SMP", "x86_64"))
+    monkeypatch.setattr(_parent.os, "uname", lambda: old)
+    executor, _ = scripted_executor(model_code("nh_eval", f"__import__('os').remove({str(victim)!r})"))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.errors.IsolationUnavailableError, match=r"Linux 6\.14 .*this kernel is 6\.13\.7-generic"):
+            look()
+    assert victim.read_text() == "precious"
+    assert Path("/proc/sys/kernel/pid_max").read_text() == host_pid_max
+
+
 def test_off_linux_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from nighthawk.oversight.isolation import _parent
 

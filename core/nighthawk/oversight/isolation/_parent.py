@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -31,7 +32,7 @@ from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._seccomp import SUPPORTED
-from ._tree import ended_code, forking_into_namespace
+from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace
 
 __all__ = ["isolating"]
 
@@ -61,6 +62,10 @@ def _missing() -> str | None:
     """What this system lacks for the walls, or `None`."""
     if not sys.platform.startswith("linux"):
         return f"isolated steps need Linux (Landlock and seccomp); this is {sys.platform}"
+    release = os.uname().release
+    if tuple(int(part) for part in re.findall(r"\d+", release)[:2]) < PID_MAX_PER_NAMESPACE:
+        # Before it `pid_max` is the host's own: the worker, as root, would lower it for every process.
+        return f"isolated steps need Linux 6.14 or later (where each pid namespace has its own pid_max); this kernel is {release}"
     if not SUPPORTED:
         return "isolated steps know the seccomp system call numbers of x86-64 only"
     abi = abi_version()

@@ -21,10 +21,12 @@ import signal
 import socket
 from collections.abc import Callable
 
-__all__ = ["ended_code", "enter_tree", "forking_into_namespace"]
+__all__ = ["PID_MAX_PER_NAMESPACE", "ended_code", "enter_tree", "forking_into_namespace"]
 
 _CLONE_NEWUSER, _CLONE_NEWPID = 0x10000000, 0x20000000
 _PR_SET_PDEATHSIG = 1
+PID_MAX_PER_NAMESPACE = (6, 14)
+"""The first Linux release whose `pid_max` belongs to each pid namespace (before it, to the whole host)."""
 _RESERVED_PIDS = 300
 """The kernel's least `pid_max`."""
 _libc = ctypes.CDLL(None, use_errno=True)
