@@ -268,6 +268,33 @@ def test_ctrl_c_stops_the_child() -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reaping waits for the kernel to tear the child's memory down: never on the loop, which other steps share.
+    import asyncio
+    import subprocess
+    from types import SimpleNamespace
+
+    from nighthawk.oversight.isolation import _parent
+
+    child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation)  # type: ignore[arg-type]
+    sleeper = subprocess.Popen(["sleep", "60"])
+    child.pid, (child.channel, theirs) = sleeper.pid, socket.socketpair()
+    waits: list[int] = []
+    wait4 = os.wait4
+    monkeypatch.setattr(_parent.os, "wait4", lambda pid, options: waits.append(threading.get_ident()) or wait4(pid, options))
+
+    async def step() -> int:
+        assert isinstance(child._unexpected(("nonsense",)), nh.errors.IsolationError)
+        await child.aclose()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(step())
+    theirs.close()
+    sleeper.returncode = -signal.SIGKILL  # reaped by the step, not by Popen
+    assert child.code == 128 + signal.SIGKILL
+    assert waits and loop_thread not in waits
+
+
 # --- values on their way back ---------------------------------------------------------------------------
 
 

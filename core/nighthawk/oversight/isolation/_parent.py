@@ -170,7 +170,7 @@ class _Child:
                 return StepAbortedError(message)
             case ("failed", str(kind), str(message)):
                 return ExecutionError(message if kind == "ExecutionError" else f"{kind}: {message}")
-        self.close()
+        self.kill()
         return IsolationError(f"the isolated child of the step at {self.step.step_id} answered nonsense ({type(answer).__name__}); it was ended")
 
     # --- the channel ----------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ class _Child:
                 async with asyncio.timeout(_READY_SECONDS):
                     first = await read_frame(loop, self.channel)
                 if first != ("ready",):
-                    self.close()
+                    self.kill()
                     raise IsolationUnavailableError(
                         f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
                         f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
@@ -198,12 +198,12 @@ class _Child:
         except (ChannelClosed, ConnectionError):
             raise await self._ended(doing) from None
         except TimeoutError:
-            self.close()
+            self.kill()
             raise IsolationError(
                 f"the isolated child of the step at {self.step.step_id} took over {_READY_SECONDS:.0f} s to raise its walls"
             ) from None
         except BaseException:
-            self.close()
+            self.kill()
             raise
 
     async def _ended(self, doing: str) -> IsolationError:
@@ -227,6 +227,14 @@ class _Child:
         """`close` off the step's loop: reaping the child waits for the kernel to tear down its memory."""
         if self.pid is not None and self.channel.fileno() >= 0:
             await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def kill(self) -> None:
+        """Kill the child, on the step's loop: `aclose` reaps it, off the loop."""
+        if self.pid is not None and self.code is None and self.channel.fileno() >= 0:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # reaped already by someone else's SIGCHLD handler: `close` says so
 
     def close(self) -> None:
         """Kill the child (the rest of its namespace dies with it) and clean up after it."""
