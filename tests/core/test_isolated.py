@@ -295,6 +295,36 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
     assert waits and loop_thread not in waits
 
 
+def test_ctrl_c_right_after_the_namespace_is_made_leaves_the_kernel_in_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As root the kernel's thread enters a new pid namespace to fork the child: an interrupt there must
+    # still find the thread back in the kernel's namespace, and the forked child ended.
+    from nighthawk.oversight.isolation import _tree
+
+    if os.geteuid() != 0:
+        pytest.skip("the kernel's thread enters the namespace only as root")
+    real = _tree._libc
+
+    class InterruptedRightAfterUnshare:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def unshare(self, flags: int) -> int:
+            made = real.unshare(flags)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, due at the next instruction
+            return made
+
+    monkeypatch.setattr(_tree, "_libc", InterruptedRightAfterUnshare())
+    executor, _ = scripted_executor(model_code("nh_eval", "1"))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+            with pytest.raises(KeyboardInterrupt):
+                look()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert os.readlink("/proc/thread-self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid")
+
+
 # --- values on their way back ---------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ..._boundary import ToolBoundaryError
+from ..._deadline import bounded_by
 from ..._loop import on_user_thread
 from ...errors import ExecutionError, IsolationError, IsolationUnavailableError, StepAbortedError
 from ...step import StepContext
@@ -32,7 +33,7 @@ from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._seccomp import SUPPORTED
-from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace
+from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
 
 __all__ = ["isolating"]
 
@@ -99,31 +100,33 @@ class _Child:
         self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
         restore = None
         pid = -1
-        try:
-            restore = forking_into_namespace()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
-                pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child; it never returns
-                try:
-                    ours.close()
-                    run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
-                finally:
-                    os._exit(70)
-        except OSError as exc:
-            ours.close()
+        with interrupts_held():  # an interrupt is raised once the child is recorded and the namespace restored
+            try:
+                restore = forking_into_namespace()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+                    pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child; it never returns
+                    try:
+                        release_interrupts_in_child()
+                        ours.close()
+                        run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
+                    finally:
+                        os._exit(70)
+            except OSError as exc:
+                ours.close()
+                theirs.close()
+                os.rmdir(self.temp_dir)
+                raise IsolationUnavailableError(
+                    f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
+                    "the model's code (nothing falls back to running unwalled)"
+                ) from None
+            finally:
+                if restore is not None and pid != 0:
+                    restore()  # in the kernel only, however the fork went: its thread's children are its own again
             theirs.close()
-            os.rmdir(self.temp_dir)
-            raise IsolationUnavailableError(
-                f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
-                "the model's code (nothing falls back to running unwalled)"
-            ) from None
-        finally:
-            if restore is not None and pid != 0:
-                restore()  # in the kernel only, however the fork went: its thread's children are its own again
-        theirs.close()
-        ours.setblocking(False)  # read on the step's loop
-        self.pid, self.channel = pid, ours
+            ours.setblocking(False)  # read on the step's loop
+            self.pid, self.channel = pid, ours
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -180,7 +183,8 @@ class _Child:
         other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
         or a broken answer kills the child before it goes on."""
         if self.pid is None:
-            await on_user_thread(self._fork)
+            with bounded_by(None):  # not user code: the deadline's exception must not land between unshare and fork
+                await on_user_thread(self._fork)
         loop = asyncio.get_running_loop()
         try:
             await loop.sock_sendall(self.channel, frame(request))
