@@ -402,6 +402,38 @@ def test_the_kernel_refuses_a_pickle_that_calls_a_function() -> None:
     assert "refused on its way back from the isolated child" in read
 
 
+def test_a_forged_answer_cannot_make_the_kernel_load_a_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model's code writes its own frame to the channel: `copyreg._reconstructor(CDLL, CDLL, path)`, with
+    # CDLL reached by a dotted name through a module of the package (which imports ctypes).
+    import ctypes
+
+    loaded: list[object] = []
+    load = ctypes.CDLL.__init__
+
+    def recorded(self: ctypes.CDLL, name: str | None, *args: object, **kwargs: object) -> None:
+        loaded.extend([name] if name else [])  # libc itself (`None`) is the walls' own
+        load(self, name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ctypes.CDLL, "__init__", recorded)
+    forge = """
+import os, socket, struct
+def push(module, name):
+    return b"\\x8c" + bytes([len(module)]) + module + b"\\x8c" + bytes([len(name)]) + name + b"\\x93"
+cdll = push(b"nighthawk.oversight.isolation._tree", b"ctypes.CDLL")
+p = b"\\x80\\x05" + push(b"copyreg", b"_reconstructor") + cdll + cdll + b"\\x8c\\x0c/tmp/evil.so\\x87R."
+for fd in range(3, 64):
+    try:
+        channel = socket.socket(fileno=os.dup(fd))  # a copy: closing it leaves the channel open
+    except OSError:
+        continue
+    if channel.family == socket.AF_UNIX and channel.type == socket.SOCK_STREAM:
+        channel.sendall(struct.pack("!Q", len(p)) + p)
+"""
+    read = run_isolated("nh_eval", f"exec({forge!r})")
+    assert loaded == []
+    assert read.startswith("IsolationError")  # the refused answer ended the child, and with it the step
+
+
 # --- where it cannot run --------------------------------------------------------------------------------
 
 
