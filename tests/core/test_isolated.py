@@ -169,6 +169,21 @@ def test_sending_udp_or_a_dns_query_is_refused(payload: bytes) -> None:
     assert "Permission denied" in read
 
 
+def test_a_unix_datagram_to_a_path_is_refused(tmp_path: Path) -> None:
+    # `sendto` a path needs no `connect`: were Unix sockets allowed, the child could write to /dev/log.
+    path = str(tmp_path / "log.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(path)
+    listener.settimeout(0.5)
+    try:
+        read = run_isolated("nh_eval", f"(s := __import__('socket')).socket(s.AF_UNIX, s.SOCK_DGRAM).sendto(b'<13>forged', {path!r})")
+        with pytest.raises(TimeoutError):
+            listener.recv(512)
+    finally:
+        listener.close()
+    assert "Permission denied" in read
+
+
 def test_a_name_look_up_reaches_no_resolver() -> None:
     read = run_isolated("nh_eval", "__import__('socket').getaddrinfo('nighthawk.example', 443)")
     assert "gaierror" in read
@@ -178,6 +193,19 @@ def test_network_true_lets_the_child_connect(tcp_server: tuple[socket.socket, in
     server, port = tcp_server
     run_isolated("nh_eval", f"__import__('socket').create_connection(('127.0.0.1', {port}), timeout=2).close()", network=True)
     server.accept()[0].close()
+
+
+# --- the terminal ---------------------------------------------------------------------------------------
+
+
+def test_the_child_leaves_the_kernels_session_and_terminal() -> None:
+    read = run_isolated("nh_eval", "(o := __import__('os')).getsid(0) == o.getpid()")
+    assert '"value": true' in read
+
+
+def test_typing_into_a_terminal_is_refused() -> None:
+    read = run_isolated("nh_eval", "__import__('fcntl').ioctl(0, __import__('termios').TIOCSTI, b'x')")
+    assert "Operation not permitted" in read
 
 
 # --- the child's end ------------------------------------------------------------------------------------
@@ -238,6 +266,63 @@ def test_ctrl_c_stops_the_child() -> None:
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reaping waits for the kernel to tear the child's memory down: never on the loop, which other steps share.
+    import asyncio
+    import subprocess
+    from types import SimpleNamespace
+
+    from nighthawk.oversight.isolation import _parent
+
+    child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation)  # type: ignore[arg-type]
+    sleeper = subprocess.Popen(["sleep", "60"])
+    child.pid, (child.channel, theirs) = sleeper.pid, socket.socketpair()
+    waits: list[int] = []
+    wait4 = os.wait4
+    monkeypatch.setattr(_parent.os, "wait4", lambda pid, options: waits.append(threading.get_ident()) or wait4(pid, options))
+
+    async def step() -> int:
+        assert isinstance(child._unexpected(("nonsense",)), nh.errors.IsolationError)
+        await child.aclose()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(step())
+    theirs.close()
+    sleeper.returncode = -signal.SIGKILL  # reaped by the step, not by Popen
+    assert child.code == 128 + signal.SIGKILL
+    assert waits and loop_thread not in waits
+
+
+def test_ctrl_c_right_after_the_namespace_is_made_leaves_the_kernel_in_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As root the kernel's thread enters a new pid namespace to fork the child: an interrupt there must
+    # still find the thread back in the kernel's namespace, and the forked child ended.
+    from nighthawk.oversight.isolation import _tree
+
+    if os.geteuid() != 0:
+        pytest.skip("the kernel's thread enters the namespace only as root")
+    real = _tree._libc
+
+    class InterruptedRightAfterUnshare:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def unshare(self, flags: int) -> int:
+            made = real.unshare(flags)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, due at the next instruction
+            return made
+
+    monkeypatch.setattr(_tree, "_libc", InterruptedRightAfterUnshare())
+    executor, _ = scripted_executor(model_code("nh_eval", "1"))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+            with pytest.raises(KeyboardInterrupt):
+                look()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert os.readlink("/proc/thread-self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid")
 
 
 # --- values on their way back ---------------------------------------------------------------------------
@@ -317,6 +402,38 @@ def test_the_kernel_refuses_a_pickle_that_calls_a_function() -> None:
     assert "refused on its way back from the isolated child" in read
 
 
+def test_a_forged_answer_cannot_make_the_kernel_load_a_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model's code writes its own frame to the channel: `copyreg._reconstructor(CDLL, CDLL, path)`, with
+    # CDLL reached by a dotted name through a module of the package (which imports ctypes).
+    import ctypes
+
+    loaded: list[object] = []
+    load = ctypes.CDLL.__init__
+
+    def recorded(self: ctypes.CDLL, name: str | None, *args: object, **kwargs: object) -> None:
+        loaded.extend([name] if name else [])  # libc itself (`None`) is the walls' own
+        load(self, name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ctypes.CDLL, "__init__", recorded)
+    forge = """
+import os, socket, struct
+def push(module, name):
+    return b"\\x8c" + bytes([len(module)]) + module + b"\\x8c" + bytes([len(name)]) + name + b"\\x93"
+cdll = push(b"nighthawk.oversight.isolation._tree", b"ctypes.CDLL")
+p = b"\\x80\\x05" + push(b"copyreg", b"_reconstructor") + cdll + cdll + b"\\x8c\\x0c/tmp/evil.so\\x87R."
+for fd in range(3, 64):
+    try:
+        channel = socket.socket(fileno=os.dup(fd))  # a copy: closing it leaves the channel open
+    except OSError:
+        continue
+    if channel.family == socket.AF_UNIX and channel.type == socket.SOCK_STREAM:
+        channel.sendall(struct.pack("!Q", len(p)) + p)
+"""
+    read = run_isolated("nh_eval", f"exec({forge!r})")
+    assert loaded == []
+    assert read.startswith("IsolationError")  # the refused answer ended the child, and with it the step
+
+
 # --- where it cannot run --------------------------------------------------------------------------------
 
 
@@ -329,6 +446,20 @@ def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatc
         with pytest.raises(nh.errors.IsolationUnavailableError, match="no Landlock"):
             look()
     assert victim.read_text() == "precious"
+
+
+def test_before_linux_6_14_isolated_refuses_to_run_and_leaves_the_hosts_pid_max(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    from nighthawk.oversight.isolation import _parent
+
+    host_pid_max = Path("/proc/sys/kernel/pid_max").read_text()
+    old = os.uname_result(("Linux", "host", "6.13.7-generic", "#1 SMP", "x86_64"))
+    monkeypatch.setattr(_parent.os, "uname", lambda: old)
+    executor, _ = scripted_executor(model_code("nh_eval", f"__import__('os').remove({str(victim)!r})"))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.errors.IsolationUnavailableError, match=r"Linux 6\.14 .*this kernel is 6\.13\.7-generic"):
+            look()
+    assert victim.read_text() == "precious"
+    assert Path("/proc/sys/kernel/pid_max").read_text() == host_pid_max
 
 
 def test_off_linux_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:

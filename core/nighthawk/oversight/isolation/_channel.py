@@ -116,8 +116,12 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
 
     def find_class(self, module: str, name: str) -> Any:
         qualified = f"{module}.{name}"
-        found = super().find_class(module, name) if qualified in _RECONSTRUCTORS or module in sys.modules else None
-        if qualified in _RECONSTRUCTORS or (isinstance(found, type) and _is_data_class(found, module, qualified)):
+        if qualified in _RECONSTRUCTORS:
+            return super().find_class(module, name)
+        found = super().find_class(module, name) if module in sys.modules else None
+        # A class is judged by where it is defined, not by the module the pickle names: a dotted name walks
+        # attributes (`some_module.ctypes.CDLL`), and a module holds the classes it imported.
+        if isinstance(found, type) and ("." not in name or _defined_as(found) == qualified) and _is_data_class(found):
             return found
         raise UnsafeValueError(
             f"the isolated child's answer names {qualified}, which the kernel does not call to rebuild a value "
@@ -125,8 +129,8 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         )
 
     def load_reduce(self) -> None:
-        called = self.stack[-2]
-        if not _may_call(called):
+        called, arguments = self.stack[-2], self.stack[-1]
+        if not _may_call(called) or not _may_reconstruct(called, arguments):
             raise UnsafeValueError(f"the isolated child's answer calls {called!r:.100}, which the kernel does not call")
         super().load_reduce()
 
@@ -138,24 +142,45 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     dispatch[pickle.OBJ[0]] = load_refused
 
 
+def _defined_as(found: object) -> str:
+    return f"{getattr(found, '__module__', '')}.{getattr(found, '__qualname__', '')}"
+
+
 def _may_call(called: object) -> bool:
-    qualified = f"{getattr(called, '__module__', '')}.{getattr(called, '__qualname__', '')}"
-    if qualified in _RECONSTRUCTORS:
+    if _defined_as(called) in _RECONSTRUCTORS:
         return True
     if not isinstance(called, type):
         return False
     if issubclass(called, (tuple, enum.Enum)):  # named tuples and enum members: built from their values
         return True
-    return called.__module__.partition(".")[0] in _DATA_MODULES and _is_data_class(called, called.__module__, qualified)
+    return called.__module__.partition(".")[0] in _DATA_MODULES and _is_data_class(called)
 
 
-def _is_data_class(found: type, module: str, qualified: str) -> bool:
+_CLASS_TAKING = frozenset({"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"})
+"""Reconstructors whose first argument is the class to build: it must be a data class too."""
+
+
+def _may_reconstruct(called: object, arguments: object) -> bool:
+    if _defined_as(called) not in _CLASS_TAKING:
+        return True
+    if not isinstance(arguments, tuple) or not arguments or not isinstance(arguments[0], type) or not _is_data_class(arguments[0]):
+        return False
+    if _defined_as(called) != "copyreg._reconstructor":
+        return True
+    # `_reconstructor(cls, base, state)` calls `base.__init__(obj, state)`: only `object` or a builtin data type.
+    base = arguments[1] if len(arguments) > 1 else None
+    return base is object or (isinstance(base, type) and base.__module__ == "builtins" and _is_data_class(base))
+
+
+def _is_data_class(found: type) -> bool:
     """A class the kernel may rebuild from the child's answer: not one that acts when built (`_ACTING`), not
-    an exception, a file, a socket or a thread, and either from a data module or the user's own."""
+    an exception, a file, a socket or a thread, and either from a data module or the user's own (judged by
+    the module that defines it)."""
+    qualified = _defined_as(found)
     if any(qualified == acting or qualified.startswith(acting + ".") for acting in _ACTING):
         return False
     if issubclass(found, (BaseException, io.IOBase, socket.socket)) or found.__module__.startswith(("threading", "subprocess")):
         return False
-    root = module.partition(".")[0]
+    root = found.__module__.partition(".")[0]
     # The user's own classes: the notebook's, or any outside the standard library's modules.
     return root in _DATA_MODULES or root == "__main__" or (root not in sys.stdlib_module_names and not root.startswith("_"))

@@ -95,6 +95,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
     if ctypes.CDLL(None).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())
+    os.setsid()  # off the kernel's terminal: a session of its own, with no controlling terminal
     install_filter(network=isolation.network)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ..._boundary import ToolBoundaryError
+from ..._deadline import bounded_by
 from ..._loop import on_user_thread
 from ...errors import ExecutionError, IsolationError, IsolationUnavailableError, StepAbortedError
 from ...step import StepContext
@@ -31,7 +33,7 @@ from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._seccomp import SUPPORTED
-from ._tree import ended_code, forking_into_namespace
+from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
 
 __all__ = ["isolating"]
 
@@ -61,6 +63,10 @@ def _missing() -> str | None:
     """What this system lacks for the walls, or `None`."""
     if not sys.platform.startswith("linux"):
         return f"isolated steps need Linux (Landlock and seccomp); this is {sys.platform}"
+    release = os.uname().release
+    if tuple(int(part) for part in re.findall(r"\d+", release)[:2]) < PID_MAX_PER_NAMESPACE:
+        # Before it `pid_max` is the host's own: the worker, as root, would lower it for every process.
+        return f"isolated steps need Linux 6.14 or later (where each pid namespace has its own pid_max); this kernel is {release}"
     if not SUPPORTED:
         return "isolated steps know the seccomp system call numbers of x86-64 only"
     abi = abi_version()
@@ -94,31 +100,33 @@ class _Child:
         self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
         restore = None
         pid = -1
-        try:
-            restore = forking_into_namespace()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
-                pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child; it never returns
-                try:
-                    ours.close()
-                    run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
-                finally:
-                    os._exit(70)
-        except OSError as exc:
-            ours.close()
+        with interrupts_held():  # an interrupt is raised once the child is recorded and the namespace restored
+            try:
+                restore = forking_into_namespace()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+                    pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child; it never returns
+                    try:
+                        release_interrupts_in_child()
+                        ours.close()
+                        run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
+                    finally:
+                        os._exit(70)
+            except OSError as exc:
+                ours.close()
+                theirs.close()
+                os.rmdir(self.temp_dir)
+                raise IsolationUnavailableError(
+                    f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
+                    "the model's code (nothing falls back to running unwalled)"
+                ) from None
+            finally:
+                if restore is not None and pid != 0:
+                    restore()  # in the kernel only, however the fork went: its thread's children are its own again
             theirs.close()
-            os.rmdir(self.temp_dir)
-            raise IsolationUnavailableError(
-                f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
-                "the model's code (nothing falls back to running unwalled)"
-            ) from None
-        finally:
-            if restore is not None and pid != 0:
-                restore()  # in the kernel only, however the fork went: its thread's children are its own again
-        theirs.close()
-        ours.setblocking(False)  # read on the step's loop
-        self.pid, self.channel = pid, ours
+            ours.setblocking(False)  # read on the step's loop
+            self.pid, self.channel = pid, ours
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -165,7 +173,7 @@ class _Child:
                 return StepAbortedError(message)
             case ("failed", str(kind), str(message)):
                 return ExecutionError(message if kind == "ExecutionError" else f"{kind}: {message}")
-        self.close()
+        self.kill()
         return IsolationError(f"the isolated child of the step at {self.step.step_id} answered nonsense ({type(answer).__name__}); it was ended")
 
     # --- the channel ----------------------------------------------------------------------------------
@@ -175,7 +183,8 @@ class _Child:
         other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
         or a broken answer kills the child before it goes on."""
         if self.pid is None:
-            await on_user_thread(self._fork)
+            with bounded_by(None):  # not user code: the deadline's exception must not land between unshare and fork
+                await on_user_thread(self._fork)
         loop = asyncio.get_running_loop()
         try:
             await loop.sock_sendall(self.channel, frame(request))
@@ -183,7 +192,7 @@ class _Child:
                 async with asyncio.timeout(_READY_SECONDS):
                     first = await read_frame(loop, self.channel)
                 if first != ("ready",):
-                    self.close()
+                    self.kill()
                     raise IsolationUnavailableError(
                         f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
                         f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
@@ -193,12 +202,12 @@ class _Child:
         except (ChannelClosed, ConnectionError):
             raise await self._ended(doing) from None
         except TimeoutError:
-            self.close()
+            self.kill()
             raise IsolationError(
                 f"the isolated child of the step at {self.step.step_id} took over {_READY_SECONDS:.0f} s to raise its walls"
             ) from None
         except BaseException:
-            self.close()
+            self.kill()
             raise
 
     async def _ended(self, doing: str) -> IsolationError:
@@ -222,6 +231,14 @@ class _Child:
         """`close` off the step's loop: reaping the child waits for the kernel to tear down its memory."""
         if self.pid is not None and self.channel.fileno() >= 0:
             await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def kill(self) -> None:
+        """Kill the child, on the step's loop: `aclose` reaps it, off the loop."""
+        if self.pid is not None and self.code is None and self.channel.fileno() >= 0:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # reaped already by someone else's SIGCHLD handler: `close` says so
 
     def close(self) -> None:
         """Kill the child (the rest of its namespace dies with it) and clean up after it."""

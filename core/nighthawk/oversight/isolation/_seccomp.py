@@ -2,9 +2,9 @@
 
 Reached with `ctypes` (`prctl(PR_SET_SECCOMP)`), so no package is needed. The filter binds the calling
 thread and every process it starts afterwards; nothing can lift it. It refuses (with `EPERM`, so that code
-sees an ordinary `PermissionError`) what would reach beyond the walls: sockets of any family but Unix and
-every `connect`, `bind`, `listen` and `accept` (unless the network is allowed), tracing and reading other
-processes, leaving the process group or the namespaces, mounting, kernel modules, BPF, `io_uring` (whose
+sees an ordinary `PermissionError`) what would reach beyond the walls: every new socket (a `socketpair` is
+allowed) and every `connect`, `bind`, `listen` and `accept` (unless the network is allowed), tracing and reading other
+processes, typing into a terminal (`TIOCSTI`), leaving the process group or the namespaces, mounting, kernel modules, BPF, `io_uring` (whose
 requests the filter would not see) and raising resource limits. Only x86-64 is known to it.
 """
 
@@ -21,11 +21,12 @@ SUPPORTED = platform.machine() in ("x86_64", "AMD64")
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_BIT = 0x40000000
-_AF_UNIX = 1
 _NEW_NAMESPACES = 0x7E020080  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 
 # x86-64 system call numbers.
-_SOCKET, _CLONE, _CLONE3, _PRLIMIT64 = 41, 56, 435, 302
+_IOCTL, _SOCKET, _CLONE, _CLONE3, _PRLIMIT64 = 16, 41, 56, 435, 302
+_TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
+"""The `ioctl`s that type into a terminal (root may aim them at any terminal it can open)."""
 _SIGNALLING = ((62, 0, 1, (0, 1)), (200, 0, 1, (1,)), (234, 0, 2, (1,)))
 """`kill`, `tkill` and `tgkill`: the argument naming the target, the one naming the signal, and the targets
 that are the worker itself (pid 1, its namespace's init, or 0, its group)."""
@@ -92,6 +93,12 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, 1, 0, 0),
         (_RET_K, 0, 0, refuse),
         (_RET_K, 0, 0, _ALLOW),
+        (_JEQ_K, 0, 5, _IOCTL),
+        (_LD_W_ABS, 0, 0, _arg(1)),
+        (_JEQ_K, 2, 0, _TIOCSTI),
+        (_JEQ_K, 1, 0, _TIOCLINUX),
+        (_RET_K, 0, 0, _ALLOW),
+        (_RET_K, 0, 0, refuse),
     ]
     # The worker is its namespace's init, which the kernel keeps from a SIGKILL of its own: end it here.
     for number, target, signal, own in _SIGNALLING:
@@ -101,13 +108,9 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         code += [(_JEQ_K, count - index, 0, pid) for index, pid in enumerate(own)]
         code += [(_RET_K, 0, 0, _ALLOW), (_RET_K, 0, 0, _KILL_PROCESS)]
     if not network:
-        code += [
-            (_JEQ_K, 0, 4, _SOCKET),
-            (_LD_W_ABS, 0, 0, _arg(0)),
-            (_JEQ_K, 1, 0, _AF_UNIX),
-            (_RET_K, 0, 0, _ERRNO | errno.EACCES),
-            (_RET_K, 0, 0, _ALLOW),
-        ]
+        # No socket at all, Unix ones included: `sendto` a path needs no `connect` (to /dev/log, say).
+        # `socketpair`, which asyncio's loop uses, makes a pair joined to nothing else and stays allowed.
+        code += [(_JEQ_K, 0, 1, _SOCKET), (_RET_K, 0, 0, _ERRNO | errno.EACCES)]
     return [*code, (_RET_K, 0, 0, _ALLOW)]
 
 

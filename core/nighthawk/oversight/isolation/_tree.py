@@ -19,12 +19,16 @@ import os
 import resource
 import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-__all__ = ["ended_code", "enter_tree", "forking_into_namespace"]
+__all__ = ["PID_MAX_PER_NAMESPACE", "ended_code", "enter_tree", "forking_into_namespace", "interrupts_held", "release_interrupts_in_child"]
 
 _CLONE_NEWUSER, _CLONE_NEWPID = 0x10000000, 0x20000000
 _PR_SET_PDEATHSIG = 1
+PID_MAX_PER_NAMESPACE = (6, 14)
+"""The first Linux release whose `pid_max` belongs to each pid namespace (before it, to the whole host)."""
 _RESERVED_PIDS = 300
 """The kernel's least `pid_max`."""
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -38,6 +42,33 @@ def ended_code(status: int, usage: resource.struct_rusage, cpu_seconds: int) -> 
     if os.WTERMSIG(status) == signal.SIGKILL and usage.ru_utime + usage.ru_stime >= cpu_seconds:
         return 128 + signal.SIGXCPU
     return 128 + os.WTERMSIG(status)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold SIGINT off the fork: an interrupt there could leave the kernel's thread (and every process it
+    starts after) in the child's pid namespace, or let the forked child climb the kernel's stack unwalled.
+    The signal is blocked for this thread (and so for the child until it unblocks it) and, on the main
+    thread, Python's handler (which runs there whichever thread took the signal) only notes it: the signal
+    is raised again at the end, in the kernel, once the child is recorded and the namespace restored."""
+    held: list[int] = []
+    on_main = threading.current_thread() is threading.main_thread()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, lambda signum, _: held.append(signum)) if on_main else None
+    try:
+        yield
+    finally:
+        if on_main:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one aimed at this thread is delivered now
+        if held:
+            signal.raise_signal(signal.SIGINT)
+
+
+def release_interrupts_in_child() -> None:
+    """In the forked child, first: Ctrl-C ends it like any process, and the kernel's handler is not its."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def forking_into_namespace() -> Callable[[], None] | None:
