@@ -9,6 +9,7 @@ return expression), under `nh.oversight.read_only()`: the file stays as it was, 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools  # noqa: F401 - the model's expressions use the modules of this namespace
 import io  # noqa: F401
 import json
@@ -412,4 +413,72 @@ def test_read_only_sent_to_another_process_is_enforced_there(victim: Path) -> No
     )
     result = subprocess.run([sys.executable, "-c", code], input=sent, capture_output=True, check=True)
     assert result.stdout.decode().startswith(f"read_only refused os.remove of {str(victim)!r}")
+    assert intact(victim)
+
+
+def after(gate: threading.Event, outcome: concurrent.futures.Future[str], function: Any, *args: Any) -> None:
+    """A notebook helper: call `function` once `gate` is set, and tell in `outcome` how it went."""
+    gate.wait(10)
+    try:
+        function(*args)
+    except OSError as refused:
+        outcome.set_result(f"refused: {refused}")
+    else:
+        outcome.set_result("done")
+
+
+@pytest.fixture
+def users_pool() -> Iterator[concurrent.futures.ThreadPoolExecutor]:
+    """The user's own thread pool, made before the step and named `POOL` in the notebook."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    globals()["POOL"] = pool
+    yield pool
+    del globals()["POOL"]
+    pool.shutdown()
+
+
+def test_a_users_pool_worker_started_during_a_guarded_step_runs_the_users_later_work(
+    victim: Path, users_pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    _, read = run_model_code("nh_eval", "POOL.submit(sum, [1, 2]).result()", victim)  # starts the pool's worker
+    assert '"value": 3' in read
+    assert users_pool.submit(os.remove, victim).result() is None
+    assert not victim.exists()
+
+
+def test_work_the_model_hands_to_a_running_pool_is_held_by_its_worker(
+    victim: Path, users_pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    users_pool.submit(int).result()  # the worker runs before the step
+    _, read = run_model_code("nh_eval", "POOL.submit(os.remove, p).result()", victim)
+    assert intact(victim)
+    assert "read_only refused os.remove" in read
+
+
+def test_work_a_function_the_model_made_hands_to_a_pool_after_the_step_is_held(
+    victim: Path, users_pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    users_pool.submit(int).result()  # the worker runs before (a function the model made may not start one)
+    kept: dict[str, Any] = {}
+    globals()["KEPT"] = kept
+    try:
+        run_model_code("nh_eval", "KEPT.update(later=lambda: POOL.submit(os.remove, p))", victim)
+    finally:
+        del globals()["KEPT"]
+    with pytest.raises(PermissionError, match="read_only refused os.remove"):
+        kept["later"]().result()  # the user calls it after the step
+    assert intact(victim)
+
+
+def test_a_thread_the_model_starts_stays_held_after_the_step(victim: Path) -> None:
+    gate, outcome = threading.Event(), concurrent.futures.Future[str]()
+    globals().update(GATE=gate, OUTCOME=outcome)
+    try:
+        run_model_code(
+            "nh_eval", "threading.Thread(target=after, args=(GATE, OUTCOME, os.remove, p)).start()", victim
+        )
+    finally:
+        del globals()["GATE"], globals()["OUTCOME"]
+    gate.set()  # the step is over: the thread the model left running removes the file now
+    assert outcome.result(timeout=10).startswith("refused: read_only refused os.remove")
     assert intact(victim)

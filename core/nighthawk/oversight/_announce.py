@@ -2,7 +2,8 @@
 hook of `_audit.py` is installed with (once per process, at the first guarded evaluation).
 
 Python 3.11 raises no event when a thread starts: there the functions that start threads raise the event
-later versions raise (`_thread.start_new_thread`); in every version they carry the guards into the thread.
+later versions raise (`_thread.start_new_thread`); in every version they carry the guards into the thread,
+but for a `ThreadPoolExecutor`'s work, which carries those of the code that handed it over.
 What guarded code leaves to `asyncio` in a fresh context, and the clean-up of a temporary file it makes,
 carry them too. Other interpreters (`_interpreters`) announce that they are made or run code. Some operations raise none in any version: making a FIFO
 or a device node (`os.mkfifo`, `os.mknod`), raising a signal in-process, ending the process (`os._exit`,
@@ -72,6 +73,7 @@ def announce_silent_operations(
     global _enforcement_here, _by_thread, _enforced
     _enforcement_here, _by_thread, _enforced = enforcement_here, by_thread, enforced
     _carry_into_threads()
+    _hold_thread_pool_work()
     _announce_silent()
 
 
@@ -174,7 +176,8 @@ def _handing(method: Callable[..., Any], what: str) -> Callable[..., Any]:
 def _carry_into_threads() -> None:
     """A thread started while guarded code runs (by the model's code, or by a library it calls for its own
     work, such as `tqdm`'s monitor) runs under the same guards, for its whole life: what it does is held as
-    the model's code is. Python 3.11 also raises here the audit event 3.12 raises when a thread starts."""
+    the model's code is (but for the work a thread pool's worker is handed, see `_hold_thread_pool_work`).
+    Python 3.11 also raises here the audit event 3.12 raises when a thread starts."""
     import _thread
 
     def starting(original: Callable[..., int]) -> Callable[..., int]:
@@ -199,11 +202,15 @@ def _carry_into_threads() -> None:
                 setattr(threading, alias, wrapped)
 
 
-def _held(enforcement: Enforcement, function: Callable[..., object], *args: Any, **kwargs: Any) -> object:
-    """`function` called under `enforcement` on this thread (where no context holds guards of its own)."""
+def _held(enforcement: Enforcement | None, function: Callable[..., object], *args: Any, **kwargs: Any) -> object:
+    """`function` called under `enforcement` on this thread (where no context holds guards of its own);
+    `None`: under none, whatever the thread carries (a model-made function is still held where it runs)."""
     thread = threading.get_ident()
     outer = _by_thread.get(thread)
-    _by_thread[thread] = enforcement
+    if enforcement is None:
+        _by_thread.pop(thread, None)
+    else:
+        _by_thread[thread] = enforcement
     try:
         return function(*args, **kwargs)
     finally:
@@ -211,6 +218,50 @@ def _held(enforcement: Enforcement, function: Callable[..., object], *args: Any,
             _by_thread.pop(thread, None)
         else:
             _by_thread[thread] = outer
+
+
+_work_holds: weakref.WeakKeyDictionary[object, Enforcement | None] = weakref.WeakKeyDictionary()
+"""Each piece of work handed to a `ThreadPoolExecutor` (its `_WorkItem`), with the guards of the code that
+handed it over (`None`: the user's own work, held to nothing)."""
+
+
+def _hold_thread_pool_work() -> None:
+    """A `ThreadPoolExecutor`'s worker runs every piece of work under the guards of the code that handed it
+    over, not under those the worker thread carries: a worker started while guarded code ran (the user's
+    pool, asyncio's default executor, a library's pool, started lazily during the step) would otherwise
+    hold the user's own work handed to it after the step. Work the model's code hands over (`submit`,
+    `loop.run_in_executor`) is held, by whatever worker runs it, even Python's own functions
+    (`POOL.submit(os.remove, p)`); work put on a pool's queue some other way, and the pool's `initializer`,
+    run under what the worker carries."""
+    from concurrent.futures import thread as pool  # loaded by `asyncio` anyway; cheap, and needed before any work
+
+    item = pool._WorkItem  # type: ignore[attr-defined]
+    made, run = item.__init__, item.run
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        _work_holds[self] = _handing_over()
+
+    def running(self: Any) -> None:
+        if self not in _work_holds:  # made before the first guarded evaluation (or not by `__init__`)
+            return run(self)
+        return _held(_work_holds.pop(self), run, self)  # type: ignore[return-value]
+
+    item.__init__, item.run = standing_in(made, __init__), standing_in(run, running)
+
+
+def _handing_over() -> Enforcement | None:
+    """The guards of the code handing work over here: those enforced (guarded code runs here), or those of
+    a model-made function on the stack (one the user calls after the step), or none."""
+    enforcement = _enforcement_here()
+    if enforcement is not None and guarding_here():
+        return enforcement
+    frame: types.FrameType | None = sys._getframe(1).f_back  # (the caller of `__init__`, if any)
+    while frame is not None:
+        if (guards := frame.f_globals.get(GUARDS_NAME)) is not None:
+            return Enforcement(guards)  # outside any step: nowhere to record a refusal
+        frame = frame.f_back
+    return None
 
 
 _made_guarded: weakref.WeakKeyDictionary[object, Enforcement] = weakref.WeakKeyDictionary()
