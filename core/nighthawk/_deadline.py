@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
+from ._interrupts import interrupt_thread, signals_reach_user_code
+
 if TYPE_CHECKING:
     from .budget import Deadline
 
@@ -113,15 +115,13 @@ class _Watch:
         self.at = at
         self.thread_id = threading.get_ident()
         self.by_signal = (
-            hasattr(signal, "pthread_kill")
-            and self.thread_id == threading.main_thread().ident
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            hasattr(signal, "pthread_kill") and self.thread_id == threading.main_thread().ident and signals_reach_user_code()
         )
         self.fired = False
 
     def interrupt(self) -> None:
         if self.by_signal:
-            signal.pthread_kill(self.thread_id, signal.SIGINT)
+            interrupt_thread(self.thread_id)
         else:
             _set_async_exception(self.thread_id, DeadlineInterrupt)
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Interrupts", "as_user_code", "taking_interrupts", "user_code_depth"]
+__all__ = ["Interrupts", "as_user_code", "interrupt_thread", "signals_reach_user_code", "taking_interrupts", "user_code_depth"]
 
 user_code_depth: contextvars.ContextVar[int] = contextvars.ContextVar("nighthawk_user_code_depth", default=0)
 """How many calls of user code a step made enclose the current code (`_loop` counts them)."""
@@ -40,6 +40,25 @@ def as_user_code(fn: Callable[..., T], /, *args: Any) -> T:
         return fn(*args)
     finally:
         user_code_depth.reset(token)
+
+
+_own_signals = [0]
+"""SIGINTs nighthawk sent itself (a step's wall-time deadline) and not yet handled: not the user's Ctrl-C."""
+
+
+def signals_reach_user_code() -> bool:
+    """Whether a SIGINT sent to the main thread now raises `KeyboardInterrupt` in the code it runs: under
+    Python's own handler, or one of ours (which raises a signal of `interrupt_thread` at once)."""
+    handler = signal.getsignal(signal.SIGINT)
+    return handler is signal.default_int_handler or isinstance(getattr(handler, "__self__", None), Interrupts)
+
+
+def interrupt_thread(thread_id: int) -> None:
+    """Send SIGINT to `thread_id` for nighthawk's own reasons: it raises where that thread is, and is never
+    kept for a waiter or handed to the user's handler as a Ctrl-C would be."""
+    if isinstance(getattr(signal.getsignal(signal.SIGINT), "__self__", None), Interrupts):
+        _own_signals[0] += 1  # counted only where one of ours will see it (Python's handler raises it anyway)
+    signal.pthread_kill(thread_id, signal.SIGINT)
 
 
 class Interrupts:
@@ -60,6 +79,9 @@ class Interrupts:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         assert self._chained is not None
+        if _own_signals[0] > 0:  # the deadline's, sent by `interrupt_thread`: it interrupts the code, nothing else
+            _own_signals[0] -= 1
+            raise KeyboardInterrupt
         try:
             self._chained(signum, frame)
         except BaseException as exc:  # noqa: BLE001 - kept for the waiter, which raises it
@@ -99,3 +121,5 @@ def taking_interrupts(wake: Callable[[], object]) -> Iterator[Interrupts]:
     finally:
         if signal.getsignal(signal.SIGINT) == interrupts._handle:  # unless user code set its own meanwhile
             signal.signal(signal.SIGINT, previous)
+            if not isinstance(getattr(previous, "__self__", None), Interrupts):
+                _own_signals[0] = 0  # none of ours is left to see one still on its way
