@@ -6,9 +6,9 @@ prints "Exception ignored in ..." and drops the exception: the interrupt is lost
 a waiter (`_loop.run_sync`, the map's driver) runs on the main thread, SIGINT goes to a handler that calls
 the handler it replaced (the user's own, or Python's, which makes the `KeyboardInterrupt`), keeps what that
 raised, and wakes the waiter, which raises it from `check`. Two cases raise at once as well, as Python would:
-a second Ctrl-C (the waiter may be stuck), and one that lands in user code the waiter runs (a tool, a sync
-scripted model: the user's code is interrupted where it is); if that one is dropped, the waiter's next
-`check` still raises it.
+a second Ctrl-C (the waiter may be stuck), and one that lands in work the waiter runs (a tool, a sync
+scripted model, user code: interrupted where it is, `Interrupts.running`); if that one is dropped, the
+waiter's next `check` still raises it.
 
 A handler that was not Python's or the user's (`SIG_IGN`: Ctrl-C is ignored by choice, as in a background
 job; `SIG_DFL`; one set outside Python) is left alone, and nothing is taken off other threads, which receive
@@ -70,6 +70,18 @@ class Interrupts:
         self._depth = user_code_depth.get()
         self._taken: BaseException | None = None
         self._signals = 0
+        self._running = 0
+        """Depth of `running` blocks: the waiter is running work it was handed, not waiting."""
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """While the waiter runs work handed to it (user code, a sync model, a step's call), Ctrl-C raises at
+        once, as Python's handler would; if it is dropped there, `check` still raises it afterwards."""
+        self._running += 1
+        try:
+            yield
+        finally:
+            self._running -= 1
 
     def check(self) -> None:
         """Raise what an interrupt raised since the last call, if anything."""
@@ -93,7 +105,7 @@ class Interrupts:
         self._signals += 1
         self._taken = raised
         self._wake()
-        if self._signals > 1 or user_code_depth.get() > self._depth:
+        if self._signals > 1 or self._running or user_code_depth.get() > self._depth:
             raise raised
 
 

@@ -223,7 +223,8 @@ def _serve(caller: _Caller, interrupts: Interrupts) -> None:
         interrupts.check()
         if isinstance(item, _Done):
             return
-        item()
+        with interrupts.running():
+            item()
 
 
 def _cancel_and_wait(

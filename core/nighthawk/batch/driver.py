@@ -224,7 +224,8 @@ class _Driver:
                     request = None  # a pause or a tick is due
                 if request is not None:
                     assert not isinstance(request, _loop._Done)  # only `run_sync` posts it
-                    request()
+                    with self.interrupts.running():  # a user's sync model or tool: Ctrl-C stops it where it is
+                        request()
                 self.interrupts.check()
                 self._tick_if_due()
         except BaseException:
