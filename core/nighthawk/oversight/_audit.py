@@ -343,8 +343,8 @@ def _check_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object
             caller = sys._getframe(2).f_globals.get("__name__")
         except ValueError:
             return None
-        if caller == "importlib._bootstrap_external":
-            return None  # a module's cached bytecode, read by the import system
+        if caller in ("importlib._bootstrap_external", "importlib._bootstrap"):
+            return None  # a module's cached bytecode, or a frozen module's (3.13: runpy), read by the import system
     return refusal(guards[0], f"making a code object ({event})", "model-written code may not build code objects "
                    "under this policy (a malformed one crashes the interpreter); write the expression itself")
 
