@@ -77,7 +77,7 @@ def model_request_ms(count: int) -> float:
     messages, settings and parameters a natural function's step sent it."""
     from bench_map import label
 
-    from nighthawk._provider_models import build_model
+    from nighthawk.model._provider_models import build_model
 
     model = build_model("openai-chat:gpt-bench", 0)[0]  # its own client, on this function's loop
 

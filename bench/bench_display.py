@@ -116,7 +116,8 @@ def breakdown(repeat: int) -> None:
 
     shell = InteractiveShell.instance()
     shell.run_cell(SETUP)
-    from nighthawk import events, runner
+    from nighthawk import events
+    from nighthawk.road import runner
 
     from nighthawk_ipython._state import state_for
 

@@ -1,6 +1,6 @@
 """`%nighthawk code [STEP]`: the Python a step ran, put in the next cell.
 
-The code itself is made by the core (`nighthawk._as_python`) from the step's record, the one its display was
+The code itself is made by the core (`nighthawk.transcript._as_python`) from the step's record, the one its display was
 built from (`_records.StepRecord.as_python`; in display mode `none` the record is kept, not shown); this
 module only finds the step, or says which there are, and hands the code to IPython.
 `set_next_input` adds a cell below in JupyterLab and fills the next prompt in a terminal; a notebook run by

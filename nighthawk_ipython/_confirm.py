@@ -7,7 +7,7 @@ stops the cell like any other. A widget would not do: its clicks are only handle
 
 The call is shown as it will run: names, calls and operators as the model wrote them, with secrets masked
 only inside string literals (`nighthawk.secrets._code`), characters that would move or hide printed text
-shown as `<U+XXXX>`, names in lookalike letters as Python reads them, with a note (`nighthawk._lookalikes`),
+shown as `<U+XXXX>`, names in lookalike letters as Python reads them, with a note (`nighthawk.transcript._lookalikes`),
 and long code shown whole, a page at a time, before the question.
 
 A return expression is asked for too (shown as `nh_outcome`, `return <expression>`), unless it is a plain
@@ -23,10 +23,6 @@ import ast
 
 from IPython.core.error import StdinNotImplementedError
 
-from nighthawk._lookalikes import names_as_read
-from nighthawk._unseen import visible_controls
-from nighthawk.secrets._code import mask_code_strings
-from nighthawk.secrets._scrubber import current_scrubber
 from nighthawk.errors import OversightRejectedError, not_committed
 from nighthawk.oversight import (
     Accept,
@@ -37,6 +33,10 @@ from nighthawk.oversight import (
     add_process_oversight,
     remove_process_oversight,
 )
+from nighthawk.secrets._code import mask_code_strings
+from nighthawk.secrets._scrubber import current_scrubber
+from nighthawk.transcript._lookalikes import names_as_read
+from nighthawk.transcript._unseen import visible_controls
 
 __all__ = ["CONFIRM", "PAGE_LINES", "PROMPT", "ask", "describe", "pages", "use_confirm"]
 

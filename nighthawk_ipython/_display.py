@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from nighthawk import events
-from nighthawk._unseen import visible_controls
+from nighthawk.transcript._unseen import visible_controls
 
 from ._html import CSS, cell_html, live_html, step_html
 from ._records import StepRecord

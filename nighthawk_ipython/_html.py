@@ -14,7 +14,7 @@ import base64
 import html
 from typing import TYPE_CHECKING
 
-from nighthawk._unseen import visible_controls
+from nighthawk.transcript._unseen import visible_controls
 
 from ._records import StepRecord, ToolCallRecord, shown_indices
 from ._text import (

@@ -1,7 +1,7 @@
 """`%%natural` and `%nighthawk`: thin doors from a notebook onto the core's frame stage.
 
 `%%natural` parses the cell as a Natural program, builds a frame from the notebook namespace and hands both
-to `nighthawk.runner.run_block`. Only after the block succeeded are the write bindings committed into the
+to `nighthawk.road.runner.run_block`. Only after the block succeeded are the write bindings committed into the
 namespace, in one `update`; a `return` outcome becomes the cell's value (`Out[n]`), a `raise` outcome
 raises in the cell. `%nighthawk` changes the kernel's settings. Bad options raise `UsageError`; real
 failures propagate, so nbclient and nbval see a failed cell.
@@ -25,13 +25,13 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import TraitError
 
 from nighthawk._report import shown_short
-from nighthawk.block import parse_program
 from nighthawk.budget import UsageBudget, budget, session_usage
 from nighthawk.configuration import DEFAULT_MODEL
 from nighthawk.errors import NighthawkError, last_error, record_error
 from nighthawk.oversight._oversee import isolation_in_force, overseeing_also
-from nighthawk.runner import run_block
-from nighthawk.runtime import scope
+from nighthawk.program.block import parse_program
+from nighthawk.road.runner import run_block
+from nighthawk.road.runtime import scope
 
 from ._code import put_step_code
 from ._confirm import CONFIRM

@@ -14,9 +14,9 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from nighthawk._validation import resolve_annotation
-from nighthawk.block import Program, unresolved_read
-from nighthawk.frame import Frame
+from nighthawk.program.block import Program, unresolved_read
+from nighthawk.program.frame import Frame
+from nighthawk.step._validation import resolve_annotation
 
 __all__ = ["IPYTHON_NAMES", "build_frame", "is_user_name", "namespace_annotations", "notebook_locals", "resolve_reads"]
 

@@ -13,9 +13,9 @@ import textwrap
 from typing import Any
 
 from IPython.core.error import UsageError
-from nighthawk.block import parse_program
 from nighthawk.configuration import StepExecutorConfiguration
 from nighthawk.errors import NighthawkError
+from nighthawk.program.block import parse_program
 
 from ._namespace import build_frame
 
@@ -34,11 +34,11 @@ def prompt_report(shell: Any, state: Any, text: str) -> str:
     """
     if not text.strip():
         raise UsageError(f"{_WHERE}: give the program, as you would write it in a %%natural cell")
-    from nighthawk._step_agent import build_agent, output_spec, user_tool
+    from nighthawk.model._prompt import render_prompts
+    from nighthawk.model._step_agent import build_agent, output_spec, user_tool
     from nighthawk.prompting._media import collect_attachments
-    from nighthawk.prompting._prompt import render_prompts
     from nighthawk.prompting._tokens import estimate_tokens
-    from nighthawk.runner import prepared_step
+    from nighthawk.road.runner import prepared_step
     from pydantic_ai import Tool
 
     state.settings.ensure_installed()

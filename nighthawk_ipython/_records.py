@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from nighthawk import events
-from nighthawk._as_python import CallCode, step_as_python
+from nighthawk.transcript._as_python import CallCode, step_as_python
 
 __all__ = ["CELL_STEP_PREFIX", "STEP_STATUSES", "StepHistory", "StepRecord", "ToolCallRecord", "shown_indices", "with_nested"]
 
@@ -204,7 +204,7 @@ class StepRecord:
         return self.step_id.startswith(CELL_STEP_PREFIX) and self.parent_invocation_id is None
 
     def as_python(self) -> str:
-        """The Python this step ran (`nighthawk._as_python`), from what its events said; made once the step
+        """The Python this step ran (`nighthawk.transcript._as_python`), from what its events said; made once the step
         finished (nothing it shows changes after that, and the live view asks again at every render)."""
         with self._lock:
             if self._code is not None:

@@ -192,7 +192,7 @@ class NighthawkSettings(Configurable):
         """
         # The core, only now that an executor is needed (module docstring).
         from nighthawk.configuration import DEFAULT_MODEL, StepContextLimits, StepExecutorConfiguration
-        from nighthawk.executor import AgentStepExecutor
+        from nighthawk.model.executor import AgentStepExecutor
 
         overrides = self._configuration_values(self.budgets)
         if self.limits:
@@ -234,7 +234,7 @@ class NighthawkSettings(Configurable):
 
     def install(self) -> None:
         """Make these settings' executor the kernel-wide default (`nighthawk.set_default_step_executor`)."""
-        from nighthawk.runtime import set_default_step_executor  # the core, only once an executor is installed
+        from nighthawk.road.runtime import set_default_step_executor  # the core, only once an executor is installed
 
         executor = self.executor()
         set_default_step_executor(executor)
@@ -254,7 +254,7 @@ class NighthawkSettings(Configurable):
         """Clear the kernel-wide default executor if it is still ours."""
         if self._installed is None or "nighthawk" not in sys.modules:
             return
-        from nighthawk.runtime import set_default_step_executor  # imported already (checked above)
+        from nighthawk.road.runtime import set_default_step_executor  # imported already (checked above)
 
         if _default_executor() is self._installed:
             set_default_step_executor(None)
@@ -411,7 +411,7 @@ def _scope_lines() -> list[str]:
     nothing: a notebook's saved status output stays as it was)."""
     # The core, only once the status is asked for.
     from nighthawk.errors import NighthawkError
-    from nighthawk.runtime import (
+    from nighthawk.road.runtime import (
         get_implicit_references,
         get_system_prompt_suffix_fragments,
         get_user_prompt_suffix_fragments,
@@ -435,7 +435,7 @@ def _default_executor() -> Any:
     """The executor steps would use now, or `None` when none is set."""
     # The core, only once the executor in force is asked about (installing or the status).
     from nighthawk.errors import NighthawkError
-    from nighthawk.runtime import get_step_executor
+    from nighthawk.road.runtime import get_step_executor
 
     try:
         return get_step_executor()

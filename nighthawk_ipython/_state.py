@@ -2,7 +2,7 @@
 
 The state gets ready (the kernel's executor installed as the default one, the step displayer listening, so
 natural functions called from plain cells are displayed like `%%natural` cells) the first time the process
-runs something: a `%%natural` cell, or the core's first run, scope, block or map (`nighthawk._first_use`),
+runs something: a `%%natural` cell, or the core's first run, scope, block or map (`nighthawk.road._first_use`),
 so that `%load_ext` only registers. From then on the hooks keep it ready at every cell, and bound every cell
 by the cell budget when one is set. Both the loader (`_extension`) and the magics (`_magics`) reach the state
 through `state_for`.
@@ -50,7 +50,7 @@ class KernelState:
         """Get ready when the core first runs something, not now (once the core is imported; idempotent)."""
         if "nighthawk" not in sys.modules:  # `%load_ext nighthawk_ipython`: the cell hook asks again later
             return
-        from nighthawk._first_use import prepare_on_first_use  # the core is imported (checked above)
+        from nighthawk.road._first_use import prepare_on_first_use  # the core is imported (checked above)
 
         prepare_on_first_use(self.ready)
 
@@ -63,7 +63,7 @@ class KernelState:
 
             from ._live import StepDisplayer
 
-            from nighthawk._map_renderers import use_renderer  # not `nighthawk.batch`: no map machinery yet
+            from nighthawk.road._map_renderers import use_renderer  # not `nighthawk.batch`: no map machinery yet
 
             from ._shell_state import ShellStateKeeper
 
@@ -126,13 +126,13 @@ class KernelState:
         """Keep the settings on the shell for the next load, stop listening and give the default executor back."""
         setattr(self.shell, _SAVED_SETTINGS, self.settings.snapshot())
         if "nighthawk" in sys.modules:
-            from nighthawk._first_use import forget_preparation  # imported with the core, a lookup only
+            from nighthawk.road._first_use import forget_preparation  # imported with the core, a lookup only
 
             forget_preparation(self.ready)
         if self.displayer is not None:
             from nighthawk._listeners import remove_process_listener  # imported with the displayer, a lookup only
 
-            from nighthawk._map_renderers import use_renderer
+            from nighthawk.road._map_renderers import use_renderer
 
             remove_process_listener(self.displayer)
             self.displayer = None
@@ -157,7 +157,7 @@ def _guard_exit(shell: Any) -> None:
     # A bare `InteractiveShell` has no way out to guard; terminal and kernel shells do.
     if not hasattr(shell, "ask_exit") or getattr(shell.ask_exit, "_nighthawk_guard", False):
         return
-    from nighthawk._loop import running_user_code  # called from `ready`: the core is imported by then
+    from nighthawk.threads._loop import running_user_code  # called from `ready`: the core is imported by then
 
     ask_exit = shell.ask_exit
 

@@ -72,6 +72,50 @@ def test_modules_import_each_other_in_one_direction() -> None:
         pytest.fail(f"import circle between our modules: {circle}")
 
 
+def _room(module: str) -> str:
+    """The part of the house a module belongs to: a package of the core (`nighthawk.model`), a loose module at
+    its root (`nighthawk.errors`), the core's face (`nighthawk`), or the kernel extension as a whole."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "nighthawk" else parts[0]
+
+
+def _rooms_importing_each_other(graph: dict[str, set[str]]) -> list[str]:
+    """The imports between rooms that close a circle (each `room -> room (module -> module)`), or none."""
+    rooms: dict[str, set[str]] = {}
+    why: dict[tuple[str, str], str] = {}
+    for module, dependencies in graph.items():
+        for dependency in dependencies:
+            pair = (_room(module), _room(dependency))
+            if pair[0] != pair[1]:
+                rooms.setdefault(pair[0], set()).add(pair[1])
+                why.setdefault(pair, f"{module} -> {dependency}")
+    try:
+        graphlib.TopologicalSorter(rooms).prepare()
+    except graphlib.CycleError as error:
+        circle = error.args[1]
+        return [f"{a} -> {b} ({why[(a, b)]})" for a, b in zip(circle, circle[1:])]
+    return []
+
+
+def test_packages_import_each_other_in_one_direction() -> None:
+    # Between the core's packages and loose modules the imports run one way too: a package that imports a
+    # module of one above it (say the renderers importing the step) runs back up, even with no circle of modules.
+    graph = {module: _own_dependencies(module, path) for module, path in MODULES.items()}
+    circle = _rooms_importing_each_other(graph)
+    assert not circle, "imports run back up between our packages: " + "; ".join(circle)
+
+
+def test_the_package_check_sees_an_import_that_runs_back_up() -> None:
+    graph = {
+        "nighthawk.step._context": {"nighthawk.prompting._render"},
+        "nighthawk.prompting._render": set(),
+        "nighthawk.prompting._prompt": {"nighthawk.step._context"},
+    }
+    assert _rooms_importing_each_other(graph)
+    del graph["nighthawk.prompting._prompt"]
+    assert not _rooms_importing_each_other(graph)
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_module_stays_under_the_line_limit(module: str) -> None:
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())

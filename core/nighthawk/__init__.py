@@ -101,7 +101,7 @@ _FACE_NAMES: dict[str, str] = {
     "StepExecutorConfigurationPatch": ".configuration",
     "StepPromptTemplates": ".configuration",
     "to_jsonable_value": ".configuration",
-    "natural_function": ".decorator",
+    "natural_function": ".road.decorator",
     "BudgetExceededError": ".errors",
     "ExecutionError": ".errors",
     "MapItemError": ".errors",
@@ -116,23 +116,23 @@ _FACE_NAMES: dict[str, str] = {
     "ToolRegistrationError": ".errors",
     "ToolValidationError": ".errors",
     "last_error": ".errors",
-    "ExecutionContext": ".runtime",
-    "ExecutionRef": ".runtime",
-    "StepExecutor": ".runtime",
-    "UsageMeter": ".runtime",
-    "get_current_usage_meter": ".runtime",
-    "get_execution_context": ".runtime",
-    "get_execution_ref": ".runtime",
-    "get_implicit_references": ".runtime",
-    "get_step_executor": ".runtime",
-    "get_system_prompt_suffix_fragments": ".runtime",
-    "get_user_prompt_suffix_fragments": ".runtime",
-    "run": ".runtime",
-    "scope": ".runtime",
-    "set_default_step_executor": ".runtime",
+    "ExecutionContext": ".road.runtime",
+    "ExecutionRef": ".road.runtime",
+    "StepExecutor": ".road.runtime",
+    "UsageMeter": ".road.runtime",
+    "get_current_usage_meter": ".road.runtime",
+    "get_execution_context": ".road.runtime",
+    "get_execution_ref": ".road.runtime",
+    "get_implicit_references": ".road.runtime",
+    "get_step_executor": ".road.runtime",
+    "get_system_prompt_suffix_fragments": ".road.runtime",
+    "get_user_prompt_suffix_fragments": ".road.runtime",
+    "run": ".road.runtime",
+    "scope": ".road.runtime",
+    "set_default_step_executor": ".road.runtime",
     "ContextRedaction": ".secrets",
-    "StepContext": ".step",
-    "get_current_step_context": ".step",
+    "StepContext": ".step._context",
+    "get_current_step_context": ".step._context",
 }
 """The other public names and their modules, imported on first use: `import nighthawk` (and so `%load_ext
 nighthawk`, which imports this package) loads almost nothing; `nighthawk.natural_function` loads the parser,
@@ -140,10 +140,10 @@ nighthawk`, which imports this package) loads almost nothing; `nighthawk.natural
 
 
 _STEP_NAMES: dict[str, str] = {
-    "AgentStepExecutor": ".executor",
+    "AgentStepExecutor": ".model.executor",
     "estimate_tokens": ".prompting._tokens",
     "measuring_counter": ".prompting._tokens",
-    "tool": "._tool_registry",
+    "tool": ".step._tool_registry",
 }
 """Public names whose modules only a step (or a tool's registration) needs, imported on first use: the
 executor and its prompt and media stack, the token counters and the tool registry stay out of `import
@@ -180,7 +180,7 @@ def __getattr__(name: str) -> _Any:
     # only names them again. `nh.events.listen(...)`: the event classes, which `import nighthawk` does not make.
     if name in ("events", "ray", "redaction", *_SUBMODULES):
         return importlib.import_module(f"{__name__}.{name}")
-    # Any other submodule (`nighthawk.runtime` after a plain `import nighthawk`), which the face no longer loads.
+    # Any other submodule (`nighthawk.road.runtime` after a plain `import nighthawk`), which the face no longer loads.
     if not name.startswith("__"):
         try:
             return importlib.import_module(f"{__name__}.{name}")

@@ -12,11 +12,12 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
-from .prompting._templates import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
 from .agents import check_agent_model_settings, is_agent_model
 from .budget import UsageBudget
+from .prompting._limits import JSON_RENDERER_STYLES, JsonRendererStyle, StepContextLimits
+from .prompting._templates import DEFAULT_SYSTEM_PROMPT_TEMPLATE, DEFAULT_USER_PROMPT_TEMPLATE
 from .secrets import ContextRedaction
 
 __all__ = [
@@ -54,9 +55,6 @@ DEFAULT_MAX_OUTPUT_TOKENS = 4_096
 """Output tokens one model response may use (`max_tokens`, sent with every request). A step's answers are tool
 calls of a few hundred tokens at most; the cap stops a model that never ends its turn. `model_settings`
 overrides it (`{"max_tokens": 16_000}` for a reasoning model that thinks at length)."""
-
-JsonRendererStyle: TypeAlias = Literal["strict", "default", "detailed"]
-JSON_RENDERER_STYLES: tuple[JsonRendererStyle, ...] = ("strict", "default", "detailed")
 
 JsonableValue: TypeAlias = "dict[str, JsonableValue] | list[JsonableValue] | str | int | float | bool | None"
 
@@ -144,48 +142,6 @@ class StepPromptTemplates:
             value = getattr(self, f.name)
             if not isinstance(value, str):
                 raise TypeError(f"`StepPromptTemplates.{f.name}` must be a string, got {value!r:.80}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class StepContextLimits:
-    """Bounds on the dynamic context rendered into a prompt or a tool result (tokens are always estimated)."""
-
-    locals_max_tokens: int = 8_000
-    """Token budget of the whole locals summary."""
-
-    locals_max_items: int = 80
-    """How many step locals the summary lists at most."""
-
-    globals_max_tokens: int = 4_000
-    """Token budget of the whole globals summary."""
-
-    globals_max_items: int = 40
-    """How many referenced globals the summary lists at most."""
-
-    value_max_tokens: int = 200
-    """Token budget of one value inside a summary."""
-
-    tool_result_max_tokens: int = 1_200
-    """Token budget of the `value` of one tool result envelope."""
-
-    media_max_items: int = 16
-    """How many images and documents the read bindings of one step may attach (see docs/media.md)."""
-
-    media_max_bytes: int = 20_000_000
-    """Bytes of images and documents one step may attach, all together; also the largest file a
-    `pathlib.Path` binding is read from."""
-
-    object_max_methods: int = 0
-    """Public methods listed, with their signatures, under an object of a user class in a summary (as
-    nighthawk-python's object view does). 0, the default, lists none: the prompts stay as they were."""
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            least = 0 if f.name == "object_max_methods" else 1
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                what = "a whole number of at least 0" if least == 0 else "a positive int"
-                raise ValueError(f"`StepContextLimits.{f.name}` must be {what}, got {value!r}")
 
 
 def check_request_setting(name: str, value: object) -> None:

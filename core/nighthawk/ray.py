@@ -37,10 +37,10 @@ from .batch import MapResult, map_reporting_items
 from .batch.store import DiskStore, return_type
 from .budget import SharedAllowance, UsageTotals, shared_budget
 from .errors import BudgetExceededError, MapItemError, NighthawkError
-from .executor import StepExecutor
+from .model.executor import StepExecutor
 from .oversight._kinds import Oversight, combine
 from .oversight._oversee import in_force, overseeing
-from .runtime import run
+from .road.runtime import run
 
 __all__ = ["map_batches"]
 

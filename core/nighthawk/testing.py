@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .answers.outcome import BreakOutcome, ContinueOutcome, Outcome, PassOutcome, RaiseOutcome, ReturnOutcome, parse_outcome
+from .answers.tools import assign_value, eval_expression, invoke_tool
 from .configuration import StepExecutorConfiguration
 from .errors import ExecutionError
-from .executor import AgentStepExecutor
-from . import _outcome_schema
-from .outcome import BreakOutcome, ContinueOutcome, Outcome, PassOutcome, RaiseOutcome, ReturnOutcome, parse_outcome
-from .step import StepContext
-from .tools import assign_value, eval_expression, invoke_tool
+from .model.executor import AgentStepExecutor
+from .step import _outcome_schema
+from .step._context import StepContext
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse

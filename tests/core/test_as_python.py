@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from nighthawk._as_python import CallCode, step_as_python
 from nighthawk.events import OutcomeReached
+from nighthawk.transcript._as_python import CallCode, step_as_python
 
 
 def evaluated(expression: str, *, ok: bool = True) -> CallCode:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nighthawk import NaturalParseError
-from nighthawk.block import parse_program, strip_sentinel
+from nighthawk.program.block import parse_program, strip_sentinel
 
 
 def test_sentinel_line_is_removed_and_program_dedented() -> None:

@@ -1,4 +1,4 @@
-"""A step's first round sent without pydantic-ai's agent loop (`nighthawk._direct`) behaves as the agent does.
+"""A step's first round sent without pydantic-ai's agent loop (`nighthawk.model._direct`) behaves as the agent does.
 
 Once a block has run one step through the agent, its later steps send their first request straight to the
 model and settle a plain first response themselves; anything else is handed to the agent. Each test runs the
@@ -21,7 +21,8 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.usage import RequestUsage
 
 import nighthawk as nh
-from nighthawk import _direct, events
+from nighthawk import events
+from nighthawk.model import _direct
 from nighthawk.replay._canonical import canonical_request
 
 Script = Callable[[int, int], list[Any]]

@@ -8,7 +8,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import nighthawk as nh
-from nighthawk import events, runner
+from nighthawk import events
+from nighthawk.road import runner
 from nighthawk.telemetry import OpenTelemetryListener
 from scripting import call, finish, scripted_executor
 

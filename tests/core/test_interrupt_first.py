@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 
 import nighthawk as nh
-from nighthawk import _loop
+from nighthawk.threads import _loop
 from support.background_loop import after_the_loop_ran_what_it_had_queued, held_loop
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,4 +1,4 @@
-"""Ctrl-C while a map or a step waits on the main thread is never lost (`nighthawk._interrupts`).
+"""Ctrl-C while a map or a step waits on the main thread is never lost (`nighthawk.threads._interrupts`).
 
 Python's own handler raises `KeyboardInterrupt` wherever the main thread is; inside a `__del__` or a weakref
 callback Python prints it and drops it, and the map ran on. Each test here delivers a real SIGINT from inside
@@ -18,7 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import nighthawk as nh
-from nighthawk._interrupts import taking_interrupts
+from nighthawk.threads._interrupts import taking_interrupts
 from scripting import finish, scripted_executor
 
 pytestmark = [pytest.mark.usefixtures("fresh_session_store"), pytest.mark.timeout(120)]

@@ -9,7 +9,7 @@ import pytest
 
 import nighthawk as nh
 from nighthawk import events
-from nighthawk._local_sources import local_sources
+from nighthawk.transcript._local_sources import local_sources
 from scripting import finish, scripted_executor
 
 
@@ -116,7 +116,7 @@ def test_a_secret_argument_written_as_a_literal_reaches_no_listener() -> None:
 
 def test_no_listener_no_sources_are_made(monkeypatch: pytest.MonkeyPatch) -> None:
     import nighthawk._listeners
-    import nighthawk._local_sources as module
+    import nighthawk.transcript._local_sources as module
 
     monkeypatch.setattr(nighthawk._listeners, "_process_listeners", [])  # a kernel's display, in a shared run
 

@@ -308,7 +308,7 @@ def test_every_unreadable_list_answer_is_a_failed_lookup(environment, tmp_path, 
     from nighthawk.batch.batch_records import Intent
     from nighthawk.batch.openai_batches import OpenAIBatches
     from openai import AsyncOpenAI
-    from nighthawk import _loop
+    from nighthawk.threads import _loop
 
     with serve(environment, BatchServer(two_rounds, list_answer=answer)) as server:
         backend = OpenAIBatches(AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0))

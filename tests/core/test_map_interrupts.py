@@ -19,11 +19,11 @@ import pytest
 from pydantic_ai.models import override_allow_model_requests
 
 import nighthawk as nh
-from nighthawk import _loop
 from nighthawk.batch import batch_api
 from nighthawk.batch.batch_records import BatchRecords
 from nighthawk.batch.progress import MapTally, use_renderer
 from nighthawk.budget import UsageTotals
+from nighthawk.threads import _loop
 from support.batch_server import BatchServer
 from support.shouting_map import executor, one_round, shout
 

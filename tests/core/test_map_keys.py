@@ -335,3 +335,12 @@ def test_an_item_a_store_holds_under_the_previous_key_format_runs_again(tmp_path
     with nh.run(model.executor()):
         again = nh.map(label, [4], store=str(store), progress=False)
     assert (list(again), model.requests) == (["high"], 1)
+
+
+def test_item_keys_name_the_agent_executor_as_before_it_moved_into_a_package() -> None:
+    # A store made before `nighthawk.executor` became `nighthawk.model.executor` keeps its answers only if
+    # the keys still name the executor's class as they did.
+    from nighthawk.batch.keys import _executor_identity
+
+    identity = _executor_identity(nh.AgentStepExecutor(nh.StepExecutorConfiguration(model="openai:gpt-4o")))
+    assert identity["executor"] == "nighthawk.executor.AgentStepExecutor"

@@ -7,12 +7,12 @@ import re
 import pytest
 
 import nighthawk as nh
-from nighthawk.block import parse_program
+from nighthawk.answers.outcome import ReturnOutcome, parse_outcome
 from nighthawk.configuration import StepExecutorConfiguration
-from nighthawk.frame import Frame
-from nighthawk.outcome import ReturnOutcome, parse_outcome
-from nighthawk.runtime import current_execution_context
-from nighthawk.step import build_step
+from nighthawk.program.block import parse_program
+from nighthawk.program.frame import Frame
+from nighthawk.road.runtime import current_execution_context
+from nighthawk.step._context import build_step
 from scripting import call, finish, scripted_executor
 
 

@@ -21,12 +21,12 @@ from pydantic_ai.profiles.google import GoogleJsonSchemaTransformer
 from pydantic_ai.profiles.openai import OpenAIJsonSchemaTransformer
 
 import nighthawk as nh
-from nighthawk.block import parse_program
+from nighthawk.answers.outcome import outcome_schema, parse_outcome
 from nighthawk.configuration import StepExecutorConfiguration
-from nighthawk.frame import Frame
-from nighthawk.outcome import outcome_schema, parse_outcome
-from nighthawk.runtime import current_execution_context
-from nighthawk.step import build_step
+from nighthawk.program.block import parse_program
+from nighthawk.program.frame import Frame
+from nighthawk.road.runtime import current_execution_context
+from nighthawk.step._context import build_step
 from scripting import call, scripted_executor
 
 ALL_KINDS = ("pass", "return", "break", "continue", "raise")

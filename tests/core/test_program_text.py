@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import nighthawk as nh
-from nighthawk.outcome import Outcome
+from nighthawk.answers.outcome import Outcome
 from nighthawk.testing import ScriptedExecutor, pass_outcome
 from scripting import finish, scripted_executor
 

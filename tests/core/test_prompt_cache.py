@@ -73,11 +73,11 @@ def test_model_settings_override_the_cache_key() -> None:
 def test_cached_input_tokens_the_provider_reports_show_in_the_step_usage(monkeypatch) -> None:
     from pydantic_ai.usage import RequestUsage
 
-    import nighthawk.executor
+    import nighthawk.model.executor
 
     reported = []
-    record = nighthawk.executor.record_usage
-    monkeypatch.setattr(nighthawk.executor, "record_usage", lambda usage, **kw: (reported.append(usage), record(usage, **kw)))
+    record = nighthawk.model.executor.record_usage
+    monkeypatch.setattr(nighthawk.model.executor, "record_usage", lambda usage, **kw: (reported.append(usage), record(usage, **kw)))
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         finish = ToolCallPart("nh_outcome", {"outcome": {"kind": "return", "return_expression": "code"}})

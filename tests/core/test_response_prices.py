@@ -10,7 +10,7 @@ import pytest
 from genai_prices.data_snapshot import DataSnapshot
 
 import nighthawk as nh
-from nighthawk import _direct
+from nighthawk.model import _direct
 from nighthawk.prompting import _tokens
 from support.http_steps import assign_and_pass, http_executor, serving
 

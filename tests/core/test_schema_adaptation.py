@@ -20,7 +20,7 @@ from pydantic_ai.output import OutputObjectDefinition
 from pydantic_ai.tools import ToolDefinition
 
 import nighthawk as nh
-from nighthawk import _provider_models, _schema_adaptation
+from nighthawk.model import _provider_models, _schema_adaptation
 from nighthawk.prompting import _tokens
 
 from support.http_steps import assign_and_pass, http_executor, serving

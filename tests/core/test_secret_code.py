@@ -4,9 +4,9 @@ is ever masked, however the literal is spelled, and code that hides behind a str
 from __future__ import annotations
 
 import pytest
-from nighthawk._unseen import visible_controls
 from nighthawk.secrets._code import mask_code_strings
 from nighthawk.secrets._scrubber import SecretScrubber
+from nighthawk.transcript._unseen import visible_controls
 
 SECRET = "hunter2-blue"
 

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from nighthawk import _send_gate
-from nighthawk._loop import _caller
+from nighthawk.model import _send_gate
+from nighthawk.threads._loop import _caller
 
 
 class FakeClock:

@@ -16,26 +16,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 STEP_ONLY = (
-    "nighthawk._deadline",  # the deadline watchdog
+    "nighthawk.threads._deadline",  # the deadline watchdog
     "nighthawk.secrets._scrubber",  # secret collection and scrubbing
     "nighthawk.secrets._values",
-    "nighthawk._tool_registry",  # the tool registry
+    "nighthawk.step._tool_registry",  # the tool registry
     "nighthawk.prompting._tokens",  # token counters behind the configuration checks
     "nighthawk.prompting._render",  # the prompt and rendering stack
     "nighthawk.prompting._reprs",
     "nighthawk.prompting._summaries",
-    "nighthawk.prompting._prompt",
+    "nighthawk.model._prompt",
     "nighthawk.prompting._media",
-    "nighthawk.tools",
-    "nighthawk.runner",  # the road of a step
+    "nighthawk.answers.tools",
+    "nighthawk.road.runner",  # the road of a step
     "nighthawk.oversight",  # oversight and its audit hook
     "nighthawk.oversight._audit",
     "nighthawk.resilience",
     "nighthawk.batch",
     "nighthawk.events",  # the event classes (about 11 ms to make): built once someone listens
-    "nighthawk._step_agent",  # the executor's step machinery, though `%load_ext` builds an executor
-    "nighthawk._provider_models",
-    "nighthawk._schema_adaptation",
+    "nighthawk.model._step_agent",  # the executor's step machinery, though `%load_ext` builds an executor
+    "nighthawk.model._provider_models",
+    "nighthawk.model._schema_adaptation",
     "pydantic",
     "pydantic_ai",
     "asyncio",
@@ -86,12 +86,12 @@ def test_a_listener_still_receives_the_events_of_a_run(tmp_path: Path) -> None:
 
 def test_public_names_of_a_step_still_resolve_on_first_use(tmp_path: Path) -> None:
     code = "import nighthawk as nh\nnh.AgentStepExecutor; nh.tool; nh.estimate_tokens; nh.oversight.read_only\n"
-    assert set(loaded_after(code, tmp_path)) >= {"nighthawk._tool_registry", "nighthawk.prompting._tokens", "nighthawk.oversight"}
+    assert set(loaded_after(code, tmp_path)) >= {"nighthawk.step._tool_registry", "nighthawk.prompting._tokens", "nighthawk.oversight"}
 
 
 def test_the_executor_module_still_gives_its_retry_counts_and_key_check() -> None:
-    from nighthawk import _provider_models, _step_agent
-    from nighthawk.executor import OUTCOME_RETRIES, TOOL_RETRIES, check_credentials
+    from nighthawk.model import _provider_models, _step_agent
+    from nighthawk.model.executor import OUTCOME_RETRIES, TOOL_RETRIES, check_credentials
 
     assert (OUTCOME_RETRIES, TOOL_RETRIES) == (_step_agent.OUTCOME_RETRIES, _step_agent.TOOL_RETRIES)
     assert check_credentials is _provider_models.check_credentials
@@ -100,8 +100,8 @@ def test_the_executor_module_still_gives_its_retry_counts_and_key_check() -> Non
 
 def test_the_names_loaded_on_first_use_are_listed_for_tab_completion(tmp_path: Path) -> None:
     code = (
-        "import nighthawk, nighthawk.executor\n"
+        "import nighthawk, nighthawk.model.executor\n"
         "assert {'events', 'AgentStepExecutor', 'map', 'oversight'} <= set(dir(nighthawk)), dir(nighthawk)\n"
-        "assert {'OUTCOME_RETRIES', 'check_credentials'} <= set(dir(nighthawk.executor))\n"
+        "assert {'OUTCOME_RETRIES', 'check_credentials'} <= set(dir(nighthawk.model.executor))\n"
     )
     assert loaded_after(code, tmp_path) == []  # listed, not loaded

@@ -1,4 +1,4 @@
-"""An interrupt at the two moments of a sync step where it once went astray (`nighthawk._loop.run_sync`).
+"""An interrupt at the two moments of a sync step where it once went astray (`nighthawk.threads._loop.run_sync`).
 
 A real SIGINT lands between two bytecodes of the waiting thread. Two of those places were not covered: just
 after the wait took the step's "done" marker (the step had just ended), where the cancel then waited for a
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 import nighthawk as nh
 import pytest
-from nighthawk import _loop
+from nighthawk.threads import _loop
 from scripting import call, finish, scripted_executor
 
 # Only a bound for a wait that never ends; the calls here take milliseconds.

@@ -1,4 +1,4 @@
-"""Sync natural functions on the background loop (`nighthawk._loop`), as in a Jupyter kernel cell.
+"""Sync natural functions on the background loop (`nighthawk.threads._loop`), as in a Jupyter kernel cell.
 
 A kernel cell already runs inside an event loop, so a sync natural function can use neither `asyncio.run`
 nor a loop of its own per call: every sync step runs on one long-lived loop in the daemon thread

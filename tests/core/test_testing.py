@@ -14,7 +14,7 @@ from pydantic_ai.models.test import TestModel
 
 import nighthawk as nh
 from nighthawk import events, testing
-from nighthawk.outcome import BreakOutcome, ContinueOutcome, PassOutcome, RaiseOutcome, ReturnOutcome
+from nighthawk.answers.outcome import BreakOutcome, ContinueOutcome, PassOutcome, RaiseOutcome, ReturnOutcome
 from nighthawk.testing import (
     CallbackExecutor,
     Expression,

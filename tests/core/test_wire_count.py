@@ -1,5 +1,5 @@
 """Every request the provider saw is counted in a map's usage, however the model was given and however the
-map ended (`nighthawk._wire_count`).
+map ended (`nighthawk.model._wire_count`).
 
 Against the test suite's local OpenAI-compatible server, through the real OpenAI client: the server's own
 count of requests is the truth the usage must equal.

@@ -246,7 +246,7 @@ def test_a_literal_that_calls_a_builtin_the_step_rebound_is_asked(confirm: Any) 
 
 def test_a_user_tools_arguments_are_masked_only_inside_their_strings() -> None:
     from nighthawk.oversight import ToolCall
-    from nighthawk.step import ExecutionContext
+    from nighthawk.step._context import ExecutionContext
     from nighthawk_ipython._confirm import describe
 
     call = ToolCall(

@@ -16,29 +16,29 @@ pytest.importorskip("ipywidgets")
 from live import Live, autoloading_ipython_dir, live_kernel  # noqa: E402
 
 STEP_ONLY = (
-    "nighthawk.runtime",  # the core's face names load on first use (only the budgets with the package)
-    "nighthawk.step",
+    "nighthawk.road.runtime",  # the core's face names load on first use (only the budgets with the package)
+    "nighthawk.step._context",
     "nighthawk.configuration",
-    "nighthawk.decorator",
+    "nighthawk.road.decorator",
     "nighthawk.secrets",
     "nighthawk.agents",
-    "nighthawk._validation",
+    "nighthawk.step._validation",
     "nighthawk.events",  # the event classes
-    "nighthawk.runner",  # the road of a step and what it brings
-    "nighthawk._deadline",
-    "nighthawk._loop",
-    "nighthawk._tool_registry",
-    "nighthawk._outcome_schema",
-    "nighthawk._evaluate",
+    "nighthawk.road.runner",  # the road of a step and what it brings
+    "nighthawk.threads._deadline",
+    "nighthawk.threads._loop",
+    "nighthawk.step._tool_registry",
+    "nighthawk.step._outcome_schema",
+    "nighthawk.step._evaluate",
     "nighthawk.oversight",
     "nighthawk.oversight._kinds",
     "nighthawk.oversight._oversee",
     "nighthawk.oversight._policies",
     "nighthawk.secrets._scrubber",
     "nighthawk.secrets._values",
-    "nighthawk.executor",  # the kernel's executor, built when the first step asks for it
-    "nighthawk._step_agent",
-    "nighthawk.prompting._prompt",  # the prompt and value rendering
+    "nighthawk.model.executor",  # the kernel's executor, built when the first step asks for it
+    "nighthawk.model._step_agent",
+    "nighthawk.model._prompt",  # the prompt and value rendering
     "nighthawk.prompting._render",
     "nighthawk.batch",
     "nighthawk_ipython._magics",  # the magics' code, imported when one is first used

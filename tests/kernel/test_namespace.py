@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nighthawk.block import parse_program
+from nighthawk.program.block import parse_program
 from nighthawk_ipython._namespace import notebook_locals, resolve_reads
 
 

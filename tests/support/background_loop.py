@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from nighthawk import _loop
+from nighthawk.threads import _loop
 
 
 @contextmanager

@@ -19,16 +19,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _loop
 from ..errors import NighthawkError
-from ..runtime import get_step_executor, scope
-from .batch_records import BatchRecords, Intent
+from ..road.runtime import get_step_executor, scope
+from ..threads import _loop
 from .batch_backend import BatchBackend
+from .batch_records import BatchRecords, Intent
 from .batch_rounds import ALONE_FIRST_ABOVE, GATHER_S, BatchTransport, Collector, counted_requests
 from .driver import Flight, Opening
+from .keys import program_fingerprint
 from .openai_batches import OpenAIBatches
 from .progress import wanted
-from .keys import program_fingerprint
 
 __all__ = ["BATCH_CONCURRENCY", "DEFAULT_BATCH_STORE", "batch_map", "batch_store", "cancel_batches"]
 

@@ -48,11 +48,11 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _loop
-from .._interrupts import Interrupts, as_user_code, taking_interrupts
-from .._send_gate import gate_steps, on_request
 from ..budget import UsageTotals, count_in_context
 from ..errors import NighthawkError
+from ..model._send_gate import gate_steps, on_request
+from ..threads import _loop
+from ..threads._interrupts import Interrupts, as_user_code, taking_interrupts
 from .heap import PAUSE_MAX_S, pause_collection, set_aside_heap, set_aside_if_due
 from .twin import StepRequest, coroutine_twin
 

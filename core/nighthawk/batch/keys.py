@@ -29,7 +29,7 @@ from typing import Any
 
 from ..configuration import StepExecutorConfiguration
 from ..errors import NighthawkError
-from ..runtime import get_step_executor, prompt_suffix_fragments, scope_implicit_references
+from ..road.runtime import get_step_executor, prompt_suffix_fragments, scope_implicit_references
 from .twin import natural_runtime
 
 __all__ = ["KEY_FORMAT", "MapContext", "item_key", "map_context", "program_fingerprint"]
@@ -166,13 +166,22 @@ _REQUEST_FIELDS = (
 tokenizer change whether or when an answer comes, not which: a kept answer stands."""
 
 
+_FIRST_HOMES = {"nighthawk.model.executor": "nighthawk.executor"}
+"""Classes of ours that moved, by the module an item's key named them in before (the executor moved into
+`nighthawk.model` in November 2026): the keys stay as they were, so a store made before still answers."""
+
+
+def _class_name(kind: type) -> str:
+    return f"{_FIRST_HOMES.get(kind.__module__, kind.__module__)}.{kind.__qualname__}"
+
+
 def _executor_identity(executor: object) -> dict[str, object]:
     """Who answers and what shapes the requests: the executor's class and label, the callback of one that has
     one (a `CallbackExecutor`), and for an executor with a configuration (an `AgentStepExecutor`) its request
     fields and the model and settings of its own agent."""
     kind = type(executor)
     identity: dict[str, object] = {
-        "executor": f"{kind.__module__}.{kind.__qualname__}",
+        "executor": _class_name(kind),
         "label": str(getattr(executor, "model_label", "")),
     }
     callback = getattr(executor, "callback", None)
@@ -201,7 +210,7 @@ def _model_identity(model: object) -> object:
     if isinstance(model, str):
         return model
     kind = type(model)
-    identity: dict[str, object] = {"class": f"{kind.__module__}.{kind.__qualname__}"}
+    identity: dict[str, object] = {"class": _class_name(kind)}
     for attribute in ("model_name", "system", "base_url", "settings"):
         try:
             identity[attribute] = getattr(model, attribute, None)
@@ -230,7 +239,7 @@ def _callable_identity(answers: object) -> str:
     if isinstance(plain, types.BuiltinFunctionType):
         return f"{plain.__module__}.{plain.__qualname__}"
     kind = type(plain)
-    return f"{kind.__module__}.{kind.__qualname__}"
+    return _class_name(kind)
 
 
 def _code_digest(code: types.CodeType) -> str:

@@ -6,7 +6,7 @@ when the map ends, then left as the summary. tqdm would do, but it would be a de
 figures here are the map's own.
 
 A front end can show a map its own way (the kernel extension shows one live display per map in a notebook):
-it registers a factory with `use_renderer` (kept in `nighthawk._map_renderers`, so registering one imports no
+it registers a factory with `use_renderer` (kept in `nighthawk.road._map_renderers`, so registering one imports no
 map machinery). The core knows nothing of it beyond the `ProgressRenderer`
 protocol; a factory that returns `None` leaves the map to the stderr line.
 """
@@ -18,8 +18,8 @@ import threading
 import time
 from typing import TextIO
 
-from .._map_renderers import ProgressRenderer, RendererFactory, registered_renderer, use_renderer
 from ..budget import UsageTotals
+from ..road._map_renderers import ProgressRenderer, RendererFactory, registered_renderer, use_renderer
 
 __all__ = ["LineProgress", "MapTally", "ProgressRenderer", "RendererFactory", "open_progress", "use_renderer", "wanted"]
 

@@ -18,11 +18,11 @@ import weakref
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
-from .._rewrite import RUNTIME
-from ..block import Program
-from ..decorator import _compile_blocks, _FunctionRuntime
-from ..frame import Frame
-from ..runner import BlockResult, run_block_async
+from ..program._rewrite import RUNTIME
+from ..program.block import Program
+from ..program.frame import Frame
+from ..road.decorator import _compile_blocks, _FunctionRuntime
+from ..road.runner import BlockResult, run_block_async
 
 __all__ = ["StepRequest", "coroutine_twin", "natural_runtime"]
 

@@ -11,7 +11,7 @@ from ..configuration import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from ..budget import UsageBudget
-    from ..executor import AgentStepExecutor
+    from ..model.executor import AgentStepExecutor
     from .results import SuiteResult
 
 __all__ = ["main"]
@@ -88,9 +88,9 @@ def _executor(model: str) -> AgentStepExecutor:
         ModelConfigurationError: The model cannot be used as given.
     """
     from .. import AgentStepExecutor, StepExecutorConfiguration
-    from .._provider_models import build_model
     from ..configuration import check_model
     from ..errors import ModelConfigurationError
+    from ..model._provider_models import build_model
 
     try:
         check_model(model, "--model")

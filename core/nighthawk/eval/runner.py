@@ -22,7 +22,7 @@ from pathlib import Path
 from ..budget import UsageBudget, UsageTotals, budget
 from ..errors import BudgetExceededError, MapStoppedError
 from ..events import Event, ModelText, OutcomeReached, ToolCallFinished, ToolCallStarted, listen
-from ..runtime import get_step_executor
+from ..road.runtime import get_step_executor
 from .catalog import select
 from .program import Program
 from .results import CheckResult, ProgramResult, StepCall, SuiteResult

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, Union
 
-from ..step import ExecutionContext
+from ..step._context import ExecutionContext
 
 __all__ = [
     "Accept",

@@ -25,10 +25,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .. import events
-from .._boundary import ToolBoundaryError
-from .._outcome_schema import OUTCOME_TOOL
 from ..errors import NighthawkError, OversightRejectedError, ToolValidationError, not_committed
-from ..step import StepContext
+from ..step._boundary import ToolBoundaryError
+from ..step._context import StepContext
+from ..step._outcome_schema import OUTCOME_TOOL
 from ._kinds import (
     Accept,
     GUARDS_NAME,
@@ -47,7 +47,7 @@ from ._kinds import (
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
-    from .._outcome_kinds import Resolution
+    from ..step._outcome_kinds import Resolution
 
 __all__ = [
     "add_process_oversight",
@@ -329,7 +329,7 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
     asked = [oversight for oversight in in_force() if oversight.inspect_step_commit is not None]
     if not asked or resolution.exception is not None:
         return values
-    from .._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
+    from ..threads._loop import on_user_thread  # here, not at the top: `import nighthawk` stays free of asyncio
 
     for oversight in asked:
         proposal = StepCommitProposal(
@@ -367,7 +367,7 @@ async def review_commit(step: StepContext, resolution: Resolution, values: Mappi
 
 async def _ask(hook: Any, subject: object) -> object:
     """Call a hook like a user tool: a sync one on the user's thread, an async one awaited on the step's loop."""
-    from .._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
+    from ..threads._loop import call_user  # here, not at the top: `import nighthawk` stays free of asyncio
 
     return await call_user(hook, subject)
 

@@ -15,7 +15,7 @@ import functools
 from collections.abc import Sequence, Sized
 from typing import TYPE_CHECKING
 
-from ..block import scan_bindings
+from ..program.block import scan_bindings
 from ._reprs import array_shape, type_name
 from ._summaries import intent_of, signature_text
 from ._tables import display_number

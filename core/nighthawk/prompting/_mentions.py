@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..block import Program
+    from ..program.block import Program
 
 __all__ = ["Mentions", "program_mentions"]
 

@@ -28,8 +28,8 @@ from ._imports import find_imports, import_lines
 from ._summaries import SNIPPED_MARKER, build_entry, disambiguate
 
 if TYPE_CHECKING:
-    from ..configuration import JsonRendererStyle, StepContextLimits
     from ..secrets import ContextRedaction
+    from ._limits import JsonRendererStyle, StepContextLimits
     from ._mentions import Mentions
     from ._tokens import TokenCounter
 

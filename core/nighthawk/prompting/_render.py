@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING
 
 from ..secrets import looks_ordinary
 from ..secrets._values import credential_columns
-from ._tables import column_label, display_number, index_label, readable_key
 from ._reprs import (
     ELLIPSIS,
     SCRUB_MARGIN,
@@ -59,10 +58,11 @@ from ._reprs import (
     sniff_media_type,
     type_name,
 )
+from ._tables import column_label, display_number, index_label, readable_key
 
 if TYPE_CHECKING:
-    from ..configuration import JsonRendererStyle
     from ..secrets import ContextRedaction
+    from ._limits import JsonRendererStyle
     from ._tokens import TokenCounter
 
 __all__ = ["render_value"]

@@ -26,13 +26,13 @@ import typing
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..block import SENTINEL
+from ..program.block import SENTINEL
 from ._render import render_value
 from ._reprs import bounded_repr, type_name
 
 if TYPE_CHECKING:
-    from ..configuration import JsonRendererStyle, StepContextLimits
     from ..secrets import ContextRedaction
+    from ._limits import JsonRendererStyle, StepContextLimits
     from ._tokens import TokenCounter
 
 __all__ = [

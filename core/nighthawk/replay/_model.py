@@ -13,11 +13,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
-from ..secrets._scrubber import current_scrubber
 from ..agents import agent_model, is_agent_model
 from ..errors import NighthawkError, ReplayMissError
-from .._provider_models import check_credentials
-from ..step import current_step
+from ..model._provider_models import check_credentials
+from ..secrets._scrubber import current_scrubber
+from ..step._context import current_step
 from ._canonical import canonical_with_ids, digest_of, round_of
 from ._diff import miss_message
 from ._format import Exchange

@@ -11,8 +11,8 @@ from pydantic_ai.models import Model
 
 from ..configuration import StepExecutorConfiguration
 from ..errors import NighthawkError
-from ..executor import AgentStepExecutor
-from ..runtime import get_step_executor, scope
+from ..model.executor import AgentStepExecutor
+from ..road.runtime import get_step_executor, scope
 from ._mode import ReplayMode
 from ._model import ReplayModel
 from ._store import ReplayStore

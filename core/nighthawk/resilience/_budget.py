@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from .. import errors
 from ..budget import BudgetScope, UsageBudget, UsageTotals, budget_lock, opened
-from ..runtime import get_current_usage_meter
+from ..road.runtime import get_current_usage_meter
 from ._calls import is_async, note
 
 __all__ = ["BudgetExceededError", "budget"]

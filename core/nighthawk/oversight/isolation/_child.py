@@ -3,8 +3,8 @@
 Forked from the kernel's user thread, the child has only that thread; the kernel's other threads (the
 event loop, IOPub, logging) are gone, and any lock they held stays held. So the child never logs, prints to
 the kernel's streams or delivers an event: it speaks to the kernel only through its channel, with its own
-event loop. It runs the very code the kernel would (`tools.py`, `outcome.py`), with no oversight in force:
-the walls hold it.
+event loop. It runs the very code the kernel would (the `StepCode` the runner handed over: the tools' and
+the outcome's own functions), with no oversight in force: the walls hold it.
 """
 
 from __future__ import annotations
@@ -21,19 +21,17 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from ..._boundary import ToolBoundaryError
-from ..._deadline import bounded_by
 from ..._listeners import forget_listeners
 from ...errors import StepAbortedError
-from ...outcome import resolve_outcome
-from ...step import StepContext
-from ...tools import assign_value, eval_expression, rendered_result
+from ...step._boundary import ToolBoundaryError
+from ...step._context import StepContext
+from ...threads._deadline import bounded_by
 from .._kinds import Isolation
 from .._oversee import forget_in_child
 from ._channel import ChannelClosed, read_message, send_message
 from ._landlock import abi_version, restrict_writes
 from ._seccomp import install_filter
-from ._sessions import forget_all
+from ._sessions import StepCode, forget_all
 from ._tree import enter_tree
 
 __all__ = ["run_child"]
@@ -42,7 +40,13 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 
 def run_child(
-    step: StepContext, channel: socket.socket, isolation: Isolation, temp_dir: str, *, forked_into_namespace: bool
+    step: StepContext,
+    step_code: StepCode,
+    channel: socket.socket,
+    isolation: Isolation,
+    temp_dir: str,
+    *,
+    forked_into_namespace: bool,
 ) -> NoReturn:
     """The forked child's whole life: wall itself, say so (or say what is missing), then serve."""
     # What the kernel had is never garbage here: a collection would touch, and so copy, every page of it.
@@ -66,7 +70,7 @@ def run_child(
                 request = read_message(channel)
             except ChannelClosed:
                 os._exit(0)
-            answer = _answer(step, loop, request)
+            answer = _answer(step, step_code, loop, request)
             if os.getpid() != worker:
                 os._exit(0)  # a copy the model's code forked: only the worker answers
             send_message(channel, answer)
@@ -107,7 +111,7 @@ def _address_space() -> int:
     return 0
 
 
-def _answer(step: StepContext, loop: asyncio.AbstractEventLoop, request: tuple[Any, ...]) -> tuple[Any, ...]:
+def _answer(step: StepContext, code: StepCode, loop: asyncio.AbstractEventLoop, request: tuple[Any, ...]) -> tuple[Any, ...]:
     """One request's answer: `("rendered", envelope, preview, awaited, writes)` for a tool call,
     `("returned", value, writes, awaited)` for a return expression (values pickled apiece, so that the one
     that cannot be is named), or what went wrong."""
@@ -117,12 +121,12 @@ def _answer(step: StepContext, loop: asyncio.AbstractEventLoop, request: tuple[A
         if kind == "tool":
             tool_name, arguments = rest
             if tool_name == "nh_eval":
-                value = loop.run_until_complete(eval_expression(step, arguments["expression"]))
+                value = loop.run_until_complete(code.evaluate(step, arguments["expression"]))
             else:
-                value = loop.run_until_complete(assign_value(step, arguments["target_path"], arguments["expression"]))
-            envelope, preview, awaited = rendered_result(step, value)
+                value = loop.run_until_complete(code.assign(step, arguments["target_path"], arguments["expression"]))
+            envelope, preview, awaited = code.render(step, value)
             return ("rendered", envelope, preview, awaited, _writes(step, before))
-        resolution = loop.run_until_complete(resolve_outcome(rest[0], step))
+        resolution = loop.run_until_complete(code.resolve(rest[0], step))
         return ("returned", _pickled("the return value", resolution.value), _writes(step, before), resolution.awaited)
     except ToolBoundaryError as exc:
         return ("tool_error", exc.kind, exc.message, exc.guidance)

@@ -23,11 +23,11 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..._boundary import ToolBoundaryError
-from ..._deadline import bounded_by
-from ..._loop import on_user_thread
 from ...errors import ExecutionError, IsolationError, IsolationUnavailableError, StepAbortedError
-from ...step import StepContext
+from ...step._boundary import ToolBoundaryError
+from ...step._context import StepContext
+from ...threads._deadline import bounded_by
+from ...threads._loop import on_user_thread
 from .._kinds import Isolation
 from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
@@ -42,7 +42,7 @@ _READY_SECONDS = 30.0
 
 
 @asynccontextmanager
-async def isolating(step: StepContext, isolation: Isolation) -> AsyncIterator[None]:
+async def isolating(step: StepContext, isolation: Isolation, step_code: _sessions.StepCode) -> AsyncIterator[None]:
     """Run `step`'s model code in a walled child inside the `with` block; the child ends with the block.
 
     Raises:
@@ -51,7 +51,7 @@ async def isolating(step: StepContext, isolation: Isolation) -> AsyncIterator[No
     missing = _missing()
     if missing is not None:
         raise IsolationUnavailableError(f"{missing}; the step at {step.step_id} was not run (nothing falls back to running unwalled)")
-    session = _Child(step, isolation)
+    session = _Child(step, isolation, step_code)
     _sessions.register(step, session)
     try:
         yield
@@ -81,8 +81,8 @@ class _Child:
     a map's items waiting for the model hold no process (each would make the kernel copy the pages it
     writes while the child shares them). It sees the values as the model's code would have in the kernel."""
 
-    def __init__(self, step: StepContext, isolation: Isolation) -> None:
-        self.step, self.isolation = step, isolation
+    def __init__(self, step: StepContext, isolation: Isolation, step_code: _sessions.StepCode) -> None:
+        self.step, self.isolation, self.step_code = step, isolation, step_code
         self.pid: int | None = None
         """The child the kernel forked (the worker, or its keeper when not root), once forked."""
         self.channel = socket.socket()  # a placeholder, closed, until the fork
@@ -94,7 +94,7 @@ class _Child:
 
     def _fork(self) -> None:
         """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
-        from ._child import run_child  # here: it loads the tools and the outcome, which import this package
+        from ._child import run_child  # here: the walls' modules load with the first fork
 
         ours, theirs = socket.socketpair()
         self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
@@ -110,7 +110,9 @@ class _Child:
                     try:
                         release_interrupts_in_child()
                         ours.close()
-                        run_child(self.step, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
+                        run_child(
+                            self.step, self.step_code, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None
+                        )
                     finally:
                         os._exit(70)
             except OSError as exc:

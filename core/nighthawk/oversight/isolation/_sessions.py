@@ -1,17 +1,37 @@
 """Which steps run their model code in an isolated child, and what a tool call there answers.
 
 Below the tools and the outcome, which look a step's child up here; `_parent.py` registers it for the
-step's life. A child is reached through the `Session` protocol, so that this module imports nothing.
+step's life. A child is reached through the `Session` protocol, so that this module imports nothing at run
+time. The functions the child runs the model's code with are the kernel's own (`StepCode`), handed in by the
+runner: the isolation serves the tools and the outcome without importing them (they import it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
 
-__all__ = ["Rendered", "Session", "end", "forget_all", "register", "session_of"]
+if TYPE_CHECKING:
+    from ...step._context import StepContext
+    from ...step._outcome_kinds import Resolution
+
+__all__ = ["Rendered", "Session", "StepCode", "end", "forget_all", "register", "session_of"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepCode:
+    """What runs the model's code of a step, in the kernel and in its isolated child alike."""
+
+    evaluate: Callable[[StepContext, str], Awaitable[object]]
+    """An `nh_eval` expression's value."""
+    assign: Callable[[StepContext, str, str], Awaitable[object]]
+    """An `nh_assign`: the target path, the expression; the value assigned."""
+    render: Callable[[StepContext, object], tuple[str, str, bool]]
+    """A tool call's value as the model reads it: the envelope, the events' preview, whether it was awaited."""
+    resolve: Callable[[object, StepContext], Awaitable[Resolution]]
+    """An outcome checked and resolved (its return expression evaluated)."""
 
 
 @dataclass(frozen=True, kw_only=True)
