@@ -276,7 +276,7 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
 
     from nighthawk.oversight.isolation import _parent
 
-    child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation)  # type: ignore[arg-type]
+    child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation, SimpleNamespace())  # type: ignore[arg-type]
     sleeper = subprocess.Popen(["sleep", "60"])
     child.pid, (child.channel, theirs) = sleeper.pid, socket.socketpair()
     waits: list[int] = []

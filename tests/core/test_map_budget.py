@@ -37,7 +37,8 @@ class Model:
         await asyncio.sleep(self.delay_s)
         answered = sum(1 for message in messages if getattr(message, "kind", "") == "response")
         if answered + 1 < self.rounds:
-            parts = [ToolCallPart("nh_eval", {"expression": "a"})]
+            # A new expression each round: the same call three times in a row would end the step first.
+            parts = [ToolCallPart("nh_eval", {"expression": f"a + {answered}"})]
         else:
             parts = [ToolCallPart("nh_outcome", {"kind": "return", "return_expression": "a + b"})]
         return ModelResponse(parts=parts, usage=RequestUsage(input_tokens=1000, output_tokens=500), provider_name="openai")

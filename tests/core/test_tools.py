@@ -129,7 +129,7 @@ def test_assigning_a_value_that_does_not_fit_the_binding_type_is_invalid_input()
 
 def test_tool_error_kinds_are_the_five_of_the_specification() -> None:
     kinds = ("invalid_input", "resolution", "execution", "transient", "internal")
-    assert typing.get_args(nh.tools.ErrorKind) == kinds
+    assert typing.get_args(ErrorKind) == kinds
 
 
 @pytest.mark.parametrize("target", ["1x", "a..b", "a.", "a-b", "a.b c"])
