@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 import nighthawk as nh
+from nighthawk.answers.tools import ErrorKind
 from scripting import call, finish, scripted_executor
 
 
