@@ -116,66 +116,8 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
     """
     outcome = parse_outcome(outcome, step)  # the host checks again, whatever the executor enforced
     match outcome:
-        case ReturnOutcome(return_expression=expression):
-            shown = clip(repr(expression), 300)
-            # Evaluating it runs model-written code, like `nh_eval`: the tool-call hooks see it first.
-            await review_return(step, expression)
-            session = session_of(step)
-            if session is not None:  # an isolated step: its child evaluates it; validated here all the same
-                value, bindings, awaited = await session.returned(outcome)
-                return await _isolated_resolution(step, outcome, shown, value, bindings, awaited)
-
-            def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
-                # A return annotation (and a walrus target's) may carry the user's validators: user code. The
-                # value's own methods, which validating calls (`__iter__` for a `list`), are the model's.
-                with guarding(step, OUTCOME_TOOL, blocking=True, handling=True):
-                    return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
-
-            def evaluated() -> tuple[Evaluation, _Checked | None]:
-                evaluation = start_evaluation(
-                    expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL, blocking=True),
-                    looking=handling_value,
-                )
-                if evaluation.awaits or inspect.isawaitable(evaluation.value):
-                    return evaluation, None  # awaited on the loop first, validated after
-                # Nothing to await: validate in the same visit to the user's thread, one hand-off fewer.
-                return evaluation, _Checked.of(lambda: validated(evaluation.value, evaluation))
-
-            awaited = False
-            try:
-                evaluation, checked = await on_user_thread(evaluated)
-                value = evaluation.value
-                if evaluation.awaits:  # `await` inside the expression: the step runs on a loop, so await it
-                    with guarding(step, OUTCOME_TOOL):
-                        value = await await_user(value)  # type: ignore[arg-type]
-                if inspect.isawaitable(value):
-                    if not step.is_async:
-                        if inspect.iscoroutine(value):
-                            value.close()
-                        raise ExecutionError(
-                            f"`return_expression` {shown} produced an awaitable, but the function is not async"
-                        )
-                    with guarding(step, OUTCOME_TOOL):
-                        value = await await_user(value)
-                    awaited = True
-            except (ExecutionError, StepAbortedError):
-                raise
-            except Exception as exc:
-                raise ExecutionError(clip(f"`return_expression` {shown} raised {type(exc).__name__}: {exc}")) from exc
-            try:
-                if checked is None:
-                    checked = await on_user_thread(lambda: _Checked.of(lambda: validated(value, evaluation)))
-                value, bindings = checked.result()
-            except ToolValidationError as exc:
-                raise ExecutionError(
-                    f"return value of {shown} does not match the return annotation: {exc}"
-                ) from exc
-            except ToolBoundaryError as exc:
-                if exc.kind == "internal":
-                    raise NighthawkError(exc.message) from exc
-                raise ExecutionError(f"`return_expression` {shown}: {exc.message}") from exc
-            step.step_locals.update(bindings)
-            return Resolution(outcome=outcome, value=value, awaited=awaited)
+        case ReturnOutcome():
+            return await _returned(outcome, step)
         case RaiseOutcome(raise_message=message, raise_error_type=type_name):
             message = clip(message)
             if type_name is None:
@@ -185,6 +127,70 @@ async def resolve_outcome(outcome: Outcome, step: StepContext) -> Resolution:
             return Resolution(outcome=outcome)
         case _:
             assert_never(outcome)
+
+
+async def _returned(outcome: ReturnOutcome, step: StepContext) -> Resolution:
+    """Evaluate a return outcome's expression, reviewed by the tool-call hooks first, and validate its value."""
+    expression = outcome.return_expression
+    shown = clip(repr(expression), 300)
+    # Evaluating it runs model-written code, like `nh_eval`: the tool-call hooks see it first.
+    await review_return(step, expression)
+    session = session_of(step)
+    if session is not None:  # an isolated step: its child evaluates it; validated here all the same
+        value, bindings, awaited = await session.returned(outcome)
+        return await _isolated_resolution(step, outcome, shown, value, bindings, awaited)
+
+    def validated(value: object, evaluation: Evaluation) -> tuple[object, dict[str, object]]:
+        # A return annotation (and a walrus target's) may carry the user's validators: user code. The
+        # value's own methods, which validating calls (`__iter__` for a `list`), are the model's.
+        with guarding(step, OUTCOME_TOOL, blocking=True, handling=True):
+            return validate_value(step.return_type, value), step.validate_bindings(evaluation.bindings())
+
+    def evaluated() -> tuple[Evaluation, _Checked | None]:
+        evaluation = start_evaluation(
+            expression, step.step_locals, step.step_globals, around=guarding(step, OUTCOME_TOOL, blocking=True),
+            looking=handling_value,
+        )
+        if evaluation.awaits or inspect.isawaitable(evaluation.value):
+            return evaluation, None  # awaited on the loop first, validated after
+        # Nothing to await: validate in the same visit to the user's thread, one hand-off fewer.
+        return evaluation, _Checked.of(lambda: validated(evaluation.value, evaluation))
+
+    awaited = False
+    try:
+        evaluation, checked = await on_user_thread(evaluated)
+        value = evaluation.value
+        if evaluation.awaits:  # `await` inside the expression: the step runs on a loop, so await it
+            with guarding(step, OUTCOME_TOOL):
+                value = await await_user(value)  # type: ignore[arg-type]
+        if inspect.isawaitable(value):
+            if not step.is_async:
+                if inspect.iscoroutine(value):
+                    value.close()
+                raise ExecutionError(
+                    f"`return_expression` {shown} produced an awaitable, but the function is not async"
+                )
+            with guarding(step, OUTCOME_TOOL):
+                value = await await_user(value)
+            awaited = True
+    except (ExecutionError, StepAbortedError):
+        raise
+    except Exception as exc:
+        raise ExecutionError(clip(f"`return_expression` {shown} raised {type(exc).__name__}: {exc}")) from exc
+    try:
+        if checked is None:
+            checked = await on_user_thread(lambda: _Checked.of(lambda: validated(value, evaluation)))
+        value, bindings = checked.result()
+    except ToolValidationError as exc:
+        raise ExecutionError(
+            f"return value of {shown} does not match the return annotation: {exc}"
+        ) from exc
+    except ToolBoundaryError as exc:
+        if exc.kind == "internal":
+            raise NighthawkError(exc.message) from exc
+        raise ExecutionError(f"`return_expression` {shown}: {exc.message}") from exc
+    step.step_locals.update(bindings)
+    return Resolution(outcome=outcome, value=value, awaited=awaited)
 
 
 async def _isolated_resolution(

@@ -129,26 +129,38 @@ def map(  # noqa: A001 - shaped like the builtin on purpose
             finished and is kept, and, for a batch map, which batches keep running and how to cancel them.
     """
     with _overseen(oversight, isolated):
-        if batch_api is False:
-            return map_reporting_items(
-                function, iterables, concurrency=8 if concurrency is None else concurrency, on_error=on_error, retries=retries, store=store, progress=progress,
-                give_up_after_s=give_up_after_s,
-            )
-        if batch_api not in (True, "cancel", "resubmit"):
-            raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
-        from .batch_api import BATCH_CONCURRENCY, batch_map, batch_store, cancel_batches  # on first use: it loads the OpenAI SDK
-
-        if batch_api == "cancel":
-            return MapResult(cancel_batches(function, store=store, progress=progress))
-        concurrency = BATCH_CONCURRENCY if concurrency is None else concurrency
-        total = _total(iterables)
+        options = _map_options(function, iterables, batch_api, concurrency=concurrency, store=store, progress=progress)
+        if isinstance(options, MapResult):  # `batch_api="cancel"`: the batches it cancelled, nothing run
+            return options
         return map_reporting_items(
-            function, iterables, concurrency=concurrency, on_error=on_error, retries=retries, store=batch_store(store), progress=progress,
-            give_up_after_s=give_up_after_s, routed=lambda shown: batch_map(
-                function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit",
-                at_once=concurrency if total is None else min(total, concurrency),
-            ),
+            function, iterables, on_error=on_error, retries=retries, progress=progress, give_up_after_s=give_up_after_s,
+            **options,
         )
+
+
+def _map_options(
+    function: Callable[..., Any], iterables: tuple[Iterable[Any], ...], batch_api: bool | Literal["cancel", "resubmit"], *,
+    concurrency: int | None, store: str | None, progress: bool | None,
+) -> dict[str, Any] | MapResult:
+    """How `map` runs its items: the `concurrency`, `store` and `routed` it passes to `map_reporting_items`,
+    or, for `batch_api="cancel"`, the batches cancelled. `map` makes the call itself, so that the warning the
+    call may give points at `map`'s caller."""
+    if batch_api is False:
+        return {"concurrency": 8 if concurrency is None else concurrency, "store": store}
+    if batch_api not in (True, "cancel", "resubmit"):
+        raise ValueError(f'`batch_api` must be True, False, "resubmit" or "cancel", got {batch_api!r}')
+    from .batch_api import BATCH_CONCURRENCY, batch_map, batch_store, cancel_batches  # on first use: it loads the OpenAI SDK
+
+    if batch_api == "cancel":
+        return MapResult(cancel_batches(function, store=store, progress=progress))
+    concurrency = BATCH_CONCURRENCY if concurrency is None else concurrency
+    total = _total(iterables)
+    return {
+        "concurrency": concurrency, "store": batch_store(store), "routed": lambda shown: batch_map(
+            function, store=store, shown=shown, progress=progress, resubmit=batch_api == "resubmit",
+            at_once=concurrency if total is None else min(total, concurrency),
+        ),
+    }
 
 
 def _overseen(oversight: Oversight | None, isolated: bool) -> AbstractContextManager[None]:
@@ -189,162 +201,205 @@ def map_reporting_items(
     from .driver import drive  # here, not at the top: `import nighthawk` stays free of asyncio
 
     found = map_context(function)
-    context = found.digest
-    """`None`: some value the answers depend on cannot be digested, so no item is looked up or kept."""
-    if context is None and store is not None:
+    if found.digest is None and store is not None:
         warnings.warn(
             f"`store={store!r}` keeps none of this map's items, nor does this session: {found.unstable} has no form "
             "that is the same in every process and changes when it does, so a kept answer could be stale. Make it a "
             "value pydantic can turn into JSON (numbers, strings, lists, dicts, dataclasses, pydantic models)",
             stacklevel=3,
         )
-    session = session_store()
-    keys: dict[int, tuple[str, tuple[object, ...]]] = {}
-    sharing: dict[str, list[int]] = {}
-    """Key of each item in flight -> the positions of equal items waiting for its answer."""
-    watch = CommonCause(give_up_after_s=give_up_after_s)
-    results = MapResult()
-    total = _total(iterables)
-    stop: list[str] = []
-    """Why the map stopped, as its summary says it (set before the error is raised)."""
-    finished = 0
-    """Items with their answer (run, kept or shared)."""
-    answered_here: set[str] = set()
-    """Keys of the items this map answered: an equal item read after one of them ended is shared, not kept."""
-    kept_keys: set[str] = set()
-    """Keys of the kept items: equal items were paid for once, so their cost counts once."""
+    run = _MapRun(
+        iterables, context=found.digest, store=store, on_error=on_error, retries=retries, item_usage=item_usage,
+        give_up_after_s=give_up_after_s,
+    )
     with ExitStack() as stack:
-        usage = results.usage
-        stack.enter_context(counting(usage))  # an unbounded group: it only counts
-        shown = open_progress(progress, total, usage)
+        run.open(stack, function, progress, routed)
+        route = run.route
+        try:
+            drive(
+                function, run.pending(), concurrency=concurrency, settle=run.settle, total=run.total,
+                tick=getattr(run.shown, "tick", None), opening=route.opening if route is not None else None,
+                flight=route.flight if route is not None else None,
+            )
+        except BaseException as exc:
+            _ended(run.shown, run.stop, exc, run.finished, run.total, store, route.note() if route is not None else "")
+            raise
+    return run.results
+
+
+class _MapRun:
+    """One map's items as they run: their results, the items in flight and the equal items waiting for their
+    answer, what was kept or shared, and why the map stopped."""
+
+    def __init__(
+        self, iterables: tuple[Iterable[Any], ...], *, context: str | None, store: str | None,
+        on_error: Literal["raise", "collect"], retries: int, item_usage: Callable[[int, UsageTotals], None] | None,
+        give_up_after_s: float,
+    ) -> None:
+        self.iterables = iterables
+        self.context = context
+        """`None`: some value the answers depend on cannot be digested, so no item is looked up or kept."""
+        self.store = store
+        self.on_error = on_error
+        self.retries = retries
+        self.item_usage = item_usage
+        self.session = session_store()
+        self.keys: dict[int, tuple[str, tuple[object, ...]]] = {}
+        self.sharing: dict[str, list[int]] = {}
+        """Key of each item in flight -> the positions of equal items waiting for its answer."""
+        self.watch = CommonCause(give_up_after_s=give_up_after_s)
+        self.results = MapResult()
+        self.usage = self.results.usage
+        self.total = _total(iterables)
+        self.stop: list[str] = []
+        """Why the map stopped, as its summary says it (set before the error is raised)."""
+        self.finished = 0
+        """Items with their answer (run, kept or shared)."""
+        self.answered_here: set[str] = set()
+        """Keys of the items this map answered: an equal item read after one of them ended is shared, not kept."""
+        self.kept_keys: set[str] = set()
+        """Keys of the kept items: equal items were paid for once, so their cost counts once."""
+        self.shown: ProgressRenderer | None = None
+        self.route: Route | None = None
+        self.disk: DiskStore | None = None
+        """The display, the route and the store file, once the map is open (`open`)."""
+
+    def open(
+        self, stack: ExitStack, function: Callable[..., Any], progress: bool | None,
+        routed: Callable[[ProgressRenderer | None], AbstractContextManager[Route]] | None,
+    ) -> None:
+        """Count what the map spends and open its display, its route and its store file, all left by `stack`."""
+        stack.enter_context(counting(self.usage))  # an unbounded group: it only counts
+        shown = self.shown = open_progress(progress, self.total, self.usage)
         if shown is not None:
             stack.callback(shown.close)
         try:
-            route = stack.enter_context(routed(shown)) if routed is not None else None
+            self.route = stack.enter_context(routed(shown)) if routed is not None else None
             # After routing: a map refused there leaves no store file.
-            disk = DiskStore(store, return_type(function)) if store is not None else None
+            self.disk = DiskStore(self.store, return_type(function)) if self.store is not None else None
         except BaseException as exc:
-            _ended(shown, [], exc, finished, total, store, "")
+            _ended(shown, [], exc, self.finished, self.total, self.store, "")
             raise
-        if disk is not None:
-            stack.callback(disk.close)
+        if self.disk is not None:
+            stack.callback(self.disk.close)
 
-        def pending() -> Iterator[tuple[int, tuple[Any, ...]]]:
-            nonlocal finished
-            asked = False
-            for index, args in enumerate(zip(*iterables)):
-                results.append(None)
-                key, anchors = item_key(context or "", args)
-                if key in sharing:
-                    sharing[key].append(index)  # an equal item is in flight: its answer is this one's too
-                    continue
-                value = session.get(key) if context is not None else MISSING
-                paid = session.paid(key)
-                if value is MISSING and disk is not None and context is not None:
-                    value = disk.get(key)
-                    if value is not MISSING:
-                        paid = disk.paid(key)
-                        session.put(key, value, anchors, paid)
-                if value is not MISSING:
-                    results[index] = value
-                    finished += 1
-                    if item_usage is not None:
-                        item_usage(index, UsageTotals())
-                    if key in answered_here:
-                        usage.items_shared += 1
-                        if shown is not None:
-                            shown.shared_item(failed=False)
-                        continue
-                    usage.items_kept += 1
-                    if key not in kept_keys:
-                        kept_keys.add(key)
-                        usage.kept_cost_usd = None if paid is None or usage.kept_cost_usd is None else usage.kept_cost_usd + paid
-                    if shown is not None:
-                        shown.kept_item()
-                    continue
-                if route is not None and not asked:
-                    asked = True
-                    _stop_if_refused(route.refusal(), results, finished, store, stop)
-                keys[index] = (key, anchors)
-                sharing[key] = []
-                yield index, args
+    def pending(self) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """The items to run, as the driver asks for them; those kept or equal to one in flight are answered here."""
+        asked = False
+        for index, args in enumerate(zip(*self.iterables)):
+            self.results.append(None)
+            key, anchors = item_key(self.context or "", args)
+            if key in self.sharing:
+                self.sharing[key].append(index)  # an equal item is in flight: its answer is this one's too
+                continue
+            if self._kept(index, key, anchors):
+                continue
+            if self.route is not None and not asked:
+                asked = True
+                _stop_if_refused(self.route.refusal(), self.results, self.finished, self.store, self.stop)
+            self.keys[index] = (key, anchors)
+            self.sharing[key] = []
+            yield index, args
 
-        def share(key: str, value: object, error: BaseException | None) -> None:
-            """Give the equal items waiting for an item its answer, or its failure."""
-            nonlocal finished
-            for other in sharing.pop(key, ()):
-                if error is None:
-                    results[other] = value
-                    finished += 1
-                else:
-                    results.errors[other] = error
-                usage.items_shared += 1
-                if item_usage is not None:
-                    item_usage(other, UsageTotals())
-                if shown is not None:
-                    shown.shared_item(failed=error is not None)
-
-        def settle(
-            index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None, spent: UsageTotals
-        ) -> float | None:
-            nonlocal finished
-            if error is None:
-                key, anchors = keys.pop(index)
-                answered_here.add(key)
-                if disk is not None and context is not None:
-                    disk.put(key, value, spent.cost_usd)  # first, so a value it cannot hold fails the map at once
-                if context is not None:
-                    session.put(key, value, anchors, spent.cost_usd)
-                results[index] = value
-                finished += 1
-                watch.succeeded(index)
-                if item_usage is not None:
-                    item_usage(index, spent)
-                if shown is not None:
-                    shown.finished_item()
-                share(key, value, None)
-                return None
-            if isinstance(error, BudgetExceededError):
-                stop.append(f"stopped at item {index}: {_brief(error)}")
-                error.partial = results
-                raise error  # the group is spent: no item can run any more
-            passing = isinstance(error, Exception) and watch.passing(error, index)
-            final = not passing and (not isinstance(error, Exception) or attempt >= retries)
-            cause = watch.failed(error, final=final) if isinstance(error, Exception) else None
-            if cause is None and not final:
-                return retry_wait(error) if passing else 0.0
-            key, _ = keys.pop(index)
-            if cause is not None or on_error == "collect" and isinstance(error, Exception):
-                results.errors[index] = error
-                if item_usage is not None:
-                    item_usage(index, spent)
+    def _kept(self, index: int, key: str, anchors: tuple[object, ...]) -> bool:
+        """Answer item `index` from this session or the store file, when either has its answer."""
+        value = self.session.get(key) if self.context is not None else MISSING
+        paid = self.session.paid(key)
+        if value is MISSING and self.disk is not None and self.context is not None:
+            value = self.disk.get(key)
+            if value is not MISSING:
+                paid = self.disk.paid(key)
+                self.session.put(key, value, anchors, paid)
+        if value is MISSING:
+            return False
+        usage, shown = self.usage, self.shown
+        self.results[index] = value
+        self.finished += 1
+        if self.item_usage is not None:
+            self.item_usage(index, UsageTotals())
+        if key in self.answered_here:
+            usage.items_shared += 1
             if shown is not None:
-                shown.failed_item(index, error)
-            if cause is not None:
-                share(key, None, error)
-                stop.append(f"stopped at item {index}: {cause}")
-                raise _stopped(cause, watch.affected(error), index, error, results, finished, total, store) from error
-            if on_error == "raise" or not isinstance(error, Exception):
-                stop.append(f"stopped at item {index}: {_brief(error)}")
-                raise MapItemError(
-                    f"item {index} of the map failed: {_described(error)}. The map stopped; set "
-                    '`on_error="collect"` to run the other items and collect the failures, or `retries=` to '
-                    "try failed items again",
-                    index=index,
-                    partial=results,
-                ) from error
-            share(key, None, error)
-            return None
+                shown.shared_item(failed=False)
+            return True
+        usage.items_kept += 1
+        if key not in self.kept_keys:
+            self.kept_keys.add(key)
+            usage.kept_cost_usd = None if paid is None or usage.kept_cost_usd is None else usage.kept_cost_usd + paid
+        if shown is not None:
+            shown.kept_item()
+        return True
 
-        try:
-            drive(
-                function, pending(), concurrency=concurrency, settle=settle, total=total, tick=getattr(shown, "tick", None),
-                opening=route.opening if route is not None else None, flight=route.flight if route is not None else None,
-            )
-        except BaseException as exc:
-            _ended(shown, stop, exc, finished, total, store, route.note() if route is not None else "")
-            raise
-    return results
+    def _share(self, key: str, value: object, error: BaseException | None) -> None:
+        """Give the equal items waiting for an item its answer, or its failure."""
+        for other in self.sharing.pop(key, ()):
+            if error is None:
+                self.results[other] = value
+                self.finished += 1
+            else:
+                self.results.errors[other] = error
+            self.usage.items_shared += 1
+            if self.item_usage is not None:
+                self.item_usage(other, UsageTotals())
+            if self.shown is not None:
+                self.shown.shared_item(failed=error is not None)
+
+    def settle(
+        self, index: int, args: tuple[Any, ...], attempt: int, value: object, error: BaseException | None, spent: UsageTotals
+    ) -> float | None:
+        """The driver's `settle`: keep an item's answer, or decide on its failure (see `_failed`)."""
+        if error is not None:
+            return self._failed(index, attempt, error, spent)
+        key, anchors = self.keys.pop(index)
+        self.answered_here.add(key)
+        if self.disk is not None and self.context is not None:
+            self.disk.put(key, value, spent.cost_usd)  # first, so a value it cannot hold fails the map at once
+        if self.context is not None:
+            self.session.put(key, value, anchors, spent.cost_usd)
+        self.results[index] = value
+        self.finished += 1
+        self.watch.succeeded(index)
+        if self.item_usage is not None:
+            self.item_usage(index, spent)
+        if self.shown is not None:
+            self.shown.finished_item()
+        self._share(key, value, None)
+        return None
+
+    def _failed(self, index: int, attempt: int, error: BaseException, spent: UsageTotals) -> float | None:
+        """Run a failed item again (after the wait returned), fail it, or stop the map (raising why)."""
+        results, watch = self.results, self.watch
+        if isinstance(error, BudgetExceededError):
+            self.stop.append(f"stopped at item {index}: {_brief(error)}")
+            error.partial = results
+            raise error  # the group is spent: no item can run any more
+        passing = isinstance(error, Exception) and watch.passing(error, index)
+        final = not passing and (not isinstance(error, Exception) or attempt >= self.retries)
+        cause = watch.failed(error, final=final) if isinstance(error, Exception) else None
+        if cause is None and not final:
+            return retry_wait(error) if passing else 0.0
+        key, _ = self.keys.pop(index)
+        if cause is not None or self.on_error == "collect" and isinstance(error, Exception):
+            results.errors[index] = error
+            if self.item_usage is not None:
+                self.item_usage(index, spent)
+        if self.shown is not None:
+            self.shown.failed_item(index, error)
+        if cause is not None:
+            self._share(key, None, error)
+            self.stop.append(f"stopped at item {index}: {cause}")
+            raise _stopped(cause, watch.affected(error), index, error, results, self.finished, self.total, self.store) from error
+        if self.on_error == "raise" or not isinstance(error, Exception):
+            self.stop.append(f"stopped at item {index}: {_brief(error)}")
+            raise MapItemError(
+                f"item {index} of the map failed: {_described(error)}. The map stopped; set "
+                '`on_error="collect"` to run the other items and collect the failures, or `retries=` to '
+                "try failed items again",
+                index=index,
+                partial=results,
+            ) from error
+        self._share(key, None, error)
+        return None
 
 
 def _ended(

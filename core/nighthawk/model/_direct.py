@@ -216,15 +216,6 @@ async def first_round(
     kept.model_id = kept.model_id or model.model_id
     _fill_cost(kept)
     messages.append(kept)
-    made = 0
-
-    def count() -> None:
-        # What the agent counts for this round (the responses a model rejected before it included; an
-        # uninstrumented run credits no enclosing run); not on a handover, where the agent counts it itself.
-        usage.requests += 1
-        _record_billed_usage(usage, kept)
-        usage.tool_calls += made
-
     trial = replace(usage, details=dict(usage.details))
     trial.requests += 1
     _record_billed_usage(trial, kept)
@@ -233,13 +224,27 @@ async def first_round(
         usage_limits.check_cost(trial, warn_if_cost_unavailable=False)
         usage_limits.check_per_request_input_tokens(context_input_tokens(kept))
     except BaseException:
-        count()
+        _count(usage, kept, 0)
         raise
     handover = Handover(response)
     calls = _plain_calls(response)
     if calls is None:
         return False, handover
+    return await _settled(
+        step, handover, calls, kept=kept, messages=messages, usage=usage, usage_limits=usage_limits, tools=tools,
+        check_outcome=check_outcome,
+    )
+
+
+async def _settled(
+    step: StepContext, handover: Handover, calls: list[ToolCallPart], *, kept: ModelResponse, messages: list[Any],
+    usage: RunUsage, usage_limits: UsageLimits, tools: dict[str, Callable[..., Awaitable[Any]]],
+    check_outcome: Callable[..., Awaitable[Any]],
+) -> tuple[bool, Any]:
+    """Make a plain first response's tool calls and check its outcome: `(True, outcome)` when the check accepts
+    it, `(False, handover)` when it asks for a retry, which the agent run makes."""
     *tool_calls, outcome_call = calls
+    made = 0
     try:
         for call in tool_calls:
             ctx = _RoundContext(step, messages, call.tool_call_id)
@@ -251,11 +256,20 @@ async def first_round(
             handover.retry = retry
             return False, handover
     except BaseException:
-        count()
+        _count(usage, kept, made)
         raise
-    count()
+    _count(usage, kept, made)
     usage_limits.check_cost(usage)  # as the agent does when its run ends (it may warn that cost is unknown)
     return True, outcome
+
+
+def _count(usage: RunUsage, kept: ModelResponse, made: int) -> None:
+    """Count in `usage` what the agent counts for a first round that made `made` tool calls."""
+    # What the agent counts for this round (the responses a model rejected before it included; an
+    # uninstrumented run credits no enclosing run); not on a handover, where the agent counts it itself.
+    usage.requests += 1
+    _record_billed_usage(usage, kept)
+    usage.tool_calls += made
 
 
 def has_fallback(model: Any) -> bool:

@@ -8,7 +8,7 @@ and the step's tool machinery are imported by the functions here, on the first s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,14 +49,36 @@ class StepAgent:
 
 
 def build_agent(output_spec: list[Any]) -> StepAgent:
-    from pydantic_ai import Agent, ModelRetry, RunContext, Tool
+    """The agent for one outcome signature: the Nighthawk tools, `output_spec` as its output tool, the outcome check."""
+    from pydantic_ai import Agent, RunContext, Tool
 
-    from ..answers.outcome import resolve_outcome  # here: it imports pydantic
+    nh_eval, nh_assign = _nighthawk_tools()
+    check_outcome = _outcome_check()
+    # This module uses postponed annotations; pydantic-ai reads tool signatures, so give it real types.
+    for function in (nh_eval, nh_assign):
+        function.__annotations__ = {**function.__annotations__, "ctx": RunContext[StepContext]}
+        function.__annotations__.update(
+            {name: str for name, hint in function.__annotations__.items() if hint == "str"}
+        )
+
+    agent: Any = Agent(
+        output_type=output_spec,
+        deps_type=StepContext,
+        tools=[Tool(nh_eval, takes_ctx=True, max_retries=TOOL_RETRIES), Tool(nh_assign, takes_ctx=True, max_retries=TOOL_RETRIES)],
+        retries={"tools": TOOL_RETRIES, "output": OUTCOME_RETRIES},
+        defer_model_check=True,
+    )
+    agent.output_validator(check_outcome)
+    return StepAgent(agent, {"nh_eval": nh_eval, "nh_assign": nh_assign}, check_outcome)
+
+
+def _nighthawk_tools() -> tuple[Callable[..., Awaitable[str]], Callable[..., Awaitable[str]]]:
+    """The `nh_eval` and `nh_assign` tools, as pydantic-ai calls them (a replayed round answers from its record)."""
+    from pydantic_ai import RunContext
+
     from ..answers.tools import assign_value, eval_expression, evaluated_value, guarded, invoke_tool
     from ..prompting._media import tool_result_media  # hashlib (see the note at the top)
-    from ..secrets._scrubber import scrub_exception
-    from ..step._evaluate import clip
-    from ._direct import replayed_result, replayed_retry
+    from ._direct import replayed_result
 
     # Short docstrings: they become the tool descriptions, sent with every request.
     async def nh_eval(ctx: RunContext[StepContext], expression: str) -> str:
@@ -98,22 +120,19 @@ def build_agent(output_spec: list[Any]) -> StepAgent:
         )
         return _hold_back_outcome(ctx, envelope)
 
-    # This module uses postponed annotations; pydantic-ai reads tool signatures, so give it real types.
-    for function in (nh_eval, nh_assign):
-        function.__annotations__ = {**function.__annotations__, "ctx": RunContext[StepContext]}
-        function.__annotations__.update(
-            {name: str for name, hint in function.__annotations__.items() if hint == "str"}
-        )
+    return nh_eval, nh_assign
 
-    agent: Any = Agent(
-        output_type=output_spec,
-        deps_type=StepContext,
-        tools=[Tool(nh_eval, takes_ctx=True, max_retries=TOOL_RETRIES), Tool(nh_assign, takes_ctx=True, max_retries=TOOL_RETRIES)],
-        retries={"tools": TOOL_RETRIES, "output": OUTCOME_RETRIES},
-        defer_model_check=True,
-    )
 
-    @agent.output_validator
+def _outcome_check() -> Callable[..., Awaitable[Any]]:
+    """The check an outcome passes before the step takes it: the rest of its response, the writes a pass left
+    unset, then the outcome resolved (a failure the model may fix becomes its retry)."""
+    from pydantic_ai import ModelRetry, RunContext
+
+    from ..answers.outcome import resolve_outcome  # here: it imports pydantic
+    from ..secrets._scrubber import scrub_exception
+    from ..step._evaluate import clip
+    from ._direct import replayed_retry
+
     async def check_outcome(ctx: RunContext[StepContext], outcome: Any) -> Any:
         step = _enter_round(ctx)
         retry = replayed_retry(ctx)
@@ -152,7 +171,7 @@ def build_agent(output_spec: list[Any]) -> StepAgent:
         # so `return_expression` runs exactly once.
         return step.resolution.outcome
 
-    return StepAgent(agent, {"nh_eval": nh_eval, "nh_assign": nh_assign}, check_outcome)
+    return check_outcome
 
 
 def _response_calls(ctx: Any) -> list[Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import _listeners
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.
     from ..step._outcome_kinds import Outcome
     from ._step_agent import StepAgent
+    from ._watch import StepWatch
 
 # The kernel extension builds an executor when it loads, long before a step: the modules only a step needs
 # (the model builder, the step agent, the prompt and media stack with hashlib and pathlib, the tools with
@@ -173,7 +175,12 @@ class AgentStepExecutor:
 
     async def run_step(self, step: StepContext) -> Outcome:
         """Run the model loop for `step` and return the outcome it settled on (already resolved on `step`)."""
-        from ..threads._loop import awaited, on_import_thread, on_user_thread  # here, not at the top: asyncio
+        await self._model_built()
+        return await self._run(step, await self._prepare(step))
+
+    async def _model_built(self) -> None:
+        """Wait until the model is built: the first step builds it, on the import thread."""
+        from ..threads._loop import awaited, on_import_thread  # here, not at the top: asyncio
 
         if self._model is None:
             # The first step builds the model, importing pydantic-ai and the provider's SDK (seconds): on the
@@ -183,29 +190,21 @@ class AgentStepExecutor:
             if building is None or building.cancelled() or (building.done() and building.exception() is not None):
                 building = self._building = on_import_thread(self._resolve_model)  # again after a failure
             await awaited(building)
-        from pydantic_ai import Agent, capture_run_messages
-        from pydantic_ai.exceptions import (
-            AgentRunError,
-            ModelAPIError,
-            ModelHTTPError,
-            UnexpectedModelBehavior,
-            UsageLimitExceeded,
-            UserError,
-        )
+
+    async def _prepare(self, step: StepContext) -> _PreparedStep:
+        """The agent of the step's outcome, its prompts (announced), tools, settings and limits, and its watch."""
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
 
-        from ..prompting._media import media_refusal, media_shown, user_content  # hashlib (see the note at the top)
+        from ..prompting._media import media_shown, user_content  # hashlib (see the note at the top)
+        from ..threads._loop import on_user_thread
         from . import _direct  # pydantic-ai's models
         from ._prompt import prompt_cache_settings
-        from ._send_gate import passing_gate
         from ._step_agent import user_tool
         from ._watch import StepWatch
-        from ._wire_count import counting_answers
 
         model = self._resolve_model()
         step_agent = self._get_agent(step)
-        agent = step_agent.agent
         # Rendering the locals calls their `__repr__`, and a figure draws itself: user code, so on the user's thread.
         attachments, (system_prompt, user_prompt) = await on_user_thread(lambda: self._render(step))
         if _listeners.listening():
@@ -233,11 +232,32 @@ class AgentStepExecutor:
         run_settings = {**prompt_cache_settings(step), **self._request_settings()}
         # The first round goes straight to the model when the agent already showed what it sends for this
         # block, and nothing of the step needs the agent's own machinery (see `_direct`).
-        direct = _direct.AVAILABLE and not toolsets and not _direct_excluded(agent) and not _direct.has_fallback(model)
-        template = self._template(step, run_settings) if direct else None
-        limits_given = limits.usage_limits()
-        output: Any = None
-        settled = False
+        direct = _direct.AVAILABLE and not toolsets and not _direct_excluded(step_agent.agent) and not _direct.has_fallback(model)
+        return _PreparedStep(
+            model=model,
+            step_agent=step_agent,
+            attachments=attachments,
+            system_prompt=system_prompt,
+            content=content,
+            toolsets=toolsets,
+            limits=limits,
+            usage_limits=limits.usage_limits(),
+            watch=watch,
+            usage=usage,
+            run_settings=run_settings,
+            direct=direct,
+            template=self._template(step, run_settings) if direct else None,
+        )
+
+    async def _run(self, step: StepContext, prepared: _PreparedStep) -> Outcome:
+        """Run the prepared step and record what it spent, whether it settled or failed."""
+        from pydantic_ai import Agent, capture_run_messages
+        from pydantic_ai.exceptions import AgentRunError, ModelHTTPError, UserError
+
+        from ._send_gate import passing_gate
+        from ._wire_count import counting_answers
+
+        usage = prepared.usage
         # Tool calls of one response run one after the other, in the order sent: each may read what the
         # previous one assigned, and an awaiting call must not let a later one overtake it.
         with (
@@ -246,7 +266,7 @@ class AgentStepExecutor:
             _user_thread_callables(),
             counting_answers() as wire,
         ):
-            step.watch = watch
+            step.watch = prepared.watch
             # The wall-time budget is the runner's: it bounds the whole step, user code included.
             running_step(usage)  # its groups see what it spends as it goes, not only once it ends
             # A request the provider answered with an error (HTTP 500, ...) was sent, and the groups counted it
@@ -255,69 +275,13 @@ class AgentStepExecutor:
             refused = 0
             try:
                 async with passing_gate():  # a map's steps send their first requests in turn
-                    if template is not None:
-                        settled, output = await _direct.first_round(
-                            step,
-                            template=template,
-                            model=model,
-                            content=content,
-                            instructions=system_prompt,
-                            messages=messages,
-                            usage=usage,
-                            usage_limits=limits_given,
-                            tools=step_agent.tools,
-                            check_outcome=step_agent.check_outcome,
-                        )
-                    if not settled:
-                        step.handover = output  # `None`, or the first round made above, which the agent goes on from
-                        result = await agent.run(
-                            content,
-                            model=model if output is None else _direct.AnsweredOnce(model, output.response),
-                            deps=step,
-                            instructions=system_prompt,
-                            model_settings=run_settings,
-                            toolsets=toolsets or None,
-                            usage_limits=limits_given,
-                            usage=usage,
-                        )
-                        output = result.output
-                        if direct and step.handover is None:
-                            self._remember(step, watch, content, system_prompt, run_settings)
-            except TimeoutError as exc:
-                raise ExecutionError(f"the model request failed: {exc or type(exc).__name__}") from exc
-            except UsageLimitExceeded as exc:
-                raise _budget_error(exc, usage, limits) from exc
-            except ModelHTTPError as exc:
-                refused = 1  # the request that ended the run
-                refusal = media_refusal(f"{exc.body or ''} {exc.message}", attachments, messages, self.model_label)
-                message = refusal or http_error_message(model, exc.model_name, exc.status_code, exc.body)
-                raise ExecutionError(message) from exc
-            except (UserError, NotImplementedError) as exc:
-                # How pydantic-ai's own model classes refuse a media type their provider cannot take.
-                refusal = media_refusal(str(exc), attachments, messages, self.model_label)
-                if refusal is None:
+                    output = await self._rounds(step, prepared, messages)
+            except (TimeoutError, AgentRunError, UserError, NotImplementedError) as exc:
+                refused = int(isinstance(exc, ModelHTTPError))  # the request that ended the run
+                error = self._failure(exc, step, prepared, messages)
+                if error is None:
                     raise
-                raise ExecutionError(refusal) from exc
-            except UnexpectedModelBehavior as exc:
-                if _cut_at_cap(exc, messages):
-                    cap = self._configuration.request_settings().get("max_tokens")
-                    # A model shown no tools (a local template without a tool section) writes prose until cut.
-                    raise ExecutionError(watch.explain_unfinished(output_cap_message(cap))) from exc
-                problem = step.outcome_problem or _last_retry_reason(messages)
-                reason = f"; last problem: {problem}" if problem else ""
-                raise ExecutionError(
-                    watch.explain_unfinished(
-                        f"the model did not end the step with a valid outcome ({trim_advice(exc.message)}){reason}"
-                    )
-                ) from exc
-            except ModelAPIError as exc:
-                message = connection_error_message(
-                    model, exc.model_name, exc.message, error=exc, waited_s=watch.waited_s(),
-                    settings=self._configuration.request_settings(),
-                )
-                raise ExecutionError(message) from exc
-            except AgentRunError as exc:
-                raise ExecutionError(f"the model request failed: {trim_advice(str(exc))}") from exc
+                raise error from exc
             finally:
                 step.handover = None
                 failed = max(refused, wire.failed)
@@ -336,6 +300,81 @@ class AgentStepExecutor:
                 record_usage(spent, running=usage)
         return output
 
+    async def _rounds(self, step: StepContext, prepared: _PreparedStep, messages: list[Any]) -> Any:
+        """The step's model rounds: the first straight to the model when the block's template allows, then the agent's."""
+        from . import _direct
+
+        output: Any = None
+        settled = False
+        if prepared.template is not None:
+            settled, output = await _direct.first_round(
+                step,
+                template=prepared.template,
+                model=prepared.model,
+                content=prepared.content,
+                instructions=prepared.system_prompt,
+                messages=messages,
+                usage=prepared.usage,
+                usage_limits=prepared.usage_limits,
+                tools=prepared.step_agent.tools,
+                check_outcome=prepared.step_agent.check_outcome,
+            )
+        if not settled:
+            step.handover = output  # `None`, or the first round made above, which the agent goes on from
+            model = prepared.model
+            result = await prepared.step_agent.agent.run(
+                prepared.content,
+                model=model if output is None else _direct.AnsweredOnce(model, output.response),
+                deps=step,
+                instructions=prepared.system_prompt,
+                model_settings=prepared.run_settings,
+                toolsets=prepared.toolsets or None,
+                usage_limits=prepared.usage_limits,
+                usage=prepared.usage,
+            )
+            output = result.output
+            if prepared.direct and step.handover is None:
+                self._remember(step, prepared.watch, prepared.content, prepared.system_prompt, prepared.run_settings)
+        return output
+
+    def _failure(self, exc: Exception, step: StepContext, prepared: _PreparedStep, messages: list[Any]) -> Exception | None:
+        """The error a failed run raises for `exc` (a timeout or one of pydantic-ai's), or `None` to raise `exc` itself."""
+        from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, UnexpectedModelBehavior, UsageLimitExceeded, UserError
+
+        from ..prompting._media import media_refusal
+
+        watch = prepared.watch
+        if isinstance(exc, TimeoutError):
+            return ExecutionError(f"the model request failed: {exc or type(exc).__name__}")
+        if isinstance(exc, UsageLimitExceeded):
+            return _budget_error(exc, prepared.usage, prepared.limits)
+        if isinstance(exc, ModelHTTPError):
+            refusal = media_refusal(f"{exc.body or ''} {exc.message}", prepared.attachments, messages, self.model_label)
+            return ExecutionError(refusal or http_error_message(prepared.model, exc.model_name, exc.status_code, exc.body))
+        if isinstance(exc, (UserError, NotImplementedError)):
+            # How pydantic-ai's own model classes refuse a media type their provider cannot take.
+            refusal = media_refusal(str(exc), prepared.attachments, messages, self.model_label)
+            return None if refusal is None else ExecutionError(refusal)
+        if isinstance(exc, UnexpectedModelBehavior):
+            if _cut_at_cap(exc, messages):
+                cap = self._configuration.request_settings().get("max_tokens")
+                # A model shown no tools (a local template without a tool section) writes prose until cut.
+                return ExecutionError(watch.explain_unfinished(output_cap_message(cap)))
+            problem = step.outcome_problem or _last_retry_reason(messages)
+            reason = f"; last problem: {problem}" if problem else ""
+            return ExecutionError(
+                watch.explain_unfinished(
+                    f"the model did not end the step with a valid outcome ({trim_advice(exc.message)}){reason}"
+                )
+            )
+        if isinstance(exc, ModelAPIError):
+            message = connection_error_message(
+                prepared.model, exc.model_name, exc.message, error=exc, waited_s=watch.waited_s(),
+                settings=self._configuration.request_settings(),
+            )
+            return ExecutionError(message)
+        return ExecutionError(f"the model request failed: {trim_advice(str(exc))}")  # another `AgentRunError`
+
 
     def _agent_toolsets(self) -> list[Any]:
         """The tools of the given agent (its own function tools and toolsets), offered beside ours."""
@@ -351,6 +390,33 @@ class AgentStepExecutor:
         if self._client_retries is not None and settings.get("max_retries") == self._client_retries:
             del settings["max_retries"]  # the clients carry it (see `_client_retries`)
         return settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class _PreparedStep:
+    """What a step's run needs, made before its first request."""
+
+    model: Any
+    """The executor's model, behind the budget gate and the secret scrubber."""
+    step_agent: StepAgent
+    attachments: tuple[Any, ...]
+    """The media the prompt shows (a refusal of their type names them)."""
+    system_prompt: str
+    content: Any
+    """The user prompt with its attachments, as the agent takes it."""
+    toolsets: list[Any]
+    """The user tools in scope and the given agent's, beside the Nighthawk tools."""
+    limits: StepLimits
+    usage_limits: Any
+    """`limits` as pydantic-ai's `UsageLimits`."""
+    watch: StepWatch
+    usage: Any
+    """pydantic-ai's `RunUsage`, which it adds to in place, so a failed step still reports what it spent."""
+    run_settings: dict[str, Any]
+    direct: bool
+    """Whether the first round may go straight to the model (see `_direct`)."""
+    template: Any
+    """The block's request template for that first round, or `None`."""
 
 
 @contextmanager

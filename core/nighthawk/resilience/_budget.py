@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import errors
@@ -77,71 +78,99 @@ def budget(
         raise ValueError("`budget` requires at least one of tokens, tokens_per_call, cost, cost_per_call")
     if (cost is not None or cost_per_call is not None) and cost_function is None:
         raise ValueError("a `cost` or `cost_per_call` limit needs a `cost_function` to price usage")
+    limits = _Limits(
+        tokens=tokens, tokens_per_call=tokens_per_call, cost=cost, cost_per_call=cost_per_call,
+        cost_function=cost_function, estimate_usage=estimate_usage,
+    )
 
-    def exceeded(kind: LimitKind, limit: float, reached: float, call: Any, run: Any) -> BudgetExceededError:
-        note(
-            "budget_exceeded", logging.WARNING, "Budget exceeded: %s limit %g reached (%g)", kind, limit, reached,
-            limit_kind=kind, limit=limit, reached=reached,
-        )
-        return BudgetExceededError(limit_kind=kind, limit_value=limit, call_usage=call, accumulated_usage=run, reached=reached)
+    def transform(function: Callable[..., Any]) -> Callable[..., Any]:
+        return _budgeted(function, limits)
 
-    def check_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    return transform
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Limits:
+    """The limits of one `budget(...)`, checked around each call of the functions it bounds."""
+
+    tokens: int | None
+    tokens_per_call: int | None
+    cost: float | None
+    cost_per_call: float | None
+    cost_function: Callable[[Any], float] | None
+    estimate_usage: Callable[..., Any] | None
+
+    def check_before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Refuse a call when the run has reached `tokens` or `cost`, or would pass them with the call's estimate."""
+        tokens, cost, cost_function = self.tokens, self.cost, self.cost_function
         meter = get_current_usage_meter()
         if meter is None or (tokens is None and cost is None):
             return
         run = _run_usage(meter.totals())
-        expected = estimate_usage(*args, **kwargs) if estimate_usage is not None else None
+        expected = self.estimate_usage(*args, **kwargs) if self.estimate_usage is not None else None
         nothing = _run_usage(UsageTotals())
         if tokens is not None:
             reached = run.total_tokens + (expected.total_tokens if expected is not None else 0)
             if run.total_tokens >= tokens or reached > tokens:
-                raise exceeded("tokens", tokens, reached, nothing, run)
+                raise _exceeded("tokens", tokens, reached, nothing, run)
         if cost is not None and cost_function is not None:
             spent = cost_function(run) + (cost_function(expected) if expected is not None else 0.0)
             if cost_function(run) >= cost or spent > cost:
-                raise exceeded("cost", cost, spent, nothing, run)
+                raise _exceeded("cost", cost, spent, nothing, run)
 
-    def check_after(group: BudgetScope) -> None:
+    def check_after(self, group: BudgetScope) -> None:
+        """Raise when the call (measured by `group`) passed a per-call limit, or took the run past `tokens` or `cost`."""
+        tokens, cost, cost_function = self.tokens, self.cost, self.cost_function
         with budget_lock():
             call = _run_usage(group.spent)
         meter = get_current_usage_meter()
         run = _run_usage(meter.totals()) if meter is not None else call
-        if tokens_per_call is not None and call.total_tokens > tokens_per_call:
-            raise exceeded("tokens_per_call", tokens_per_call, call.total_tokens, call, run)
-        if cost_per_call is not None and cost_function is not None and (spent := cost_function(call)) > cost_per_call:
-            raise exceeded("cost_per_call", cost_per_call, spent, call, run)
+        if self.tokens_per_call is not None and call.total_tokens > self.tokens_per_call:
+            raise _exceeded("tokens_per_call", self.tokens_per_call, call.total_tokens, call, run)
+        if self.cost_per_call is not None and cost_function is not None and (spent := cost_function(call)) > self.cost_per_call:
+            raise _exceeded("cost_per_call", self.cost_per_call, spent, call, run)
         if meter is None:
             return
         if tokens is not None and run.total_tokens > tokens:
-            raise exceeded("tokens", tokens, run.total_tokens, call, run)
+            raise _exceeded("tokens", tokens, run.total_tokens, call, run)
         if cost is not None and cost_function is not None and (spent := cost_function(run)) > cost:
-            raise exceeded("cost", cost, spent, call, run)
+            raise _exceeded("cost", cost, spent, call, run)
 
-    def call_group() -> BudgetScope:
-        # Unbounded: it measures the call; the limits are checked around it, so they never stop a step half-way.
-        return BudgetScope(limit=UsageBudget(), counts_records=True)
 
-    def transform(function: Callable[..., Any]) -> Callable[..., Any]:
-        if is_async(function):
+def _exceeded(kind: LimitKind, limit: float, reached: float, call: Any, run: Any) -> BudgetExceededError:
+    """The error of a reached limit, logged as it is made."""
+    note(
+        "budget_exceeded", logging.WARNING, "Budget exceeded: %s limit %g reached (%g)", kind, limit, reached,
+        limit_kind=kind, limit=limit, reached=reached,
+    )
+    return BudgetExceededError(limit_kind=kind, limit_value=limit, call_usage=call, accumulated_usage=run, reached=reached)
 
-            @functools.wraps(function)
-            async def budgeted_async(*args: Any, **kwargs: Any) -> Any:
-                check_before(args, kwargs)
-                with opened(call_group()) as group:
-                    result = await function(*args, **kwargs)
-                check_after(group)
-                return result
 
-            return budgeted_async
+def _call_group() -> BudgetScope:
+    # Unbounded: it measures the call; the limits are checked around it, so they never stop a step half-way.
+    return BudgetScope(limit=UsageBudget(), counts_records=True)
+
+
+def _budgeted(function: Callable[..., Any], limits: _Limits) -> Callable[..., Any]:
+    """`function` with `limits` checked before and after each call, which a budget group measures."""
+    if is_async(function):
 
         @functools.wraps(function)
-        def budgeted(*args: Any, **kwargs: Any) -> Any:
-            check_before(args, kwargs)
-            with opened(call_group()) as group:
-                result = function(*args, **kwargs)
-            check_after(group)
+        async def budgeted_async(*args: Any, **kwargs: Any) -> Any:
+            limits.check_before(args, kwargs)
+            with opened(_call_group()) as group:
+                result = await function(*args, **kwargs)
+            limits.check_after(group)
             return result
 
-        return budgeted
+        return budgeted_async
 
-    return transform
+    @functools.wraps(function)
+    def budgeted(*args: Any, **kwargs: Any) -> Any:
+        limits.check_before(args, kwargs)
+        with opened(_call_group()) as group:
+            result = function(*args, **kwargs)
+        limits.check_after(group)
+        return result
+
+    return budgeted

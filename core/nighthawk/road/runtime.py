@@ -449,27 +449,8 @@ def scope(
     outer = _current.get()
     system = _fragments("system_prompt_suffix_fragments", system_prompt_suffix_fragments, system_prompt_suffix_fragment)
     user = _fragments("user_prompt_suffix_fragments", user_prompt_suffix_fragments, user_prompt_suffix_fragment)
-    if mode == "inherit":
-        system_suffixes = outer.system_suffixes + (system or ())
-        user_suffixes = outer.user_suffixes + (user or ())
-        references = _merged(outer.references, implicit_references or {})
-    elif mode == "replace":
-        system_suffixes = outer.system_suffixes if system is None else system
-        user_suffixes = outer.user_suffixes if user is None else user
-        references = outer.references if implicit_references is None else _checked(implicit_references)
-    else:
-        raise ValueError(f"`mode` must be 'inherit' or 'replace', got {mode!r}")
-    executor = step_executor or get_step_executor()
-    if step_executor_configuration is not None or step_executor_configuration_patch is not None:
-        configure = getattr(executor, "with_configuration", None)
-        if configure is None:
-            raise NighthawkError(
-                f"executor {executor!r} has no configuration to change; pass `step_executor=` instead"
-            )
-        configuration = step_executor_configuration or executor.configuration
-        if step_executor_configuration_patch is not None:
-            configuration = configuration.apply(step_executor_configuration_patch)
-        executor = configure(configuration)
+    system_suffixes, user_suffixes, references = _combined(outer, mode, system, user, implicit_references)
+    executor = _scope_executor(step_executor, step_executor_configuration, step_executor_configuration_patch)
     parent = outer.context or current_execution_context()
     state = _Scope(
         executor,
@@ -487,6 +468,43 @@ def scope(
         _enter(state, is_run=False),
     ):
         yield executor
+
+
+def _combined(
+    outer: _Scope, mode: ScopeMode, system: tuple[str, ...] | None, user: tuple[str, ...] | None,
+    implicit_references: Mapping[str, object] | None,
+) -> tuple[tuple[str, ...], tuple[str, ...], Mapping[str, object]]:
+    """A scope's system and user prompt fragments and its implicit references, combined with `outer`'s as `mode` says."""
+    if mode == "inherit":
+        system_suffixes = outer.system_suffixes + (system or ())
+        user_suffixes = outer.user_suffixes + (user or ())
+        references = _merged(outer.references, implicit_references or {})
+    elif mode == "replace":
+        system_suffixes = outer.system_suffixes if system is None else system
+        user_suffixes = outer.user_suffixes if user is None else user
+        references = outer.references if implicit_references is None else _checked(implicit_references)
+    else:
+        raise ValueError(f"`mode` must be 'inherit' or 'replace', got {mode!r}")
+    return system_suffixes, user_suffixes, references
+
+
+def _scope_executor(
+    step_executor: StepExecutor | None, configuration: StepExecutorConfiguration | None,
+    patch: StepExecutorConfigurationPatch | None,
+) -> StepExecutor:
+    """The executor in force in a scope: the one given or the current one, with its configuration replaced or patched."""
+    executor = step_executor or get_step_executor()
+    if configuration is not None or patch is not None:
+        configure = getattr(executor, "with_configuration", None)
+        if configure is None:
+            raise NighthawkError(
+                f"executor {executor!r} has no configuration to change; pass `step_executor=` instead"
+            )
+        configuration = configuration or executor.configuration
+        if patch is not None:
+            configuration = configuration.apply(patch)
+        executor = configure(configuration)
+    return executor
 
 
 def _fragments(parameter: str, fragments: Sequence[str] | None, single: str | None) -> tuple[str, ...] | None:
