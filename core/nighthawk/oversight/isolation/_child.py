@@ -100,11 +100,8 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
 
 
 def _address_space() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    with open("/proc/self/statm", "rb") as statm:  # its first figure is VmSize, in pages; cheaper than status
+        return int(statm.read().split()[0]) * resource.getpagesize()
 
 
 def _answer(step: StepContext, loop: asyncio.AbstractEventLoop, request: tuple[Any, ...]) -> tuple[Any, ...]:

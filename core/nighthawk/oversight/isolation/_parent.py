@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -32,7 +34,7 @@ from .._kinds import Isolation
 from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
-from ._seccomp import SUPPORTED
+from ._seccomp import SUPPORTED, compiled_filter
 from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
 
 __all__ = ["isolating"]
@@ -91,11 +93,14 @@ class _Child:
         self.code: int | None = None
         """How the child ended, as an exit code (a signal `s` as `128 + s`; -1: unknown)."""
         self.walled = False
+        self.grouped = False
+        """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
 
     def _fork(self) -> None:
         """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
         from ._child import run_child  # here: it loads the tools and the outcome, which import this package
 
+        compiled_filter(network=self.isolation.network)  # built here, once: the child only installs it
         ours, theirs = socket.socketpair()
         self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
         restore = None
@@ -126,7 +131,7 @@ class _Child:
                     restore()  # in the kernel only, however the fork went: its thread's children are its own again
             theirs.close()
             ours.setblocking(False)  # read on the step's loop
-            self.pid, self.channel = pid, ours
+            self.pid, self.channel, self.grouped = pid, ours, restore is not None
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -228,12 +233,11 @@ class _Child:
         )
 
     async def aclose(self) -> None:
-        """`close` off the step's loop: reaping the child waits for the kernel to tear down its memory."""
-        if self.pid is not None and self.channel.fileno() >= 0:
-            await asyncio.get_running_loop().run_in_executor(None, self.close)
+        """`close`, from the step's loop: it only signals, so it never waits there."""
+        self.close()
 
     def kill(self) -> None:
-        """Kill the child, on the step's loop: `aclose` reaps it, off the loop."""
+        """Kill the child, on the step's loop: `close` ends the rest of its tree."""
         if self.pid is not None and self.code is None and self.channel.fileno() >= 0:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -241,18 +245,55 @@ class _Child:
                 pass  # reaped already by someone else's SIGCHLD handler: `close` says so
 
     def close(self) -> None:
-        """Kill the child (the rest of its namespace dies with it) and clean up after it."""
+        """Kill the child and every process it started, and leave the reaping and the clean-up to `_reaper`.
+
+        Reaping waits for the kernel to tear the child's memory down (milliseconds for a large process): the
+        step need not wait for it, for no process of the child's tree runs another instruction once it is
+        sent SIGKILL."""
         if self.pid is None or self.channel.fileno() < 0:
             return
-        if self.code is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                _, status, usage = os.wait4(self.pid, 0)
-                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
-            except (ProcessLookupError, ChildProcessError):
-                self.code = -1  # reaped by someone else's SIGCHLD handler: its status is lost
         self.channel.close()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.code is not None:  # reaped already, by `_ended`
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            if self.grouped:
+                # The worker leads its own process group, which nothing it starts may leave (seccomp denies
+                # `setsid` and `setpgid`): one signal reaches them all at once, not when the worker is torn down.
+                os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the group is not made yet (the child dies before its walls), or the child is reaped already
+        _reaper.reap(self.pid, self.temp_dir)
+
+
+class _Reaper:
+    """One thread that waits for the killed children and removes their temporary folders, off every step's
+    path (a map's items end while the children of earlier ones are still being torn down)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def reap(self, pid: int, temp_dir: str) -> None:
+        self._queue.put((pid, temp_dir))
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
+                self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            pid, temp_dir = self._queue.get()
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # reaped by someone else's SIGCHLD handler
+            shutil.rmtree(temp_dir, ignore_errors=True)  # once reaped: nothing of the child writes there any more
+
+
+_reaper = _Reaper()
 
 
 def _how_it_ended(code: int | None, isolation: Isolation) -> str:
