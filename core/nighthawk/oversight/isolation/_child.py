@@ -39,6 +39,7 @@ from ._tree import enter_tree
 __all__ = ["run_child"]
 
 _PR_SET_NO_NEW_PRIVS = 38
+_libc = ctypes.CDLL(None)  # loaded in the kernel: the child, once forked, only calls it
 
 
 def run_child(
@@ -92,7 +93,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
     # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
     resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-    if ctypes.CDLL(None).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())
     os.setsid()  # off the kernel's terminal: a session of its own, with no controlling terminal

@@ -5,7 +5,9 @@ The child is forked on the user's thread; its answers are awaited on the step's 
 thread stays free for the other items of a map. An interrupt (Ctrl-C) or the step's wall-time budget
 cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes
 or is killed ends the step with `IsolationError`; the kernel's namespace is never touched by what the
-child did.
+child did. The step's end kills the child and everything it started at once; a reaper thread then waits
+while the operating system tears the child's memory down, and removes its temporary folder, so that
+neither the step nor a map's other items wait for that.
 """
 
 from __future__ import annotations
