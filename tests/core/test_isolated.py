@@ -78,8 +78,9 @@ def children() -> set[int]:
 def no_child_left() -> Iterator[None]:
     before = children()
     yield
-    # Every process an isolated step made is gone, and reaped: by a thread of its own, moments after the step.
-    deadline = time.monotonic() + 10
+    # Every process an isolated step made is gone, and reaped: by a thread of its own, after the step (a fork
+    # bomb's hundreds of copies take seconds to tear down on a loaded machine).
+    deadline = time.monotonic() + 60
     while not children() <= before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert children() <= before
