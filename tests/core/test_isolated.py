@@ -316,6 +316,35 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
     assert not os.path.exists(child.temp_dir)  # removed once the child is reaped
 
 
+def test_no_temporary_folder_is_left_when_the_process_ends_right_after_an_isolated_step(tmp_path: Path) -> None:
+    # The reaper removes a child's folder after the step; the interpreter's exit waits for it to finish.
+    import subprocess
+
+    script = tmp_path / "step.py"
+    script.write_text(
+        "import nighthawk as nh\n"
+        "from scripting import finish, model_code, scripted_executor\n\n\n"
+        "@nh.natural_function\n"
+        "def look() -> object:\n"
+        "    result = None\n"
+        '    """natural\n'
+        "    Set <:result>.\n"
+        '    """\n'
+        "    return result\n\n\n"
+        "executor, _ = scripted_executor(model_code('nh_assign', \"__import__('tempfile').gettempdir()\", target='result'), "
+        "[finish('return', return_expression='result')])\n"
+        "with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):\n"
+        "    print(look())\n"
+    )
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    environment = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": os.pathsep.join(sys.path)}
+    finished = subprocess.run([sys.executable, str(script)], env=environment, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.strip().startswith(str(temp / "nighthawk-isolated-"))  # the step ran in its child's folder
+    assert list(temp.iterdir()) == []
+
+
 def pending_kill(pid: int) -> bool:
     """Whether process `pid` is gone, a zombie, or has SIGKILL pending: it runs no further instruction of its own."""
     try:

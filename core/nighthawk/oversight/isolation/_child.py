@@ -74,6 +74,7 @@ def run_child(
 
 
 def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
+    os.mkdir(temp_dir, 0o700)  # the private temporary folder the kernel named (it fails if the name is taken)
     devnull = os.open(os.devnull, os.O_RDWR)
     # Every inherited descriptor now reads and writes /dev/null: closing them would free their numbers for
     # files the model's code opens, which the kernel's objects here would then close or write to.

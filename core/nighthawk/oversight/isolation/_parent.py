@@ -13,9 +13,11 @@ neither the step nor a map's other items wait for that.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import queue
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -104,7 +106,9 @@ class _Child:
 
         compiled_filter(network=self.isolation.network)  # built here, once: the child only installs it
         ours, theirs = socket.socketpair()
-        self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
+        # Named here, made by the child before its walls: the kernel's thread, which every item of a map
+        # shares, spends no time on it.
+        self.temp_dir = os.path.join(tempfile.gettempdir(), f"nighthawk-isolated-{secrets.token_hex(8)}")
         restore = None
         pid = -1
         with interrupts_held():  # an interrupt is raised once the child is recorded and the namespace restored
@@ -123,7 +127,6 @@ class _Child:
             except OSError as exc:
                 ours.close()
                 theirs.close()
-                os.rmdir(self.temp_dir)
                 raise IsolationUnavailableError(
                     f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
                     "the model's code (nothing falls back to running unwalled)"
@@ -271,12 +274,14 @@ class _Child:
 
 class _Reaper:
     """One thread that waits for the killed children and removes their temporary folders, off every step's
-    path (a map's items end while the children of earlier ones are still being torn down)."""
+    path (a map's items end while the children of earlier ones are still being torn down). At the
+    interpreter's exit it finishes what it was handed, so that no temporary folder is left behind."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        atexit.register(self.finish)
 
     def reap(self, pid: int, temp_dir: str) -> None:
         self._queue.put((pid, temp_dir))
@@ -285,9 +290,16 @@ class _Reaper:
                 self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
                 self._thread.start()
 
+    def finish(self, timeout: float = 10.0) -> None:
+        """Reap what was handed over so far (each child is killed already), then let the thread end."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._queue.put(None)
+            thread.join(timeout)
+
     def _serve(self) -> None:
-        while True:
-            pid, temp_dir = self._queue.get()
+        while (handed := self._queue.get()) is not None:
+            pid, temp_dir = handed
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
