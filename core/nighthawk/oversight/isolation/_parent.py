@@ -95,7 +95,8 @@ class _Child:
         self.channel.close()
         self.temp_dir = ""
         self.code: int | None = None
-        """How the child ended, as an exit code (a signal `s` as `128 + s`; -1: unknown)."""
+        """How the child ended, as an exit code (a signal `s` as `128 + s`), when it ended by itself during the
+        step; a child the step kills is reaped by `_reaper`, and its code is not kept."""
         self.walled = False
         self.grouped = False
         """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
