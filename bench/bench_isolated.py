@@ -6,7 +6,8 @@ expression) against a scripted model; the guarded step runs under `combine(read_
 isolated one under `isolated()`. The two alternate in one run (A/B), so that the machine's load falls on
 both alike. Printed: the median and 90th percentile of each step's wall time, the median CPU time the
 kernel's process spent on it (the fork, and the copies of the pages it writes while a child shares them),
-and the extra time per isolated step.
+and the extra time per isolated step: the difference of the medians, and the median difference of each
+isolated step and the guarded step run just before it.
 
 With `--map N` (1000 in the issue), then a map of N items against the test suite's OpenAI-compatible server
 on loopback (200 ms a request, 32 at a time, as `bench_map_http.py`), once guarded and once with
@@ -76,7 +77,9 @@ def main() -> None:
     guarded = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.no_network())
     isolated = nh.oversight.isolated()
     for size in arguments.sizes_mb:
-        data = numpy.ones(size * 2**20 // 8)  # every page touched: resident, as a loaded DataFrame is
+        # Every page touched (resident, as a loaded DataFrame is) and no two values alike: an array of one
+        # value would be read whole at each step to be shown as that value, burying the fork's cost in noise.
+        data = numpy.arange(size * 2**20 // 8, dtype=numpy.float64)
         one_step(isolated, data), one_step(guarded, data)  # warm both paths up
         times: dict[str, list[tuple[float, float]]] = {"guarded": [], "isolated": []}
         for _ in range(arguments.rounds):
@@ -91,7 +94,10 @@ def main() -> None:
                 f"   kernel CPU {cpu * 1e3:6.1f} ms"
             )
         extra = statistics.median(wall for wall, _ in times["isolated"]) - statistics.median(wall for wall, _ in times["guarded"])
-        print(f"  extra time per isolated step: {extra * 1e3:.1f} ms ({os.getloadavg()[0]:.1f} load average)")
+        # Each isolated step against the guarded one just before it: the machine's load drifts less in between.
+        paired = statistics.median(iso - guard for (guard, _), (iso, _) in zip(times["guarded"], times["isolated"]))
+        print(f"  extra time per isolated step: {extra * 1e3:.1f} ms, {paired * 1e3:.1f} ms the median of each pair "
+              f"({os.getloadavg()[0]:.1f} load average)")
         del data
     if arguments.map_items:
         map_throughput(arguments.map_items)

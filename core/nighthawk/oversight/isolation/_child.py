@@ -37,6 +37,7 @@ from ._tree import enter_tree
 __all__ = ["run_child"]
 
 _PR_SET_NO_NEW_PRIVS = 38
+_libc = ctypes.CDLL(None)  # loaded in the kernel: the child, once forked, only calls it
 
 
 def run_child(
@@ -77,6 +78,7 @@ def run_child(
 
 
 def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
+    os.mkdir(temp_dir, 0o700)  # the private temporary folder the kernel named (it fails if the name is taken)
     devnull = os.open(os.devnull, os.O_RDWR)
     # Every inherited descriptor now reads and writes /dev/null: closing them would free their numbers for
     # files the model's code opens, which the kernel's objects here would then close or write to.
@@ -96,7 +98,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
     # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
     resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-    if ctypes.CDLL(None).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())
     os.setsid()  # off the kernel's terminal: a session of its own, with no controlling terminal
@@ -104,11 +106,8 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
 
 
 def _address_space() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    with open("/proc/self/statm", "rb") as statm:  # its first figure is VmSize, in pages; cheaper than status
+        return int(statm.read().split()[0]) * resource.getpagesize()
 
 
 def _answer(step: StepContext, code: StepCode, loop: asyncio.AbstractEventLoop, request: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -5,19 +5,25 @@ The child is forked on the user's thread; its answers are awaited on the step's 
 thread stays free for the other items of a map. An interrupt (Ctrl-C) or the step's wall-time budget
 cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes
 or is killed ends the step with `IsolationError`; the kernel's namespace is never touched by what the
-child did.
+child did. The step's end kills the child and everything it started at once; a reaper thread then waits
+while the operating system tears the child's memory down, and removes its temporary folder, so that
+neither the step nor a map's other items wait for that.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import queue
 import re
+import secrets
 import shutil
 import signal
 import socket
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -32,7 +38,7 @@ from .._kinds import Isolation
 from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
-from ._seccomp import SUPPORTED
+from ._seccomp import SUPPORTED, compiled_filter
 from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
 
 __all__ = ["isolating"]
@@ -89,15 +95,21 @@ class _Child:
         self.channel.close()
         self.temp_dir = ""
         self.code: int | None = None
-        """How the child ended, as an exit code (a signal `s` as `128 + s`; -1: unknown)."""
+        """How the child ended, as an exit code (a signal `s` as `128 + s`), when it ended by itself during the
+        step; a child the step kills is reaped by `_reaper`, and its code is not kept."""
         self.walled = False
+        self.grouped = False
+        """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
 
     def _fork(self) -> None:
         """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
         from ._child import run_child  # here: the walls' modules load with the first fork
 
+        compiled_filter(network=self.isolation.network)  # built here, once: the child only installs it
         ours, theirs = socket.socketpair()
-        self.temp_dir = tempfile.mkdtemp(prefix="nighthawk-isolated-")
+        # Named here, made by the child before its walls: the kernel's thread, which every item of a map
+        # shares, spends no time on it.
+        self.temp_dir = os.path.join(tempfile.gettempdir(), f"nighthawk-isolated-{secrets.token_hex(8)}")
         restore = None
         pid = -1
         with interrupts_held():  # an interrupt is raised once the child is recorded and the namespace restored
@@ -118,7 +130,6 @@ class _Child:
             except OSError as exc:
                 ours.close()
                 theirs.close()
-                os.rmdir(self.temp_dir)
                 raise IsolationUnavailableError(
                     f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
                     "the model's code (nothing falls back to running unwalled)"
@@ -128,7 +139,7 @@ class _Child:
                     restore()  # in the kernel only, however the fork went: its thread's children are its own again
             theirs.close()
             ours.setblocking(False)  # read on the step's loop
-            self.pid, self.channel = pid, ours
+            self.pid, self.channel, self.grouped = pid, ours, restore is not None
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -230,12 +241,11 @@ class _Child:
         )
 
     async def aclose(self) -> None:
-        """`close` off the step's loop: reaping the child waits for the kernel to tear down its memory."""
-        if self.pid is not None and self.channel.fileno() >= 0:
-            await asyncio.get_running_loop().run_in_executor(None, self.close)
+        """`close`, from the step's loop: it only signals, so it never waits there."""
+        self.close()
 
     def kill(self) -> None:
-        """Kill the child, on the step's loop: `aclose` reaps it, off the loop."""
+        """Kill the child, on the step's loop: `close` ends the rest of its tree."""
         if self.pid is not None and self.code is None and self.channel.fileno() >= 0:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -243,18 +253,64 @@ class _Child:
                 pass  # reaped already by someone else's SIGCHLD handler: `close` says so
 
     def close(self) -> None:
-        """Kill the child (the rest of its namespace dies with it) and clean up after it."""
+        """Kill the child and every process it started, and leave the reaping and the clean-up to `_reaper`.
+
+        Reaping waits for the kernel to tear the child's memory down (milliseconds for a large process): the
+        step need not wait for it, for no process of the child's tree runs another instruction once it is
+        sent SIGKILL."""
         if self.pid is None or self.channel.fileno() < 0:
             return
-        if self.code is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                _, status, usage = os.wait4(self.pid, 0)
-                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
-            except (ProcessLookupError, ChildProcessError):
-                self.code = -1  # reaped by someone else's SIGCHLD handler: its status is lost
         self.channel.close()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.code is not None:  # reaped already, by `_ended`
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            if self.grouped:
+                # The worker leads its own process group, which nothing it starts may leave (seccomp denies
+                # `setsid` and `setpgid`): one signal reaches them all at once, not when the worker is torn down.
+                os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the group is not made yet (the child dies before its walls), or the child is reaped already
+        _reaper.reap(self.pid, self.temp_dir)
+
+
+class _Reaper:
+    """One thread that waits for the killed children and removes their temporary folders, off every step's
+    path (a map's items end while the children of earlier ones are still being torn down). At the
+    interpreter's exit it finishes what it was handed, so that no temporary folder is left behind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        atexit.register(self.finish)
+
+    def reap(self, pid: int, temp_dir: str) -> None:
+        self._queue.put((pid, temp_dir))
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
+                self._thread.start()
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Reap what was handed over so far (each child is killed already), then let the thread end."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._queue.put(None)
+            thread.join(timeout)
+
+    def _serve(self) -> None:
+        while (handed := self._queue.get()) is not None:
+            pid, temp_dir = handed
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # reaped by someone else's SIGCHLD handler
+            shutil.rmtree(temp_dir, ignore_errors=True)  # once reaped: nothing of the child writes there any more
+
+
+_reaper = _Reaper()
 
 
 def _how_it_ended(code: int | None, isolation: Isolation) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import platform
 
-__all__ = ["SUPPORTED", "install_filter"]
+__all__ = ["SUPPORTED", "compiled_filter", "install_filter"]
 
 SUPPORTED = platform.machine() in ("x86_64", "AMD64")
 
@@ -115,6 +116,16 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
 
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@functools.cache
+def compiled_filter(*, network: bool) -> ctypes.Structure:
+    """The filter as the kernel takes it, built once in the kernel's process: each child, forked with it in
+    its memory, only installs it."""
+    code = _program(network)
+    instructions = (_Instruction * len(code))(*(_Instruction(*row) for row in code))
+    return _Program(len(code), instructions)  # which keeps `instructions` alive (ctypes' `_objects`)
 
 
 def install_filter(*, network: bool) -> None:
@@ -123,10 +134,6 @@ def install_filter(*, network: bool) -> None:
     Raises:
         OSError: The kernel refused the filter (no seccomp, or not allowed here).
     """
-    code = _program(network)
-    instructions = (_Instruction * len(code))(*(_Instruction(*row) for row in code))
-    program = _Program(len(code), instructions)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
+    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(compiled_filter(network=network)), 0, 0) != 0:
         number = ctypes.get_errno()
         raise OSError(number, f"prctl(PR_SET_SECCOMP) failed: {os.strerror(number)}")
