@@ -2,7 +2,7 @@
 
 The state gets ready (the kernel's executor installed as the default one, the step displayer listening, so
 natural functions called from plain cells are displayed like `%%natural` cells) the first time the process
-runs something: a `%%natural` cell, or the core's first run, scope, block or map (`nighthawk.road._first_use`),
+runs something: a `%%natural` cell, or the core's first run, scope, block or map (`nighthawk._first_use`),
 so that `%load_ext` only registers. From then on the hooks keep it ready at every cell, and bound every cell
 by the cell budget when one is set. Both the loader (`_extension`) and the magics (`_magics`) reach the state
 through `state_for`.
@@ -50,7 +50,7 @@ class KernelState:
         """Get ready when the core first runs something, not now (once the core is imported; idempotent)."""
         if "nighthawk" not in sys.modules:  # `%load_ext nighthawk_ipython`: the cell hook asks again later
             return
-        from nighthawk.road._first_use import prepare_on_first_use  # the core is imported (checked above)
+        from nighthawk._first_use import prepare_on_first_use  # the core is imported (checked above)
 
         prepare_on_first_use(self.ready)
 
@@ -126,7 +126,7 @@ class KernelState:
         """Keep the settings on the shell for the next load, stop listening and give the default executor back."""
         setattr(self.shell, _SAVED_SETTINGS, self.settings.snapshot())
         if "nighthawk" in sys.modules:
-            from nighthawk.road._first_use import forget_preparation  # imported with the core, a lookup only
+            from nighthawk._first_use import forget_preparation  # imported with the core, a lookup only
 
             forget_preparation(self.ready)
         if self.displayer is not None:

@@ -8,7 +8,7 @@ decorated, so a function from a notebook cell or a `__main__` script runs there 
 (as do the natural functions defined inside it, cut from that source).
 
 A `store` file is shared by the actors (each finished row is its own transaction, so none is lost), and
-budget groups in force when the dataset is made are shared with them through a ledger actor (`_ray_budget`).
+budget groups in force when the dataset is made are shared with them through a ledger actor (`batch/ray_budget.py`).
 
 Imported only when used: `import nighthawk` never imports Ray.
 """
@@ -32,8 +32,8 @@ except ModuleNotFoundError as _missing:  # ray itself, or on Python 3.13 the typ
 
 import numpy as np
 
-from ._ray_budget import cluster_allowances
 from .batch import MapResult, map_reporting_items
+from .batch.ray_budget import cluster_allowances
 from .batch.store import DiskStore, return_type
 from .budget import SharedAllowance, UsageTotals, shared_budget
 from .errors import BudgetExceededError, MapItemError, NighthawkError

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import nighthawk as nh
-from nighthawk.road import _first_use
+from nighthawk import _first_use
 
 
 @pytest.fixture(autouse=True)

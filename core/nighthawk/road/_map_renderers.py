@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..budget import UsageTotals
-from ._first_use import prepare_pending
+from .._first_use import prepare_pending
 
 __all__ = ["ProgressRenderer", "RendererFactory", "registered_renderer", "use_renderer"]
 

@@ -20,7 +20,7 @@ from ..budget import BudgetScope, StepUsage, UsageBudget, UsageTotals, active_bu
 from ..configuration import StepExecutorConfiguration, StepExecutorConfigurationPatch
 from ..errors import NighthawkError
 from ..step._context import ExecutionContext, StepContext, current_step
-from ._first_use import prepare_pending
+from .._first_use import prepare_pending
 
 if TYPE_CHECKING:
     # A type only: the outcome models import pydantic, which `import nighthawk` leaves out.

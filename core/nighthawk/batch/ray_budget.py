@@ -6,7 +6,7 @@ the group has spent so far. From then on every request of the group, from any ac
 is reserved at the ledger before it is sent, and every step's usage is added there; the ledger refuses
 requests as the group would. Ray runs one call of an actor at a time, so two reservations never race.
 
-Imported by `nighthawk.ray` only: `import nighthawk` never imports Ray.
+Imported by `nighthawk.ray` only (the map machinery, which it sits beside, never imports it): `import nighthawk` never imports Ray.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import ray
 
-from .budget import BudgetScope, SharedAllowance, StepUsage, active_budgets
-from .errors import BudgetExceededError
+from ..budget import BudgetScope, SharedAllowance, StepUsage, active_budgets
+from ..errors import BudgetExceededError
 
 __all__ = ["RayAllowance", "cluster_allowances"]
 
