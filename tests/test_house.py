@@ -109,10 +109,10 @@ def test_the_package_check_sees_an_import_that_runs_back_up() -> None:
     graph = {
         "nighthawk.step._context": {"nighthawk.prompting._render"},
         "nighthawk.prompting._render": set(),
-        "nighthawk.prompting._prompt": {"nighthawk.step._context"},
+        "nighthawk.prompting._assembly": {"nighthawk.step._context"},
     }
     assert _rooms_importing_each_other(graph)
-    del graph["nighthawk.prompting._prompt"]
+    del graph["nighthawk.prompting._assembly"]
     assert not _rooms_importing_each_other(graph)
 
 

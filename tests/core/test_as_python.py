@@ -1,4 +1,4 @@
-"""A step written out as Python (core/nighthawk/_as_python.py), from the calls and outcome its events tell."""
+"""A step written out as Python (core/nighthawk/transcript/_as_python.py), from the calls and outcome its events tell."""
 
 from __future__ import annotations
 

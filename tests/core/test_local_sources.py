@@ -1,4 +1,4 @@
-"""Where a natural function's locals can be taken from in the notebook (core/nighthawk/_local_sources.py),
+"""Where a natural function's locals can be taken from in the notebook (core/nighthawk/transcript/_local_sources.py),
 for the code of its step (`%nighthawk code`)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What each response of a step costs: priced from pydantic-ai's price data, and a model that data does not know
-(a local server's, a fine-tune) is not looked up again at every step (core/nighthawk/_direct.py).
+(a local server's, a fine-tune) is not looked up again at every step (core/nighthawk/model/_direct.py).
 
 Steps run over HTTP against the test suite's local OpenAI-compatible server, through the real OpenAI client.
 """

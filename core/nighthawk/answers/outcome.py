@@ -4,11 +4,12 @@ The outcome is a union discriminated by `kind`. Each kind has exactly its own ke
 rejected). Which kinds a step may use, and which exception types a `raise` may name, are per step; the
 JSON schema of `raise_error_type` is an enum over those names, and the host checks the name again.
 
-The models and `Resolution` are plain data in `_outcome_kinds.py`, the schema in `_outcome_schema.py`, both
-below the step (which carries its schema and records its resolution). This module checks and evaluates an
-outcome against a step, and re-exports them. A return expression is model-written code: the tool-call
-hooks in force (`nighthawk.oversight`) see it first, as a call of the tool `nh_outcome` with the arguments
-`{"kind": "return", "return_expression": ...}`, and a rejection evaluates nothing.
+The models and `Resolution` are plain data in `step/_outcome_kinds.py`, the schema in
+`step/_outcome_schema.py`, both in the step's package (a step carries its schema and records its
+resolution). This module checks and evaluates an outcome against a step, and re-exports them. A return
+expression is model-written code: the tool-call hooks in force (`nighthawk.oversight`) see it first, as a
+call of the tool `nh_outcome` with the arguments `{"kind": "return", "return_expression": ...}`, and a
+rejection evaluates nothing.
 """
 
 from __future__ import annotations

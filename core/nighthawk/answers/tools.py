@@ -2,8 +2,8 @@
 
 Every tool answers with the same envelope, `{"value": ..., "error": null}` or
 `{"value": null, "error": {"kind", "message", "guidance"}}`, so a failed call never aborts the step:
-the model reads the error and tries again. The `@tool` registry (`_tool_registry.py`) and the error a tool
-reports (`_boundary.py`) live below the step and are re-exported here.
+the model reads the error and tries again. The `@tool` registry (`step/_tool_registry.py`) and the error a
+tool reports (`step/_boundary.py`) live in the step's package and are re-exported here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Stage 4, the executor: turn a step into an outcome.
 
-`StepExecutor` is the protocol (declared in `runtime.py`, which holds executors); `AgentStepExecutor` runs a pydantic-ai agent loop with the `nh_eval` and
+`StepExecutor` is the protocol (declared in `road/runtime.py`, which holds executors); `AgentStepExecutor` runs a pydantic-ai agent loop with the `nh_eval` and
 `nh_assign` tools, the user tools in scope, and one output tool per allowed outcome kind. pydantic-ai is
 imported on first use, so constructing an executor (or importing nighthawk) needs no provider, key or network.
 """

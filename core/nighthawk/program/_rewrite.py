@@ -4,7 +4,7 @@ becomes a call into the function's runtime followed by plain Python, and the rew
 The generated code reads the block's read bindings as ordinary name lookups, hands them with `locals()` to
 `RUNTIME.run` (or `run_async`), then assigns the write bindings the step committed and does what the
 outcome asks (`return`, `break`, `continue`, `raise`). The compiled code keeps the file name, the line
-numbers and the closure of the original function. `decorator` decides when to compile and owns the runtime.
+numbers and the closure of the original function. `road.decorator` decides when to compile and owns the runtime.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .block import Program, parse_program, scan_bindings, strip_sentinel
 __all__ = ["PRIVATE_PREFIX", "RUNTIME", "BlockSpec", "build_code", "read_late", "rewrite_body"]
 
 RUNTIME = "_nighthawk_rt"
-"""The closure variable that holds the function's runtime (a `decorator._FunctionRuntime`)."""
+"""The closure variable that holds the function's runtime (a `road.decorator._FunctionRuntime`)."""
 _RESULT = "_nighthawk_result"
 _READS = "_nighthawk_reads"
 PRIVATE_PREFIX = "_nighthawk_"

@@ -42,4 +42,4 @@ class Frame:
     line: int | None = None
     parameters: tuple[str, ...] = ()
     """Which of the locals are the function's parameters (none for a cell): the step's code binds those it
-    reads to the call's arguments (`_local_sources`)."""
+    reads to the call's arguments (`transcript._local_sources`)."""

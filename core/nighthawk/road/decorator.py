@@ -4,7 +4,7 @@ At decoration the function's source is parsed and every Natural block statement 
 the runner followed by plain Python: the commit of write bindings (ordinary assignments, so they become
 real locals) and the control flow the outcome asks for (`return`, `break`, `continue`, `raise`). The new
 code object keeps the original file name and line numbers and the original closure cells. The rewrite and
-its compilation are in `_rewrite`; here is when it happens (once per function and enclosing code) and the
+its compilation are in `program._rewrite`; here is when it happens (once per function and enclosing code) and the
 runtime the generated code calls.
 """
 

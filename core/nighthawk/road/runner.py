@@ -209,7 +209,7 @@ def _isolating(step: StepContext) -> AbstractAsyncContextManager[None]:
 @asynccontextmanager
 async def _wall_clock(deadline: Deadline | None) -> AsyncIterator[None]:
     """End the step at `deadline` with `BudgetExceededError`: the conversation by a timeout on its loop, the
-    user code it runs by an interrupt (`_deadline`)."""
+    user code it runs by an interrupt (`threads._deadline`)."""
     if deadline is None:
         yield
         return

@@ -54,7 +54,7 @@ ScopeMode = Literal["inherit", "replace"]
 class StepExecutor(Protocol):
     """Anything that can finish a step: read the step, use the tools on it, return an outcome.
 
-    Declared here, where executors are chosen and held; `executor.py` implements it with pydantic-ai.
+    Declared here, where executors are chosen and held; `model/executor.py` implements it with pydantic-ai.
     """
 
     async def run_step(self, step: StepContext) -> Outcome:

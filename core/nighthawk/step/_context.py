@@ -160,7 +160,7 @@ class StepContext:
     """What the executor notes of the model's responses while it runs the step (a `model._watch.StepWatch`,
     read by the budget gate; typed loosely because the step sits below the model's side)."""
     handover: Any = None
-    """A first round made without the agent and handed to it (a `_direct.Handover`: its tool results and retry)."""
+    """A first round made without the agent and handed to it (a `model._direct.Handover`: its tool results and retry)."""
     module_namespace: bool = False
     """Whether `step_locals` are a module's namespace (a notebook cell's; see `Frame.module_namespace`)."""
     implicit_references: Mapping[str, object] = field(default_factory=dict)
