@@ -1,8 +1,10 @@
 """The shell's own hooks, kept from a guarded step's code: what it changes there is put back when it ends.
 
 IPython runs every later cell through lists the shell holds (`input_transformers_cleanup`,
-`input_transformers_post`, `ast_transformers`, its transformer manager's line and token transforms) and calls what is registered for its events
-(`pre_run_cell`, `post_execute`, ...). A function the model's code appends there runs on each of your
+`input_transformers_post`, `ast_transformers`, its transformer manager's line and token transforms), calls
+what is registered for its events (`pre_run_cell`, `post_execute`, ...), shows every result through its
+display formatters (`for_type` printers), and calls its hooks (`set_hook`) and its custom exception handler
+(`set_custom_exc`). A function the model's code appends there runs on each of your
 next cells, as your code, outside any step: the runtime policies cannot hold it. So while a step runs
 under runtime guards, these are the user's shell state, not the step's: they are noted when the step
 starts and put back as they were when it finishes (the lists themselves and what they hold), with a
@@ -15,6 +17,7 @@ The core knows nothing of IPython: this is a process listener of the event strea
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from nighthawk import events
@@ -29,22 +32,36 @@ _LISTS = (
     "input_transformer_manager.line_transforms",
     "input_transformer_manager.token_transformers",
 )
+_PRINTERS = ("type_printers", "deferred_printers", "singleton_printers")
+"""What a display formatter calls for a type, a type named by module, or one object (`for_type` and kin)."""
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """One piece of the shell's state as a step found it: where it hangs (`owner.attribute`, or nowhere for an
+    event's callbacks) and, for a list or a dict, what it held."""
+
+    label: str
+    owner: object
+    attribute: str | None
+    held: object
+    contents: list[object] | None
 
 
 class ShellStateKeeper:
-    """An event listener that puts the shell's transformer lists and event callbacks back after a guarded
-    step (see the module's docstring)."""
+    """An event listener that puts the shell's transformer lists, event callbacks, display formatters, hooks and
+    custom exception handler back after a guarded step (see the module's docstring)."""
 
     def __init__(self, shell: Any) -> None:
         self._shell = shell
-        self._noted: dict[str, dict[str, tuple[object, list[object]]]] = {}
+        self._noted: dict[str, list[_Kept]] = {}
 
     def __call__(self, event: object) -> None:
         if isinstance(event, events.StepStarted):
             if any(oversight.runtime for oversight in in_force()):
                 self._noted[event.invocation_id] = self._state()
         elif isinstance(event, events.StepFinished) and (noted := self._noted.pop(event.invocation_id, None)):
-            undone = self._put_back(noted)
+            undone = list(dict.fromkeys(kept.label for kept in noted if _put_back(kept)))
             if undone:
                 warnings.warn(
                     f"the step's code changed the shell's {', '.join(undone)}; Nighthawk put them back as they were "
@@ -53,30 +70,61 @@ class ShellStateKeeper:
                     stacklevel=1,
                 )
 
-    def _state(self) -> dict[str, tuple[object, list[object]]]:
-        state = {name: (held, list(held)) for name in _LISTS if isinstance(held := self._get(name), list)}
-        callbacks = getattr(getattr(self._shell, "events", None), "callbacks", None)
+    def _state(self) -> list[_Kept]:
+        shell = self._shell
+        state = []
+        for dotted in _LISTS:
+            owner_name, _, attribute = dotted.rpartition(".")
+            owner = getattr(shell, owner_name, None) if owner_name else shell
+            state.append(_noted(dotted, owner, attribute))
+        callbacks = getattr(getattr(shell, "events", None), "callbacks", None)
         if isinstance(callbacks, dict):
-            state.update({f"{name} callbacks": (held, list(held)) for name, held in callbacks.items()})
-        return state
+            state += [_noted(f"{name} callbacks", None, None, held) for name, held in callbacks.items()]
+        display = getattr(shell, "display_formatter", None)
+        formatters = getattr(display, "formatters", None)
+        if isinstance(formatters, dict):
+            state.append(_noted("display formatters", display, "formatters"))
+            for mime, formatter in formatters.items():
+                state += [_noted(f"{mime} display printers", formatter, name) for name in _PRINTERS]
+        hooks = getattr(shell, "hooks", None)
+        if isinstance(hooks, dict):  # `set_hook` adds to a hook's chain, or a hook of a new name
+            state.append(_noted("hooks", shell, "hooks"))
+            state += [_noted(f"{name} hook", dispatcher, "chain") for name, dispatcher in hooks.items()]
+        state += [_noted("custom exception handler", shell, name) for name in ("custom_exceptions", "CustomTB")]
+        return [kept for kept in state if kept.held is not _ABSENT]
 
-    def _get(self, dotted: str) -> object:
-        found: object = self._shell
-        for name in dotted.split("."):
-            found = getattr(found, name, None)
-        return found
 
-    def _put_back(self, noted: dict[str, tuple[object, list[object]]]) -> list[str]:
-        undone = []
-        for name, (held, items) in noted.items():
-            replaced = name in _LISTS and self._get(name) is not held
-            if replaced:
-                owner, _, attribute = name.rpartition(".")
-                setattr(self._get(owner) if owner else self._shell, attribute, held)
-            # Compared by identity: an `__eq__` of the model's objects would run here, outside the step.
-            changed = not isinstance(held, list) or len(held) != len(items) or any(a is not b for a, b in zip(held, items))
-            if isinstance(held, list) and changed:
-                held[:] = items
-            if replaced or changed:
-                undone.append(name)
-        return undone
+_ABSENT = object()
+
+
+def _noted(label: str, owner: object, attribute: str | None, held: object = _ABSENT) -> _Kept:
+    if attribute is not None:
+        held = getattr(owner, attribute, _ABSENT)
+    contents = list(held.items()) if isinstance(held, dict) else list(held) if isinstance(held, list) else None
+    return _Kept(label, owner, attribute, held, contents)
+
+
+def _put_back(kept: _Kept) -> bool:
+    """Put `kept` back as it was; whether anything had changed."""
+    replaced = kept.attribute is not None and getattr(kept.owner, kept.attribute, _ABSENT) is not kept.held
+    if replaced:
+        setattr(kept.owner, kept.attribute, kept.held)  # type: ignore[arg-type]
+    held, contents = kept.held, kept.contents
+    if contents is None:
+        return replaced
+    now = list(held.items()) if isinstance(held, dict) else list(held)  # type: ignore[call-overload]
+    # Compared by identity, pairs in order: an `__eq__` or `__hash__` of the model's objects would run here,
+    # outside the step.
+    changed = len(now) != len(contents) or any(_differ(a, b) for a, b in zip(now, contents))
+    if changed and isinstance(held, dict):
+        held.clear()
+        held.update(contents)  # the keys the user's shell had: hashing them runs none of the model's code
+    elif changed and isinstance(held, list):
+        held[:] = contents
+    return replaced or changed
+
+
+def _differ(now: object, then: object) -> bool:
+    if isinstance(now, tuple) and isinstance(then, tuple) and len(now) == len(then) == 2:
+        return now[0] is not then[0] or now[1] is not then[1]
+    return now is not then
