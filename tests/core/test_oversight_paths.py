@@ -19,6 +19,7 @@ import pathlib  # noqa: F401
 import socket  # noqa: F401
 import sqlite3
 import sys
+import shutil
 import tempfile  # noqa: F401
 import weakref  # noqa: F401
 from collections.abc import Iterator
@@ -269,6 +270,21 @@ def test_a_module_in_the_writable_folder_is_not_imported_for_model_code(channel:
         while str(home.scratch) in sys.path:
             sys.path.remove(str(home.scratch))
     assert untouched(home)
+
+
+def test_an_extension_module_in_the_writable_folder_is_not_loaded_for_model_code(home: Home) -> None:
+    # A loader called directly runs the file's native code with no code object to look at: here a copy of a
+    # standard extension module, as the model's code could have written one.
+    origin = importlib.util.find_spec("_csv").origin
+    assert origin is not None
+    copy = home.scratch / os.path.basename(origin)
+    shutil.copy(origin, copy)
+    expression = (
+        f"importlib.machinery.ExtensionFileLoader('_csv', {str(copy)!r}).create_module("
+        f"importlib.util.spec_from_file_location('_csv', {str(copy)!r})) and 1"
+    )
+    read = run_model_code("nh_eval", expression, home)
+    assert "read_only refused" in read and str(copy) in read
 
 
 # --- a temporary file or folder whose clean-up the model's code points elsewhere ------------------------------

@@ -74,7 +74,7 @@ from ._paths import (
     refusal,
     sqlite_connection_type,
 )
-from ._written_modules import MODULE_IN_WRITABLE, in_writable_folder, put_finder_first
+from ._written_modules import MODULE_IN_WRITABLE, announce_extension_modules, in_writable_folder, put_finder_first
 
 __all__ = ["install"]
 
@@ -107,6 +107,7 @@ def install(enforced: ContextVar[Enforcement | None], by_thread: dict[int, Enfor
         announce_silent_operations(_enforcement_here, by_thread, enforced)
         announce_loaded()
         put_finder_first(_enforcement_here)
+        announce_extension_modules(_enforcement_here)
         _connect_for_model_code()
         sys.addaudithook(_hook_reading(enforced, by_thread))
         _installed = True

@@ -7,10 +7,13 @@ such a module is treated as the model's code it may be: importing it while guard
 with `MODULE_IN_WRITABLE` (the path its argument), checked by the audit hook of `_audit.py` against the
 `writable` folders of the guards in force.
 
-Two doors lead there: the import system's finders (`import helper` once `scratch` is on `sys.path`: a
+Three doors lead there: the import system's finders (`import helper` once `scratch` is on `sys.path`: a
 finder put first on `sys.meta_path` asks the others where the module is, and announces a place inside a
-writable folder, whatever kind of module it is), and code run with `exec` by a library (a loader called
-directly, `runpy.run_path`): the name of the file it was compiled from (`co_filename`) tells.
+writable folder, whatever kind of module it is); code run with `exec` by a library (a loader called
+directly, `runpy.run_path`): the name of the file it was compiled from (`co_filename`) tells; and an
+extension module's loader called directly (`ExtensionFileLoader(name, path).create_module(spec)`), which
+runs the file's native code with no code object and no audit event: every extension module is made by
+`_imp.create_dynamic`, which is wrapped to announce its file.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from types import ModuleType
 
 from ._kinds import Enforcement, RuntimeGuard
 
-__all__ = ["MODULE_IN_WRITABLE", "in_writable_folder", "put_finder_first"]
+__all__ = ["MODULE_IN_WRITABLE", "announce_extension_modules", "in_writable_folder", "put_finder_first"]
 
 MODULE_IN_WRITABLE = "nighthawk.module_in_writable"
 """The event raised before a module found in a writable folder is imported while guarded code runs."""
@@ -39,6 +42,14 @@ def in_writable_folder(guards: tuple[RuntimeGuard, ...], path: object) -> Runtim
             if resolved == folder or resolved.startswith(folder.rstrip(os.sep) + os.sep):
                 return guard
     return None
+
+
+def _announced_here(enforcement: Enforcement | None, place: object) -> None:
+    """Announce `place` when guarded code runs here with writable folders and `place` lies in one of them."""
+    if enforcement is None or enforcement.mode not in ("evaluation", "handling"):
+        return
+    if any(guard.writable for guard in enforcement.guards) and in_writable_folder(enforcement.guards, place) is not None:
+        sys.audit(MODULE_IN_WRITABLE, place)
 
 
 class _WrittenModuleFinder:
@@ -63,8 +74,7 @@ class _WrittenModuleFinder:
             spec = find(name, path, target)
             if spec is not None:
                 for place in (spec.origin, *(spec.submodule_search_locations or ())):
-                    if in_writable_folder(enforcement.guards, place) is not None:
-                        sys.audit(MODULE_IN_WRITABLE, place)
+                    _announced_here(enforcement, place)
                 return spec  # found once: the import goes on with it
         return None
 
@@ -81,3 +91,19 @@ def put_finder_first(enforcement_here: Callable[[], Enforcement | None]) -> None
         if _finder in sys.meta_path:
             sys.meta_path.remove(_finder)
         sys.meta_path.insert(0, _finder)  # type: ignore[arg-type]
+
+
+def announce_extension_modules(enforcement_here: Callable[[], Enforcement | None]) -> None:
+    """Wrap `_imp.create_dynamic`, which makes every extension module (the import system looks it up on `_imp`
+    at each call), so that one made from a file in a writable folder while guarded code runs is announced."""
+    import _imp
+
+    from ._announce import standing_in
+
+    original = _imp.create_dynamic
+
+    def create_dynamic(spec: ModuleSpec, *rest: object) -> ModuleType:
+        _announced_here(enforcement_here(), getattr(spec, "origin", None))
+        return original(spec, *rest)
+
+    _imp.create_dynamic = standing_in(original, create_dynamic)
