@@ -100,8 +100,12 @@ _ABSENT = object()
 def _noted(label: str, owner: object, attribute: str | None, held: object = _ABSENT) -> _Kept:
     if attribute is not None:
         held = getattr(owner, attribute, _ABSENT)
-    contents = list(held.items()) if isinstance(held, dict) else list(held) if isinstance(held, list) else None
-    return _Kept(label, owner, attribute, held, contents)
+    return _Kept(label, owner, attribute, held, _flat(held) if isinstance(held, (dict, list)) else None)
+
+
+def _flat(held: dict[object, object] | list[object]) -> list[object]:
+    """What a list holds, or a dict's keys and values in turn: a list to compare item by item by identity."""
+    return [part for pair in held.items() for part in pair] if isinstance(held, dict) else list(held)
 
 
 def _put_back(kept: _Kept) -> bool:
@@ -112,19 +116,13 @@ def _put_back(kept: _Kept) -> bool:
     held, contents = kept.held, kept.contents
     if contents is None:
         return replaced
-    now = list(held.items()) if isinstance(held, dict) else list(held)  # type: ignore[call-overload]
-    # Compared by identity, pairs in order: an `__eq__` or `__hash__` of the model's objects would run here,
+    now = _flat(held)  # type: ignore[arg-type]
+    # Compared by identity, in order: an `__eq__` or `__hash__` of the model's objects would run here,
     # outside the step.
-    changed = len(now) != len(contents) or any(_differ(a, b) for a, b in zip(now, contents))
+    changed = len(now) != len(contents) or any(a is not b for a, b in zip(now, contents))
     if changed and isinstance(held, dict):
         held.clear()
-        held.update(contents)  # the keys the user's shell had: hashing them runs none of the model's code
+        held.update(zip(contents[::2], contents[1::2]))  # the user's own keys: hashing them runs no model code
     elif changed and isinstance(held, list):
         held[:] = contents
     return replaced or changed
-
-
-def _differ(now: object, then: object) -> bool:
-    if isinstance(now, tuple) and isinstance(then, tuple) and len(now) == len(then) == 2:
-        return now[0] is not then[0] or now[1] is not then[1]
-    return now is not then
