@@ -84,8 +84,11 @@ class ShellStateKeeper:
         formatters = getattr(display, "formatters", None)
         if isinstance(formatters, dict):
             state.append(_noted("display formatters", display, "formatters"))
-            for mime, formatter in formatters.items():
-                state += [_noted(f"{mime} display printers", formatter, name) for name in _PRINTERS]
+            # Two formatters stand outside that dict: `_ipython_display_` and `_repr_mimebundle_` lookups.
+            others = {name: getattr(display, f"{name}_formatter", None) for name in ("ipython_display", "mimebundle")}
+            for mime, formatter in {**formatters, **others}.items():
+                if formatter is not None:
+                    state += [_noted(f"{mime} display printers", formatter, name) for name in _PRINTERS]
         hooks = getattr(shell, "hooks", None)
         if isinstance(hooks, dict):  # `set_hook` adds to a hook's chain, or a hook of a new name
             state.append(_noted("hooks", shell, "hooks"))

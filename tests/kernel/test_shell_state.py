@@ -18,6 +18,8 @@ CHANGES = {
     "an event callback": "get_ipython().events.register('pre_run_cell', lambda *args: None)",
     "a replaced list": "setattr(get_ipython(), 'input_transformers_post', [lambda lines: lines])",
     "an emptied list": "get_ipython().input_transformers_cleanup.clear()",
+    "an ipython_display printer": "get_ipython().display_formatter.ipython_display_formatter.for_type(int, lambda v: None)",
+    "a mimebundle printer": "get_ipython().display_formatter.mimebundle_formatter.for_type(int, lambda v, **kw: {})",
     "a line transform": "get_ipython().input_transformer_manager.line_transforms.append(lambda lines: lines)",
     "a token transformer": "get_ipython().input_transformer_manager.token_transformers.append(type(None))",
     "a display printer": "get_ipython().display_formatter.formatters['text/plain'].for_type(int, lambda v, p, c: p.text('!'))",
@@ -31,10 +33,12 @@ CHANGES = {
 
 def state(shell: Any) -> list[tuple[object, list[object]]]:
     held: list[Any] = [getattr(shell, name) for name in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")]
-    held += [shell.input_transformer_manager.line_transforms, shell.input_transformer_manager.token_transformers]
+    manager = shell.input_transformer_manager
+    held += [manager.line_transforms, manager.token_transformers]  # (its cleanup list is `input_transformers_cleanup`)
     held += list(shell.events.callbacks.values())
     formatters = shell.display_formatter.formatters
-    held += [formatters, *(getattr(f, name) for f in formatters.values() for name in PRINTERS)]
+    every = [*formatters.values(), shell.display_formatter.ipython_display_formatter, shell.display_formatter.mimebundle_formatter]
+    held += [formatters, *(getattr(f, name) for f in every for name in PRINTERS)]
     held += [shell.hooks, *(dispatcher.chain for dispatcher in shell.hooks.values())]
     handler = [shell.custom_exceptions, shell.CustomTB]
     return [(items, flat(items)) for items in held] + [(handler, handler)]
