@@ -68,3 +68,8 @@ def test_nighthawk_isolated_on_isolates_every_cell_until_off(live: Live, victim:
         live.ok("%nighthawk isolated off")
     live.ok("%%natural\nEVAL rows.append(9)")
     assert live.ok("rows").result == "[3, 1, 2, 9]"  # in the kernel again: the in-place change is there
+
+
+def test_what_an_isolated_cells_code_prints_appears_in_the_cells_output(live: Live, victim: Path) -> None:
+    cell = live.ok("%%natural --isolated\nEVAL print('counted', len(rows), 'rows')")
+    assert "counted 3 rows" in cell.printed

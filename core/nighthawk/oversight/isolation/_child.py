@@ -1,9 +1,9 @@
 """The isolated child: it walls itself, then evaluates the step's model code as the kernel asks.
 
 Forked from the kernel's user thread, the child has only that thread; the kernel's other threads (the
-event loop, IOPub, logging) are gone, and any lock they held stays held. So the child never logs, prints to
+event loop, IOPub, logging) are gone, and any lock they held stays held. So the child never logs, writes to
 the kernel's streams or delivers an event: it speaks to the kernel only through its channel, with its own
-event loop. It runs the very code the kernel would (the `StepCode` the runner handed over: the tools' and
+event loop; what the model's code prints there is sent along (`_output.py`). It runs the very code the kernel would (the `StepCode` the runner handed over: the tools' and
 the outcome's own functions), with no oversight in force: the walls hold it.
 """
 
@@ -30,6 +30,7 @@ from .._kinds import Isolation
 from .._oversee import forget_in_child
 from ._channel import ChannelClosed, read_message, send_message
 from ._landlock import abi_version, restrict_writes
+from ._output import ChildOutput
 from ._seccomp import install_filter
 from ._sessions import StepCode, forget_all
 from ._tree import enter_tree
@@ -54,7 +55,7 @@ def run_child(
     gc.freeze()
     try:
         enter_tree(channel, isolation.processes, isolation.cpu_seconds, forked_into_namespace=forked_into_namespace)
-        _wall(channel, isolation, temp_dir)
+        output = _wall(channel, isolation, temp_dir)
     except Exception as exc:  # noqa: BLE001 - told to the kernel, which refuses the step
         send_message(channel, ("unavailable", str(exc)))
         os._exit(0)
@@ -74,10 +75,12 @@ def run_child(
             answer = _answer(step, step_code, loop, request)
             if os.getpid() != worker:
                 os._exit(0)  # a copy the model's code forked: only the worker answers
+            if (printed := output.taken()) is not None:
+                send_message(channel, ("output", *printed))
             send_message(channel, answer)
 
 
-def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
+def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildOutput:
     os.mkdir(temp_dir, 0o700)  # the private temporary folder the kernel named (it fails if the name is taken)
     devnull = os.open(os.devnull, os.O_RDWR)
     # Every inherited descriptor now reads and writes /dev/null: closing them would free their numbers for
@@ -90,7 +93,8 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
             except OSError:
                 pass  # the listing's own descriptor, closed already
     os.close(devnull)
-    sys.stdin, sys.stdout, sys.stderr = (open(os.devnull, mode, encoding="utf-8") for mode in ("r", "w", "w"))  # noqa: SIM115
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
+    output = ChildOutput(temp_dir)
     os.environ["TMPDIR"] = tempfile.tempdir = temp_dir
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file
     limit = _address_space() + isolation.memory_mb * 2**20
@@ -103,6 +107,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> None:
     restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())
     os.setsid()  # off the kernel's terminal: a session of its own, with no controlling terminal
     install_filter(network=isolation.network)
+    return output
 
 
 def _address_space() -> int:

@@ -27,6 +27,7 @@ import threading
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from ...errors import ExecutionError, IsolationError, IsolationUnavailableError, StepAbortedError
@@ -38,6 +39,7 @@ from .._kinds import Isolation
 from . import _sessions
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
+from ._output import relay
 from ._seccomp import SUPPORTED, compiled_filter
 from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
 
@@ -211,7 +213,15 @@ class _Child:
                         f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
                     )
                 self.walled = True
-            return await read_frame(loop, self.channel)
+            answer = await read_frame(loop, self.channel)
+            while isinstance(answer, tuple) and answer[:1] == ("output",):  # what the request printed, first
+                match answer:
+                    case ("output", str(out), str(err)):
+                        await on_user_thread(partial(relay, out, err))
+                    case _:
+                        raise self._unexpected(answer)
+                answer = await read_frame(loop, self.channel)
+            return answer
         except (ChannelClosed, ConnectionError):
             raise await self._ended(doing) from None
         except TimeoutError:
