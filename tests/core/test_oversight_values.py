@@ -245,10 +245,6 @@ def test_a_function_the_model_built_from_new_code_is_held_when_run_later(
 
 COMPILED_BY_A_LIBRARY = {
     "timeit.Timer": "hooks.append(functools.partial(timeit.Timer('os.remove(p)', globals={'os': os, 'p': p}).timeit, 1))",
-    # With no `globals=`, the function timeit makes has timeit's own module namespace, which names its file.
-    "timeit.Timer in the library's namespace": (
-        "hooks.append(functools.partial(timeit.Timer('__import__(\"os\").remove(' + repr(p) + ')').timeit, 1))"
-    ),
     "code.InteractiveInterpreter": (
         "hooks.append((lambda i: i.runsource('def f():\\n    os.remove(p)\\n', symbol='exec') or i.locals['f'])"
         "(code.InteractiveInterpreter({'os': os, 'p': p})))"

@@ -210,22 +210,11 @@ def _remember_compiled(code: CodeType, guards: tuple[RuntimeGuard, ...]) -> None
 
 
 def _compiled_for_model_code(frame: FrameType) -> tuple[RuntimeGuard, ...] | None:
-    """The guards of a frame running such code. Its namespace may name a source file: a library that runs
-    the model's text in its own module's namespace (`timeit.Timer` with no `globals=`) makes functions with
-    that namespace."""
-    if not _compiled:
+    """The guards of a frame running such code; only looked for where the namespace names no source file
+    (a module's functions always do), as `frame.f_code` raises an audit event of its own."""
+    if not _compiled or "__file__" in frame.f_globals:
         return None
     return _compiled.get(id(frame.f_code))
-
-
-def _importing(frame: FrameType | None) -> bool:
-    """Whether `frame` runs for an import (between it and the model's code): a module's own code, and what
-    it has a library make as it loads (`dataclasses`, `namedtuple`), are the module's, not the model's."""
-    while frame is not None and GUARDS_NAME not in frame.f_globals:
-        if frame.f_globals.get("__name__") in ("importlib._bootstrap", "importlib._bootstrap_external"):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _nighthawks(namespace: dict[str, Any]) -> bool:
@@ -332,7 +321,9 @@ def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[o
             # A library making functions (`dataclasses`, `namedtuple`, `timeit`), or Nighthawk's own eval: what
             # a library runs for guarded code stays held to the guards wherever it runs later (an import's
             # module code does not: its functions have their module's namespace, which names its file).
-            if event == "exec" and isinstance(args[0], CodeType) and not _nighthawks(caller) and not _importing(frame):
+            if event == "exec" and isinstance(args[0], CodeType) and not _nighthawks(caller) and (
+                caller.get("__name__") != "importlib._bootstrap"
+            ):
                 _remember_compiled(args[0], guards)
             return None
         what = "running compiled code" if event == "exec" else "making a function"
