@@ -4,6 +4,7 @@ calls; a flood is cut, and says so."""
 
 from __future__ import annotations
 
+import io
 import sys
 
 import pytest
@@ -65,3 +66,38 @@ def test_a_flood_of_output_is_cut_and_says_how_much_was_not_shown(capsys: pytest
     assert out.startswith("x" * 1000)
     assert len(out) < 1_100_000
     assert "1,951,425 more bytes printed in the isolated child, not shown" in out
+
+
+def test_a_character_the_stream_cannot_encode_is_escaped_and_the_step_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    ascii_out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    run_isolated("print('café')")
+    ascii_out.flush()
+    assert ascii_out.buffer.getvalue() == b"caf\\xe9\n"  # type: ignore[attr-defined]
+
+
+# --- a child that sends output messages of its own --------------------------------------------------------
+
+CHANNEL = (
+    "[f for f in range(3, 256) if __import__('os').path.exists(f'/proc/self/fd/{f}') "
+    "and __import__('stat').S_ISSOCK(__import__('os').stat(f'/proc/self/fd/{f}').st_mode)][0]"
+)
+
+
+def sent(message: str) -> str:
+    """An expression that writes `message` (a Python literal) on the child's channel as the kernel frames it."""
+    return f"__import__('os').write({CHANNEL}, __import__('nighthawk.oversight.isolation._channel', fromlist=['frame']).frame({message}))"
+
+
+def test_a_second_output_message_in_one_call_ends_the_child(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(nh.errors.IsolationError, match="answered nonsense"):
+        run_isolated("[" + sent("('output', 'one' + chr(10), '')") + " for _ in range(2)]")
+    assert capsys.readouterr().out == "one\n"
+
+
+def test_an_output_message_over_the_limit_is_cut_in_the_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    run_isolated(sent("('output', 'y' * 3_000_000, '')"))
+    out = capsys.readouterr().out
+    assert out.startswith("y" * 1000)
+    assert len(out) < 1_100_000
+    assert out.endswith("[the isolated child sent more, not shown]\n")

@@ -2,11 +2,12 @@
 
 Run in the kernel, `print` in the model's code reaches the cell's output; so it must from the child. The
 child's standard output and error (the descriptors 1 and 2, so that a process it starts prints there too)
-are two files in its private temporary folder. After each request the child reads what was added to them
-and sends it as an `("output", out, err)` message ahead of its answer; the kernel writes it to its own
-`sys.stdout` and `sys.stderr` on the user's thread, where a cell's output goes.
+are two files in its private temporary folder. After each request the child reads what was added to them,
+empties them, and sends it as one `("output", out, err)` message ahead of its answer; the kernel writes it
+to its own `sys.stdout` and `sys.stderr` on the user's thread, where a cell's output goes.
 
 Files rather than pipes: a pipe holds 64 KiB, and the child that fills it is the one that would read it.
+The kernel takes at most one such message a request and cuts each stream, for the child may send anything.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ class ChildOutput:
     """In the child: its standard output and error, pointed at files it reads back after each request."""
 
     def __init__(self, temp_dir: str) -> None:
-        self._readers: list[list[int]] = []  # [descriptor, offset read up to], for stdout then stderr
+        self._readers: list[int] = []  # stdout's file, then stderr's
         for fd, name in ((1, "stdout"), (2, "stderr")):
             path = os.path.join(temp_dir, name)
             written = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             os.dup2(written, fd)  # inherited by the processes the model's code starts
             os.close(written)
-            self._readers.append([os.open(path, os.O_RDONLY | os.O_CLOEXEC), 0])
+            self._readers.append(os.open(path, os.O_RDWR | os.O_CLOEXEC))
         self._streams = tuple(
             open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
             for fd in (1, 2)
@@ -51,16 +52,15 @@ class ChildOutput:
         return (out, err) if out or err else None
 
     @staticmethod
-    def _read(reader: list[int]) -> str:
-        fd, offset = reader
+    def _read(fd: int) -> str:
         size = os.fstat(fd).st_size
-        if size < offset:  # the model's code truncated the file: read it afresh
-            offset = 0
-        data = os.pread(fd, min(size - offset, LIMIT), offset)
-        reader[1] = size
+        data = os.pread(fd, min(size, LIMIT), 0)
+        # Emptied once read, so that a chatty step does not fill the temporary folder (memory, on tmpfs).
+        # The writers append: what they write next starts the file again.
+        os.ftruncate(fd, 0)
         text = data.decode("utf-8", errors="replace")
-        if size - offset > LIMIT:
-            text += f"\n[{size - offset - LIMIT:,} more bytes printed in the isolated child, not shown]\n"
+        if size > LIMIT:
+            text += f"\n[{size - LIMIT:,} more bytes printed in the isolated child, not shown]\n"
         return text
 
 
@@ -75,6 +75,17 @@ def relay(out: str, err: str) -> None:
 
 
 def _write(stream: TextIO | None, text: str) -> None:
-    if stream is not None:
+    """Write `text` as the stream can take it: a character its encoding lacks (or a lone surrogate the
+    child sent) is escaped; a stream that is closed or broken loses the text, not the step."""
+    if stream is None:
+        return
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    try:
         stream.write(text)
         stream.flush()
+    except (OSError, ValueError, UnicodeError):
+        pass

@@ -214,13 +214,14 @@ class _Child:
                     )
                 self.walled = True
             answer = await read_frame(loop, self.channel)
-            while isinstance(answer, tuple) and answer[:1] == ("output",):  # what the request printed, first
-                match answer:
-                    case ("output", str(out), str(err)):
-                        await on_user_thread(partial(relay, out, err))
-                    case _:
-                        raise self._unexpected(answer)
-                answer = await read_frame(loop, self.channel)
+            match answer:
+                case ("output", str(out), str(err)):  # what the request printed, once, ahead of its answer
+                    await on_user_thread(partial(relay, out, err))
+                    answer = await read_frame(loop, self.channel)
+                case ("output", *_):
+                    raise self._unexpected(answer)
+            if isinstance(answer, tuple) and answer[:1] == ("output",):
+                raise self._unexpected(answer)  # a second one: only the model's code sends that
             return answer
         except (ChannelClosed, ConnectionError):
             raise await self._ended(doing) from None
