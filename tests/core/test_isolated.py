@@ -281,11 +281,11 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
     import subprocess
     from types import SimpleNamespace
 
-    from nighthawk.oversight.isolation import _parent
+    from nighthawk.oversight.isolation import _parent, _reaping
 
     child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation, SimpleNamespace())  # type: ignore[arg-type]
     sleeper = subprocess.Popen(["sleep", "60"])
-    child.pid, (child.channel, theirs) = sleeper.pid, socket.socketpair()
+    child.pid, (child.channel, theirs), child.forked = sleeper.pid, socket.socketpair(), True
     child.temp_dir = str(Path(tempfile.mkdtemp(prefix="nighthawk-isolated-")))
     reaped = threading.Event()
     waits: list[int] = []
@@ -298,7 +298,7 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
         finally:
             reaped.set()
 
-    monkeypatch.setattr(_parent.os, "waitpid", waiting)
+    monkeypatch.setattr(_reaping.os, "waitpid", waiting)
 
     async def step() -> int:
         assert isinstance(child._unexpected(("nonsense",)), nh.errors.IsolationError)
@@ -522,7 +522,7 @@ for fd in range(3, 64):
 
 
 def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
-    from nighthawk.oversight.isolation import _parent
+    from nighthawk.oversight.isolation import _parent, _reaping
 
     monkeypatch.setattr(_parent, "abi_version", lambda: 0)
     executor, _ = scripted_executor(model_code("nh_eval", f"__import__('os').remove({str(victim)!r})"))
@@ -533,7 +533,7 @@ def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatc
 
 
 def test_before_linux_6_14_isolated_refuses_to_run_and_leaves_the_hosts_pid_max(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
-    from nighthawk.oversight.isolation import _parent
+    from nighthawk.oversight.isolation import _parent, _reaping
 
     host_pid_max = Path("/proc/sys/kernel/pid_max").read_text()
     old = os.uname_result(("Linux", "host", "6.13.7-generic", "#1 SMP", "x86_64"))
@@ -547,7 +547,7 @@ def test_before_linux_6_14_isolated_refuses_to_run_and_leaves_the_hosts_pid_max(
 
 
 def test_off_linux_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nighthawk.oversight.isolation import _parent
+    from nighthawk.oversight.isolation import _parent, _reaping
 
     monkeypatch.setattr(_parent.sys, "platform", "darwin")
     executor, _ = scripted_executor(model_code("nh_eval", "1"))

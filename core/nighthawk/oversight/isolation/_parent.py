@@ -1,31 +1,27 @@
 """The kernel's side of an isolated step: fork the child at the step's first call of model code, ask it for
 each call, read its answers as untrusted data, and end it (and all it started) with the step.
 
-The child is forked on the user's thread; its answers are awaited on the step's loop, so that the user's
+The child is forked on the user's thread, alone or with the others that wait at that moment (`_waves.py`); its answers are awaited on the step's loop, so that the user's
 thread stays free for the other items of a map. An interrupt (Ctrl-C) or the step's wall-time budget
 cancels that wait, which kills the child before it lets the cancellation go on. A child that ends, crashes
 or is killed ends the step with `IsolationError`; the kernel's namespace is never touched by what the
-child did. The step's end kills the child and everything it started at once; a reaper thread then waits
-while the operating system tears the child's memory down, and removes its temporary folder, so that
-neither the step nor a map's other items wait for that.
+child did. The step's end kills the child and everything it started at once; a reaper thread (or the
+wave) then waits while the operating system tears the child's memory down, and removes its temporary
+folder, so that neither the step nor a map's other items wait for that.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import os
-import queue
 import re
-import secrets
 import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -36,12 +32,14 @@ from ...step._context import StepContext
 from ...threads._deadline import bounded_by
 from ...threads._loop import on_user_thread
 from .._kinds import Isolation
-from . import _sessions
+from . import _sessions, _waves
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._output import relay
+from ._reaping import reaper
 from ._seccomp import SUPPORTED, compiled_filter
 from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
+from ._waves import temp_name, unavailable
 
 __all__ = ["isolating"]
 
@@ -92,56 +90,88 @@ class _Child:
     def __init__(self, step: StepContext, isolation: Isolation, step_code: _sessions.StepCode) -> None:
         self.step, self.isolation, self.step_code = step, isolation, step_code
         self.pid: int | None = None
-        """The child the kernel forked (the worker, or its keeper when not root), once forked."""
+        """The child the kernel forked (the worker, or its keeper when not root), when forked alone."""
+        self.status: socket.socket | None = None
+        """The socket to the wave that forked the worker, when one did (`_waves.py`)."""
         self.channel = socket.socket()  # a placeholder, closed, until the fork
         self.channel.close()
         self.temp_dir = ""
         self.code: int | None = None
         """How the child ended, as an exit code (a signal `s` as `128 + s`), when it ended by itself during the
-        step; a child the step kills is reaped by `_reaper`, and its code is not kept."""
+        step; a child the step kills is reaped off the step's path, and its code is not kept."""
         self.walled = False
         self.grouped = False
         """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
+        self.forked = False
+        self.fork_error: Exception | None = None
+        self.closed = False
+        self._forking = threading.Lock()
+        """Taken by the fork's end (on the user's thread) and by `close` (on the step's loop), so that a step
+        cancelled while its child was being forked still ends it."""
 
-    def _fork(self) -> None:
-        """Fork the child (on the user's thread, whose values it sees); it walls itself meanwhile."""
-        from ._child import run_child  # here: the walls' modules load with the first fork
+    # --- the fork (`_waves.py` forks this child alone or in a wave) ------------------------------------
 
+    def fork_alone(self) -> None:
+        """Fork the child straight from the kernel (on the user's thread, whose values it sees)."""
         compiled_filter(network=self.isolation.network)  # built here, once: the child only installs it
         ours, theirs = socket.socketpair()
         # Named here, made by the child before its walls: the kernel's thread, which every item of a map
         # shares, spends no time on it.
-        self.temp_dir = os.path.join(tempfile.gettempdir(), f"nighthawk-isolated-{secrets.token_hex(8)}")
-        restore = None
-        pid = -1
+        self.temp_dir = temp_name()
         with interrupts_held():  # an interrupt is raised once the child is recorded and the namespace restored
             try:
-                restore = forking_into_namespace()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
-                    pid = os.fork()
-                if pid == 0:  # pragma: no cover - the child; it never returns
-                    try:
-                        release_interrupts_in_child()
-                        ours.close()
-                        run_child(
-                            self.step, self.step_code, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None
-                        )
-                    finally:
-                        os._exit(70)
+                pid, grouped = self.spawn(theirs, (ours.fileno(),))
             except OSError as exc:
                 ours.close()
                 theirs.close()
-                raise IsolationUnavailableError(
-                    f"the walls of an isolated step cannot be raised here: {exc}; the step at {self.step.step_id} ran none of "
-                    "the model's code (nothing falls back to running unwalled)"
-                ) from None
-            finally:
-                if restore is not None and pid != 0:
-                    restore()  # in the kernel only, however the fork went: its thread's children are its own again
+                raise IsolationUnavailableError(unavailable(exc, self.step.step_id)) from None
             theirs.close()
             ours.setblocking(False)  # read on the step's loop
-            self.pid, self.channel, self.grouped = pid, ours, restore is not None
+            with self._forking:
+                self.pid, self.channel, self.grouped, self.forked = pid, ours, grouped, True
+                late = self.closed
+        if late:
+            self.close()
+
+    def joined_wave(self, channel: socket.socket, status: socket.socket) -> None:
+        with self._forking:
+            self.channel, self.status, self.forked = channel, status, True
+            late = self.closed
+        if late:
+            self.close()
+
+    def fork_failed(self, error: Exception) -> None:
+        self.fork_error = error if isinstance(error, IsolationUnavailableError) else IsolationUnavailableError(
+            unavailable(error, self.step.step_id)
+        )
+
+    def spawn(self, theirs: socket.socket, closing: Sequence[int]) -> tuple[int, bool]:
+        """Fork the walled worker that serves the step through `theirs`, in the kernel or in a wave; it first
+        closes the descriptors of `closing`. Returns its pid and whether it leads its own process group.
+
+        Raises:
+            OSError: The worker or its namespace cannot be made here.
+        """
+        from ._child import run_child  # here: the walls' modules load with the first fork
+
+        restore = forking_into_namespace()
+        pid = -1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover - the worker; it never returns
+                try:
+                    release_interrupts_in_child()
+                    for fd in closing:
+                        os.close(fd)
+                    run_child(self.step, self.step_code, theirs, self.isolation, self.temp_dir, forked_into_namespace=restore is not None)
+                finally:
+                    os._exit(70)
+        finally:
+            if restore is not None and pid != 0:
+                restore()  # in the kernel (or the wave) only, however the fork went: its thread's children are its own again
+        return pid, restore is not None
 
     # --- the step's calls -------------------------------------------------------------------------------
 
@@ -197,9 +227,17 @@ class _Child:
         """Send a request and wait for its answer on the step's loop, leaving the user's thread free (the
         other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
         or a broken answer kills the child before it goes on."""
-        if self.pid is None:
-            with bounded_by(None):  # not user code: the deadline's exception must not land between unshare and fork
-                await on_user_thread(self._fork)
+        if not self.forked:
+            _waves.wait_for_fork(self)
+            try:
+                await _waves.gathered()
+                with bounded_by(None):  # not user code: the deadline's exception must not land between unshare and fork
+                    await on_user_thread(_waves.fork_waiting)
+            except BaseException:
+                _waves.give_up(self)
+                raise
+            if self.fork_error is not None:
+                raise self.fork_error
         loop = asyncio.get_running_loop()
         try:
             await loop.sock_sendall(self.channel, frame(request))
@@ -208,10 +246,7 @@ class _Child:
                     first = await read_frame(loop, self.channel)
                 if first != ("ready",):
                     self.kill()
-                    raise IsolationUnavailableError(
-                        f"the walls of an isolated step cannot be raised here: {first[1]:.500}; the step at "
-                        f"{self.step.step_id} ran none of the model's code (nothing falls back to running unwalled)"
-                    )
+                    raise IsolationUnavailableError(unavailable(f"{first[1]:.500}", self.step.step_id))
                 self.walled = True
             answer = await read_frame(loop, self.channel)
             match answer:
@@ -236,20 +271,24 @@ class _Child:
 
     async def _ended(self, doing: str) -> IsolationError:
         # Its own end, unless it only closed the channel: then it is killed.
-        for _ in range(100):
-            try:
-                pid, status, usage = os.wait4(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid:
-                self.code = ended_code(status, usage, self.isolation.cpu_seconds)
-                break
-            await asyncio.sleep(0.02)
+        self.code = await (_waves.worker_exit(self.status) if self.status is not None else self._reaped_code())
         self.close()
         return IsolationError(
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
             f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
         )
+
+    async def _reaped_code(self) -> int | None:
+        """The exit code of the child forked alone, reaped here once it ended (`None` if it does not end)."""
+        for _ in range(100):
+            try:
+                pid, status, usage = os.wait4(self.pid, os.WNOHANG)  # type: ignore[arg-type]
+            except ChildProcessError:
+                return None
+            if pid:
+                return ended_code(status, usage, self.isolation.cpu_seconds)
+            await asyncio.sleep(0.02)
+        return None
 
     async def aclose(self) -> None:
         """`close`, from the step's loop: it only signals, so it never waits there."""
@@ -257,6 +296,12 @@ class _Child:
 
     def kill(self) -> None:
         """Kill the child, on the step's loop: `close` ends the rest of its tree."""
+        if self.status is not None:
+            try:
+                self.status.shutdown(socket.SHUT_WR)  # the wave kills it, and says so once it has reaped it
+            except OSError:
+                pass
+            return
         if self.pid is not None and self.code is None and self.channel.fileno() >= 0:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -264,14 +309,22 @@ class _Child:
                 pass  # reaped already by someone else's SIGCHLD handler: `close` says so
 
     def close(self) -> None:
-        """Kill the child and every process it started, and leave the reaping and the clean-up to `_reaper`.
+        """Kill the child and every process it started, and leave the reaping and the clean-up to the reaper
+        (`_reaping.py`) or to the wave.
 
         Reaping waits for the kernel to tear the child's memory down (milliseconds for a large process): the
         step need not wait for it, for no process of the child's tree runs another instruction once it is
         sent SIGKILL."""
-        if self.pid is None or self.channel.fileno() < 0:
+        with self._forking:
+            self.closed = True
+            if not self.forked or self.channel.fileno() < 0:
+                _waves.done(self)
+                return
+            self.channel.close()
+        _waves.done(self)
+        if self.status is not None:
+            self.status.close()  # the wave kills the worker and its tree, reaps it and removes its folder
             return
-        self.channel.close()
         if self.code is not None:  # reaped already, by `_ended`
             shutil.rmtree(self.temp_dir, ignore_errors=True)
             return
@@ -283,45 +336,7 @@ class _Child:
                 os.killpg(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # the group is not made yet (the child dies before its walls), or the child is reaped already
-        _reaper.reap(self.pid, self.temp_dir)
-
-
-class _Reaper:
-    """One thread that waits for the killed children and removes their temporary folders, off every step's
-    path (a map's items end while the children of earlier ones are still being torn down). At the
-    interpreter's exit it finishes what it was handed, so that no temporary folder is left behind."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        atexit.register(self.finish)
-
-    def reap(self, pid: int, temp_dir: str) -> None:
-        self._queue.put((pid, temp_dir))
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
-                self._thread.start()
-
-    def finish(self, timeout: float = 10.0) -> None:
-        """Reap what was handed over so far (each child is killed already), then let the thread end."""
-        thread = self._thread
-        if thread is not None and thread.is_alive():
-            self._queue.put(None)
-            thread.join(timeout)
-
-    def _serve(self) -> None:
-        while (handed := self._queue.get()) is not None:
-            pid, temp_dir = handed
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass  # reaped by someone else's SIGCHLD handler
-            shutil.rmtree(temp_dir, ignore_errors=True)  # once reaped: nothing of the child writes there any more
-
-
-_reaper = _Reaper()
+        reaper.reap(self.pid, self.temp_dir)  # type: ignore[arg-type]
 
 
 def _how_it_ended(code: int | None, isolation: Isolation) -> str:

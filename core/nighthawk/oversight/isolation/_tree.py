@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["PID_MAX_PER_NAMESPACE", "ended_code", "enter_tree", "forking_into_namespace", "interrupts_held", "release_interrupts_in_child"]
+__all__ = ["PID_MAX_PER_NAMESPACE", "die_with_parent", "ended_code", "enter_tree", "forking_into_namespace", "interrupts_held", "release_interrupts_in_child"]
 
 _CLONE_NEWUSER, _CLONE_NEWPID = 0x10000000, 0x20000000
 _PR_SET_PDEATHSIG = 1
@@ -106,7 +106,7 @@ def enter_tree(channel: socket.socket, processes: int, cpu_seconds: int, *, fork
     Raises:
         OSError: The namespace or its bound cannot be made here (the message says which).
     """
-    _die_with_parent()
+    die_with_parent()
     if not forked_into_namespace:
         uid, gid = os.geteuid(), os.getegid()
         if _libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID) != 0:
@@ -118,7 +118,7 @@ def enter_tree(channel: socket.socket, processes: int, cpu_seconds: int, *, fork
         worker = os.fork()
         if worker:
             _wait_and_exit(channel, worker, cpu_seconds)
-        _die_with_parent()
+        die_with_parent()
     try:
         # Pids count from 1, the worker's. The kernel takes no less than its reserved pids + 1.
         _write("/proc/sys/kernel/pid_max", str(max(processes + 1, _RESERVED_PIDS + 1)))
@@ -136,7 +136,7 @@ def _wait_and_exit(channel: socket.socket, worker: int, cpu_seconds: int) -> Non
     os._exit(ended_code(status, usage, cpu_seconds))
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 

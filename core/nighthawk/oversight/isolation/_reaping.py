@@ -1,0 +1,71 @@
+"""Reaping the kernel's own children of isolated steps, off every step's path.
+
+A killed child is reaped once the operating system has torn its memory down (milliseconds for a large
+process); a step, and a map's other items, need not wait for that. One thread reaps the children the steps
+killed, in turn, and removes their temporary folders; each wave process (`_waves.py`), which ends by itself
+once its steps have, is waited for by a thread of its own, so that it holds up no other reaping. At the
+interpreter's exit both finish what they were handed, so that no temporary folder is left behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import shutil
+import threading
+
+__all__ = ["reaper"]
+
+
+class _Reaper:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._waves: list[threading.Thread] = []
+        atexit.register(self.finish)
+
+    def reap(self, pid: int, temp_dir: str) -> None:
+        """Reap the killed child `pid`, then remove `temp_dir`."""
+        self._queue.put((pid, temp_dir))
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
+                self._thread.start()
+
+    def await_wave(self, pid: int) -> None:
+        """Reap the wave process `pid` when it ends (it removes its workers' folders itself)."""
+        thread = threading.Thread(target=_wait, args=(pid,), name="nighthawk-isolated-wave", daemon=True)
+        with self._lock:
+            self._waves = [wave for wave in self._waves if wave.is_alive()]
+            self._waves.append(thread)
+        thread.start()
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Reap what was handed over so far (each child is killed already, each wave's steps ended), then let
+        the threads end."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._queue.put(None)
+            thread.join(timeout)
+        with self._lock:
+            waves = list(self._waves)
+        for wave in waves:
+            wave.join(timeout)
+
+    def _serve(self) -> None:
+        while (handed := self._queue.get()) is not None:
+            pid, temp_dir = handed
+            _wait(pid)
+            shutil.rmtree(temp_dir, ignore_errors=True)  # once reaped: nothing of the child writes there any more
+
+
+def _wait(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # reaped by someone else's SIGCHLD handler
+
+
+reaper = _Reaper()
