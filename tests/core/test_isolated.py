@@ -522,7 +522,7 @@ for fd in range(3, 64):
 
 
 def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
-    from nighthawk.oversight.isolation import _parent, _reaping
+    from nighthawk.oversight.isolation import _parent
 
     monkeypatch.setattr(_parent, "abi_version", lambda: 0)
     executor, _ = scripted_executor(model_code("nh_eval", f"__import__('os').remove({str(victim)!r})"))
@@ -533,7 +533,7 @@ def test_without_landlock_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatc
 
 
 def test_before_linux_6_14_isolated_refuses_to_run_and_leaves_the_hosts_pid_max(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
-    from nighthawk.oversight.isolation import _parent, _reaping
+    from nighthawk.oversight.isolation import _parent
 
     host_pid_max = Path("/proc/sys/kernel/pid_max").read_text()
     old = os.uname_result(("Linux", "host", "6.13.7-generic", "#1 SMP", "x86_64"))
@@ -547,7 +547,7 @@ def test_before_linux_6_14_isolated_refuses_to_run_and_leaves_the_hosts_pid_max(
 
 
 def test_off_linux_isolated_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nighthawk.oversight.isolation import _parent, _reaping
+    from nighthawk.oversight.isolation import _parent
 
     monkeypatch.setattr(_parent.sys, "platform", "darwin")
     executor, _ = scripted_executor(model_code("nh_eval", "1"))

@@ -1,107 +1,23 @@
 """A map's isolated items that reach the model's code at the same moment share one fork of the kernel (a
-wave, which forks each item's walled worker): each item is still walled apart, sees its own values, ends
-with its own error, and leaves no process and no folder behind."""
+wave, which forks each item's walled worker): each item is still walled apart, runs in its own step's
+context, sees its own values, ends with its own error, and leaves no process and no folder behind."""
 
 from __future__ import annotations
 
-import asyncio
-import glob
-import os
 import sys
-import tempfile
-import time
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+import threading
 
 import pytest
 
 import nighthawk as nh
-from nighthawk.testing import CallbackExecutor, StepResponse, return_outcome
+from isolated_maps import ITEMS, SEEN, kernel_forks, nothing_left, review, run_map, texts, together
+from nighthawk.testing import CallbackExecutor
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only")
-
-ITEMS = 6
-SEEN: list[str] = []
-
-
-@nh.natural_function
-def review(text: str) -> str:
-    """natural
-    Read the review <text> and return its verdict.
-    """
-
-
-def together(evaluate: Callable[[str], list[str]], outcome: Callable[[str], str]) -> Callable[..., Awaitable[StepResponse]]:
-    """A model whose first answers wait until every item has asked: the items then reach their model's code
-    at once, as a map's items do when the kernel's thread is busy."""
-    asked: list[str] = []
-
-    async def respond(_: str, step_locals: object) -> StepResponse:
-        text = step_locals["text"]  # type: ignore[index]
-        asked.append(text)
-        while len(asked) < ITEMS:
-            await asyncio.sleep(0.01)
-        return StepResponse(evaluate=evaluate(text), outcome=return_outcome(outcome(text)))
-
-    return respond
-
-
-def descendants() -> set[int]:
-    """Every process below this one (zombies included)."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        try:
-            stat = Path("/proc", entry, "stat").read_text() if entry.isdigit() else ""
-        except OSError:
-            continue
-        if stat:
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def folders() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "nighthawk-isolated-*")))
-
-
-@pytest.fixture(autouse=True)
-def nothing_left() -> Iterator[None]:
-    before, folders_before = descendants(), folders()
-    yield
-    deadline = time.monotonic() + 60
-    while (descendants() - before or folders() - folders_before) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert descendants() <= before
-    assert folders() <= folders_before
-
-
-@pytest.fixture
-def kernel_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The forks this process makes (a wave's own forks, in the wave, are not counted)."""
-    made: list[int] = []
-    fork = os.fork
-
-    def counting() -> int:
-        pid = fork()
-        if pid:
-            made.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting)
-    return made
-
-
-def texts(tag: str) -> list[str]:
-    """The items of one test's map (a map remembers the items it ran: each test maps its own)."""
-    return [f"{tag} {n}" for n in range(ITEMS)]
-
-
-def run_map(tag: str, respond: Callable[..., Awaitable[StepResponse]]) -> nh.batch.MapResult:
-    with nh.run(CallbackExecutor(respond)):
-        return nh.map(review, texts(tag), isolated=True, concurrency=ITEMS, on_error="collect", progress=False)
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only"),
+    pytest.mark.usefixtures("nothing_left"),
+]
+__all__ = ["kernel_forks", "nothing_left"]  # fixtures, used by name
 
 
 def test_items_that_reach_the_models_code_together_share_a_fork_of_the_kernel(kernel_forks: list[int]) -> None:
@@ -116,6 +32,34 @@ def test_each_item_of_a_wave_has_a_walled_worker_of_its_own(kernel_forks: list[i
     assert not SEEN  # the appends stayed in the children
     assert list(result) == ["1 1"] * ITEMS  # each saw its own append only, as the first process of its namespace
     assert len(kernel_forks) < ITEMS
+
+
+def test_each_item_of_a_wave_runs_in_its_own_steps_context(kernel_forks: list[int]) -> None:
+    # A nested natural function, the tools, the budgets: all read the step from the context.
+    current = "__import__('nighthawk').get_current_step_context().step_locals['text']"
+    result = run_map("context", together(lambda _: [], lambda _: f"text + ' | ' + {current}"))
+    assert list(result) == [f"{text} | {text}" for text in texts("context")]
+    assert len(kernel_forks) < ITEMS
+
+
+def test_steps_served_by_different_threads_are_each_forked_for_their_own_thread() -> None:
+    # A child dies with the thread that forked it: a wave never mixes the steps of two threads.
+    executor = CallbackExecutor(together(lambda _: [], lambda _: "text", items=4))
+    results: dict[str, object] = {}
+
+    def step(text: str) -> None:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+            try:
+                results[text] = review(text)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                results[text] = exc
+
+    threads = [threading.Thread(target=step, args=(f"thread {n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {f"thread {n}": f"thread {n}" for n in range(4)}
 
 
 def test_an_item_whose_worker_exits_fails_alone_and_says_how(kernel_forks: list[int]) -> None:

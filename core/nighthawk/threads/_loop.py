@@ -43,7 +43,9 @@ __all__ = [
     "calling_thread_name",
     "on_import_thread",
     "on_user_thread",
+    "run_as_user",
     "run_sync",
+    "user_thread_id",
     "user_thread_executor",
 ]
 
@@ -369,6 +371,18 @@ async def on_user_thread(fn: Callable[[], T]) -> T:
     if not caller.post(request):
         raise NighthawkError("the block that started this step is no longer running; its user code cannot run")
     return await answer
+
+
+def user_thread_id() -> int:
+    """On a step's loop: the thread `on_user_thread` runs the step's user code on (this one, when inline)."""
+    caller = _caller.get()
+    return threading.get_ident() if caller is None else caller.thread_id
+
+
+def run_as_user(context: contextvars.Context, fn: Callable[[], T]) -> T:
+    """Run `fn` in `context` (copied on a step's loop) as `on_user_thread` runs user code there: on behalf of
+    that step, whichever step's request this thread is serving."""
+    return context.run(_as_user, fn)
 
 
 def _as_user(fn: Callable[[], T]) -> T:

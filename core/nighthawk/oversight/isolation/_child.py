@@ -29,6 +29,7 @@ from ...threads._deadline import bounded_by
 from .._kinds import Isolation
 from .._oversee import forget_in_child
 from ._channel import ChannelClosed, read_message, send_message
+from ._descriptors import let_go_of_inherited
 from ._landlock import abi_version, restrict_writes
 from ._output import ChildOutput
 from ._seccomp import install_filter
@@ -82,17 +83,7 @@ def run_child(
 
 def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildOutput:
     os.mkdir(temp_dir, 0o700)  # the private temporary folder the kernel named (it fails if the name is taken)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    # Every inherited descriptor now reads and writes /dev/null: closing them would free their numbers for
-    # files the model's code opens, which the kernel's objects here would then close or write to.
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in (devnull, channel.fileno()):
-            try:
-                os.dup2(devnull, fd)
-            except OSError:
-                pass  # the listing's own descriptor, closed already
-    os.close(devnull)
+    highest = let_go_of_inherited({channel.fileno()})
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
     output = ChildOutput(temp_dir)
     os.environ["TMPDIR"] = tempfile.tempdir = temp_dir
@@ -101,13 +92,23 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildO
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
     resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+    resource.setrlimit(resource.RLIMIT_NOFILE, _open_files(highest))
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())
     os.setsid()  # off the kernel's terminal: a session of its own, with no controlling terminal
     install_filter(network=isolation.network)
     return output
+
+
+def _open_files(highest: int) -> tuple[int, int]:
+    """The bound on open files: 1024, or room for 256 more above the numbers the kernel's descriptors keep
+    (a kernel may hold over a thousand), within the hard limit it has."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    files = max(1024, highest + 257)
+    if hard != resource.RLIM_INFINITY:
+        files = min(files, hard)
+    return files, files
 
 
 def _address_space() -> int:

@@ -38,7 +38,7 @@ from ._landlock import MINIMUM_ABI, abi_version
 from ._output import relay
 from ._reaping import reaper
 from ._seccomp import SUPPORTED, compiled_filter
-from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, interrupts_held, release_interrupts_in_child
+from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, release_interrupts_in_child
 from ._waves import temp_name, unavailable
 
 __all__ = ["isolating"]
@@ -118,18 +118,18 @@ class _Child:
         # Named here, made by the child before its walls: the kernel's thread, which every item of a map
         # shares, spends no time on it.
         self.temp_dir = temp_name()
-        with interrupts_held():  # an interrupt is raised once the child is recorded and the namespace restored
-            try:
-                pid, grouped = self.spawn(theirs, (ours.fileno(),))
-            except OSError as exc:
-                ours.close()
-                theirs.close()
-                raise IsolationUnavailableError(unavailable(exc, self.step.step_id)) from None
+        # (`fork_waiting` holds interrupts off: one is raised once the child is recorded and the namespace restored.)
+        try:
+            pid, grouped = self.spawn(theirs, (ours.fileno(),))
+        except OSError as exc:
+            ours.close()
             theirs.close()
-            ours.setblocking(False)  # read on the step's loop
-            with self._forking:
-                self.pid, self.channel, self.grouped, self.forked = pid, ours, grouped, True
-                late = self.closed
+            raise IsolationUnavailableError(unavailable(exc, self.step.step_id)) from None
+        theirs.close()
+        ours.setblocking(False)  # read on the step's loop
+        with self._forking:
+            self.pid, self.channel, self.grouped, self.forked = pid, ours, grouped, True
+            late = self.closed
         if late:
             self.close()
 
@@ -238,9 +238,16 @@ class _Child:
                 raise
             if self.fork_error is not None:
                 raise self.fork_error
+            if not self.forked:  # `fork_waiting` on the step's own user thread forks it or says why not
+                raise IsolationError(f"the isolated child of the step at {self.step.step_id} was not forked")
         loop = asyncio.get_running_loop()
         try:
-            await loop.sock_sendall(self.channel, frame(request))
+            try:
+                await loop.sock_sendall(self.channel, frame(request))
+            except ConnectionError:
+                if self.walled:
+                    raise
+                # A child that could not raise its walls says why and ends, maybe before the request reached it.
             if not self.walled:
                 async with asyncio.timeout(_READY_SECONDS):
                     first = await read_frame(loop, self.channel)

@@ -3,7 +3,8 @@
 A killed child is reaped once the operating system has torn its memory down (milliseconds for a large
 process); a step, and a map's other items, need not wait for that. One thread reaps the children the steps
 killed, in turn, and removes their temporary folders; each wave process (`_waves.py`), which ends by itself
-once its steps have, is waited for by a thread of its own, so that it holds up no other reaping. At the
+once its steps have, is waited for by a thread of its own, so that it holds up no other reaping, which then
+removes its workers' folders. At the
 interpreter's exit both finish what they were handed, so that no temporary folder is left behind.
 """
 
@@ -14,6 +15,7 @@ import os
 import queue
 import shutil
 import threading
+import time
 
 __all__ = ["reaper"]
 
@@ -34,9 +36,10 @@ class _Reaper:
                 self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
                 self._thread.start()
 
-    def await_wave(self, pid: int) -> None:
-        """Reap the wave process `pid` when it ends (it removes its workers' folders itself)."""
-        thread = threading.Thread(target=_wait, args=(pid,), name="nighthawk-isolated-wave", daemon=True)
+    def await_wave(self, pid: int, temp_dirs: list[str]) -> None:
+        """Reap the wave process `pid` when it ends, then remove its workers' folders: by then every worker
+        has ended (each dies with the wave, if not before), so nothing writes there any more."""
+        thread = threading.Thread(target=_wait_and_remove, args=(pid, temp_dirs), name="nighthawk-isolated-wave", daemon=True)
         with self._lock:
             self._waves = [wave for wave in self._waves if wave.is_alive()]
             self._waves.append(thread)
@@ -44,7 +47,8 @@ class _Reaper:
 
     def finish(self, timeout: float = 10.0) -> None:
         """Reap what was handed over so far (each child is killed already, each wave's steps ended), then let
-        the threads end."""
+        the threads end; no longer than `timeout` in all."""
+        deadline = time.monotonic() + timeout
         thread = self._thread
         if thread is not None and thread.is_alive():
             self._queue.put(None)
@@ -52,13 +56,19 @@ class _Reaper:
         with self._lock:
             waves = list(self._waves)
         for wave in waves:
-            wave.join(timeout)
+            wave.join(max(0.0, deadline - time.monotonic()))
 
     def _serve(self) -> None:
         while (handed := self._queue.get()) is not None:
             pid, temp_dir = handed
             _wait(pid)
             shutil.rmtree(temp_dir, ignore_errors=True)  # once reaped: nothing of the child writes there any more
+
+
+def _wait_and_remove(pid: int, temp_dirs: list[str]) -> None:
+    _wait(pid)
+    for temp_dir in temp_dirs:
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _wait(pid: int) -> None:
