@@ -4,6 +4,7 @@ worker that cannot be forked, the wave killed, the interpreter's exit with steps
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 
 import nighthawk as nh
-from isolated_maps import ITEMS, kernel_forks, nothing_left, run_map, texts, together
+from isolated_maps import kernel_forks, nothing_left, review, run_map, texts, together
 from nighthawk.oversight.isolation import _parent, _reaping, _waves
+from nighthawk.testing import CallbackExecutor
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only"),
@@ -120,3 +122,41 @@ def test_the_interpreter_ends_the_isolated_steps_still_running_at_its_exit(tmp_p
     environment = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
     subprocess.run([sys.executable, str(script)], env=environment, timeout=120, check=True)
     assert not list(tmp_path.glob("nighthawk-isolated-*"))
+
+
+def test_the_fork_of_an_isolated_step_runs_under_no_steps_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The deadline's exception could land between the new pid namespace and the fork: never while forking.
+    from nighthawk.threads import _deadline
+
+    spawn, deadlines = _parent._Child.spawn, []
+
+    def noting(self: _parent._Child, *arguments: object) -> tuple[int, bool]:
+        deadlines.append(_deadline._current.get())
+        return spawn(self, *arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_parent._Child, "spawn", noting)
+    executor = CallbackExecutor(together(lambda _: [], lambda _: "text", items=1))
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        assert review("deadline") == "deadline"
+    assert deadlines == [None]
+
+
+def test_a_process_the_user_forks_leaves_the_kernels_isolated_steps_running_at_its_exit() -> None:
+    # A fork of the kernel (multiprocessing, a user's own os.fork) runs the exit handlers when it ends.
+    executor = CallbackExecutor(together(lambda _: ["__import__('time').sleep(2)"], lambda _: "text", items=1))
+    answers: list[object] = []
+
+    def step() -> None:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+            answers.append(review("forked"))
+
+    running = threading.Thread(target=step)
+    running.start()
+    time.sleep(1)  # the step's worker is running the model's code
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the user's own fork, ending as an interpreter does: exit handlers first
+        atexit._run_exitfuncs()
+        os._exit(0)
+    os.waitpid(child, 0)
+    running.join()
+    assert answers == ["forked"]

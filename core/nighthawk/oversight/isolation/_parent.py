@@ -228,7 +228,8 @@ class _Child:
         other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
         or a broken answer kills the child before it goes on."""
         if not self.forked:
-            _waves.wait_for_fork(self)
+            with bounded_by(None):  # copied into the child's context: the fork runs under no step's deadline
+                _waves.wait_for_fork(self)
             try:
                 await _waves.gathered()
                 with bounded_by(None):  # not user code: the deadline's exception must not land between unshare and fork

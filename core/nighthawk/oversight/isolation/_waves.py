@@ -10,9 +10,9 @@ wave was forked, which is when its step asked for it. A step alone is forked str
 
 Each step of a wave talks to its worker through its own channel, as any isolated step does, and to the wave
 through a status socket of its own: the step shuts it to have the worker killed (with everything it
-started); the wave answers with the worker's exit code once it has reaped it. The wave dies with the
-kernel's thread that forked it, and its workers with the wave; it ends when its last worker has, and then
-the kernel removes the workers' temporary folders (`_reaping.py`).
+started); the wave answers with the worker's exit code once it has reaped it, and removes its temporary
+folder. The wave dies with the kernel's thread that forked it, and its workers with the wave; it ends when
+its last worker has, and then the kernel removes whatever folder is left (`_reaping.py`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ import contextlib
 import contextvars
 import gc
 import os
+import queue
 import secrets
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -90,9 +92,18 @@ class _Asked:
 
 _lock = threading.Lock()
 _waiting: list[_Asked] = []
-_under_way: dict[int, Forkable] = {}
-"""The children asked for and not yet closed, by `id`."""
+_under_way: dict[int, tuple[Forkable, int]] = {}
+"""The children asked for and not yet closed, by `id`, with the thread that forks them."""
 _last_fork = 0.0
+
+
+def _forget() -> None:
+    """In any fork of the kernel (the user's own too): the kernel's children are not this process's to end."""
+    _waiting.clear()
+    _under_way.clear()
+
+
+os.register_at_fork(after_in_child=_forget)
 
 
 def temp_name() -> str:
@@ -113,7 +124,7 @@ def wait_for_fork(child: Forkable) -> None:
     asked = _Asked(child=child, context=contextvars.copy_context(), thread=user_thread_id())
     with _lock:
         _waiting.append(asked)
-        _under_way[id(child)] = child
+        _under_way[id(child)] = (child, asked.thread)
 
 
 def give_up(child: Forkable) -> None:
@@ -133,8 +144,12 @@ async def gathered() -> None:
     after the kernel's last fork join one wave. A fork costs the kernel ~12 ms of faults on its busy threads;
     a model's round, hundreds of milliseconds."""
     delay = _last_fork + GATHER_SECONDS - time.monotonic()
-    if delay > 0 and len(_under_way) > 1:
-        await asyncio.sleep(delay)
+    if delay > 0:
+        thread = user_thread_id()
+        with _lock:
+            others = sum(forker == thread for _, forker in _under_way.values()) > 1  # a wave is one thread's
+        if others:
+            await asyncio.sleep(delay)
 
 
 def fork_waiting() -> None:
@@ -217,7 +232,8 @@ def _fork_wave(batch: list[_Asked]) -> None:
             _wave(members, kernel)
         finally:
             os._exit(70)
-    reaper.await_wave(pid, [member.asked.child.temp_dir for member in members])
+    with contextlib.suppress(RuntimeError):  # no new thread at the interpreter's shutdown: the wave stays unreaped
+        reaper.await_wave(pid, [member.asked.child.temp_dir for member in members])
     for member in members:
         member.theirs.close()
         member.status_theirs.close()
@@ -230,7 +246,7 @@ def _end_under_way() -> None:
     """At the interpreter's exit: end the children of steps still under way (a map on a thread that is not
     waited for), so that their waves end and their folders are removed before the reaper's last wait."""
     with _lock:
-        children = list(_under_way.values())
+        children = [child for child, _ in _under_way.values()]
     for child in children:
         with contextlib.suppress(Exception):
             child.close()
@@ -263,18 +279,42 @@ def _wave(members: list[_Member], kernel: int) -> NoReturn:
         ]
         try:
             pid, grouped = run_as_user(member.asked.context, partial(member.asked.child.spawn, member.theirs, closing))
-        except Exception as exc:  # noqa: BLE001 - told to the step, which raises it
+        except BaseException as exc:  # noqa: BLE001 - told to the step, which raises it; the others go on
             with contextlib.suppress(OSError):
                 send_message(member.theirs, ("unavailable", str(exc)))
             member.status_theirs.close()
         else:
             workers[pid] = (member, grouped)
         member.theirs.close()
-    _watch(workers)
+    remover = _Remover()
+    _watch(workers, remover)
+    remover.finish()
     os._exit(0)
 
 
-def _watch(workers: dict[int, tuple[_Member, bool]]) -> None:
+class _Remover:
+    """A thread of the wave that removes each reaped worker's folder, so that a large one (the model's code
+    chooses its size) never holds up the killing of the others. The kernel removes what is left once the
+    wave has ended (`_reaping.py`)."""
+
+    def __init__(self) -> None:
+        self._folders: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def remove(self, folder: str) -> None:
+        self._folders.put(folder)
+
+    def finish(self) -> None:
+        self._folders.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while (folder := self._folders.get()) is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _watch(workers: dict[int, tuple[_Member, bool]], remover: _Remover) -> None:
     """Until every worker is reaped: kill a worker (and its tree) as soon as its step shuts its status socket,
     and tell each step how its worker ended."""
     poller = select.poll()
@@ -288,11 +328,11 @@ def _watch(workers: dict[int, tuple[_Member, bool]]) -> None:
             pid = listening.pop(fd)
             if pid in workers:
                 _kill(pid, grouped=workers[pid][1])
-        _reap(workers, poller, listening)
+        _reap(workers, poller, listening, remover)
 
 
-def _reap(workers: dict[int, tuple[_Member, bool]], poller: select.poll, listening: dict[int, int]) -> None:
-    """Reap the workers that ended, and tell each one's step its exit code."""
+def _reap(workers: dict[int, tuple[_Member, bool]], poller: select.poll, listening: dict[int, int], remover: _Remover) -> None:
+    """Reap the workers that ended, tell each one's step its exit code, and have its folder removed."""
     while workers:
         try:
             pid, wait_status, usage = os.wait4(-1, os.WNOHANG)
@@ -309,6 +349,7 @@ def _reap(workers: dict[int, tuple[_Member, bool]], poller: select.poll, listeni
         with contextlib.suppress(OSError):  # the step closed it already
             status.sendall(_STATUS.pack(ended_code(wait_status, usage, entry[0].asked.child.isolation.cpu_seconds)))
         status.close()
+        remover.remove(entry[0].asked.child.temp_dir)
 
 
 def _kill(pid: int, *, grouped: bool) -> None:
