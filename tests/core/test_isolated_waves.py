@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import nighthawk as nh
-from isolated_maps import ITEMS, SEEN, kernel_forks, nothing_left, review, run_map, texts, together
+from isolated_maps import ITEMS, SEEN, folders, kernel_forks, nothing_left, review, run_map, texts, together
 from nighthawk.testing import CallbackExecutor
 
 pytestmark = [
@@ -86,14 +86,17 @@ def test_an_item_of_a_wave_whose_step_ends_has_its_worker_and_everything_it_star
     assert len(kernel_forks) < ITEMS
 
 
-def test_a_wave_removes_each_items_folder_when_its_worker_ends_not_when_the_wave_does() -> None:
+def test_a_wave_removes_each_items_folder_when_its_worker_ends_not_when_the_wave_does(kernel_forks: list[int]) -> None:
     # Two items outlive the others, so that one wave holds a long-running item whatever was forked alone; the
-    # last counts the folders but its own once the quick items have long ended: the other long one's only.
+    # last counts the folders made since the map began, but its own, once the quick items have long ended:
+    # the other long one's only.
+    before = sorted(folders())
     others = (
         "(__import__('time').sleep(3), len([f for f in __import__('glob').glob(__import__('os').path.join("
         "__import__('os').path.dirname(__import__('tempfile').gettempdir()), 'nighthawk-isolated-*')) "
-        "if f != __import__('tempfile').gettempdir()]))[1]"
+        f"if f != __import__('tempfile').gettempdir() and f not in {before!r}]))[1]"
     )
     outcomes = {f"folders {ITEMS - 1}": f"str({others})", f"folders {ITEMS - 2}": "(__import__('time').sleep(5), text)[1]"}
     result = run_map("folders", together(lambda _: [], lambda text: outcomes.get(text, "text.upper()")))
     assert result[ITEMS - 1] == "1"
+    assert len(kernel_forks) < ITEMS

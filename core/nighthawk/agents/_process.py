@@ -58,6 +58,16 @@ def _kill_live_groups() -> None:
 atexit.register(_kill_live_groups)
 
 
+def _forget_live_groups() -> None:
+    """In a fork of this process (multiprocessing, the user's own): the agents are the parent's, not to be
+    killed when the fork exits."""
+    _live_groups.clear()
+    _live_pidfiles.clear()
+
+
+os.register_at_fork(after_in_child=_forget_live_groups)
+
+
 def find_program(executable: str | None, default: str, install: str) -> str:
     """The path of the agent program, or a `ModelConfigurationError` saying how to install it."""
     name = executable or default

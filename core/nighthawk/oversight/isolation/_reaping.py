@@ -23,14 +23,17 @@ __all__ = ["reaper"]
 class _Reaper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, tuple[str, ...]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._waves: list[threading.Thread] = []
         atexit.register(self.finish)
 
     def reap(self, pid: int, temp_dir: str) -> None:
         """Reap the killed child `pid`, then remove `temp_dir`."""
-        self._queue.put((pid, temp_dir))
+        self._hand(pid, (temp_dir,))
+
+    def _hand(self, pid: int, temp_dirs: tuple[str, ...]) -> None:
+        self._queue.put((pid, temp_dirs))
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._serve, name="nighthawk-isolated-reaper", daemon=True)
@@ -39,11 +42,15 @@ class _Reaper:
     def await_wave(self, pid: int, temp_dirs: list[str]) -> None:
         """Reap the wave process `pid` when it ends, then remove its workers' folders: by then every worker
         has ended (each dies with the wave, if not before), so nothing writes there any more."""
-        thread = threading.Thread(target=_wait_and_remove, args=(pid, temp_dirs), name="nighthawk-isolated-wave", daemon=True)
+        thread = threading.Thread(target=_wait_and_remove, args=(pid, tuple(temp_dirs)), name="nighthawk-isolated-wave", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no new thread to be had: the one reaper thread waits for it, in turn
+            self._hand(pid, tuple(temp_dirs))
+            return
         with self._lock:
             self._waves = [wave for wave in self._waves if wave.is_alive()]
             self._waves.append(thread)
-        thread.start()
 
     def finish(self, timeout: float = 10.0) -> None:
         """Reap what was handed over so far (each child is killed already, each wave's steps ended), then let
@@ -52,7 +59,7 @@ class _Reaper:
         thread = self._thread
         if thread is not None and thread.is_alive():
             self._queue.put(None)
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             waves = list(self._waves)
         for wave in waves:
@@ -60,14 +67,19 @@ class _Reaper:
 
     def _serve(self) -> None:
         while (handed := self._queue.get()) is not None:
-            pid, temp_dir = handed
-            _wait(pid)
-            shutil.rmtree(temp_dir, ignore_errors=True)  # once reaped: nothing of the child writes there any more
+            _wait_and_remove(*handed)
+
+    def forget(self) -> None:
+        """In a fork of the kernel: its children are not this process's, and its lock is a new one."""
+        self._lock = threading.Lock()
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._waves = []
 
 
-def _wait_and_remove(pid: int, temp_dirs: list[str]) -> None:
+def _wait_and_remove(pid: int, temp_dirs: tuple[str, ...]) -> None:
     _wait(pid)
-    for temp_dir in temp_dirs:
+    for temp_dir in temp_dirs:  # once reaped: nothing of the child (or of the wave's workers) writes there any more
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
@@ -79,3 +91,4 @@ def _wait(pid: int) -> None:
 
 
 reaper = _Reaper()
+os.register_at_fork(after_in_child=reaper.forget)

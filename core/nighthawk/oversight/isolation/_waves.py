@@ -41,6 +41,7 @@ from typing import NoReturn, Protocol
 
 from ...threads._loop import run_as_user, user_thread_id
 from .._kinds import Isolation
+from .._oversee import forget_in_child
 from ._channel import send_message
 from ._descriptors import let_go_of_inherited
 from ._reaping import reaper
@@ -54,7 +55,7 @@ __all__ = [
 
 GATHER_SECONDS = 0.1
 """How long after the kernel's last fork the next one waits, gathering the steps that ask meanwhile, when
-other isolated steps are under way (a map's items). A step alone, or after the kernel has not forked for
+other isolated steps of the same user thread are under way (a map's items). A step alone, or after the kernel has not forked for
 that long, is forked at once."""
 _STATUS = struct.Struct("!i")
 """The wave's word on a worker's end: its exit code (a signal `s` as `128 + s`)."""
@@ -98,7 +99,10 @@ _last_fork = 0.0
 
 
 def _forget() -> None:
-    """In any fork of the kernel (the user's own too): the kernel's children are not this process's to end."""
+    """In any fork of the kernel (the user's own too): the kernel's children are not this process's to end,
+    and the lock, which another thread may have held at the fork, is a new one."""
+    global _lock
+    _lock = threading.Lock()
     _waiting.clear()
     _under_way.clear()
 
@@ -140,8 +144,8 @@ def done(child: Forkable) -> None:
 
 
 async def gathered() -> None:
-    """On the step's loop, once waiting: while other isolated steps are under way, let those that ask soon
-    after the kernel's last fork join one wave. A fork costs the kernel ~12 ms of faults on its busy threads;
+    """On the step's loop, once waiting: while other isolated steps of the same user thread are under way,
+    let those that ask soon after the kernel's last fork join one wave. A fork costs the kernel ~12 ms of faults on its busy threads;
     a model's round, hundreds of milliseconds."""
     delay = _last_fork + GATHER_SECONDS - time.monotonic()
     if delay > 0:
@@ -232,7 +236,7 @@ def _fork_wave(batch: list[_Asked]) -> None:
             _wave(members, kernel)
         finally:
             os._exit(70)
-    with contextlib.suppress(RuntimeError):  # no new thread at the interpreter's shutdown: the wave stays unreaped
+    with contextlib.suppress(RuntimeError):  # no thread at all to be had: the wave stays unreaped until the exit
         reaper.await_wave(pid, [member.asked.child.temp_dir for member in members])
     for member in members:
         member.theirs.close()
@@ -263,6 +267,7 @@ def _wave(members: list[_Member], kernel: int) -> NoReturn:
     die_with_parent()
     if os.getppid() != kernel:
         os._exit(0)  # the kernel ended before the wave could die with it
+    forget_in_child()  # what the kernel's threads had in force is not the wave's (their ids are reused here)
     # The kernel's Ctrl-C may reach its whole process group: its steps end their workers, not the signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()  # what the kernel had is never garbage here: a collection would copy every page it touched
@@ -286,7 +291,7 @@ def _wave(members: list[_Member], kernel: int) -> NoReturn:
         else:
             workers[pid] = (member, grouped)
         member.theirs.close()
-    remover = _Remover()
+    remover = _Remover()  # started only now: each worker is forked from the wave's one thread
     _watch(workers, remover)
     remover.finish()
     os._exit(0)
@@ -299,19 +304,25 @@ class _Remover:
 
     def __init__(self) -> None:
         self._folders: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(target=self._serve, daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had: the kernel removes the folders once the wave has ended
+            self._thread = None
 
     def remove(self, folder: str) -> None:
-        self._folders.put(folder)
+        if self._thread is not None:
+            self._folders.put(folder)
 
     def finish(self) -> None:
-        self._folders.put(None)
-        self._thread.join()
+        if self._thread is not None:
+            self._folders.put(None)
+            self._thread.join()
 
     def _serve(self) -> None:
         while (folder := self._folders.get()) is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(BaseException):  # a folder left is the kernel's to remove, not a reason to stop
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _watch(workers: dict[int, tuple[_Member, bool]], remover: _Remover) -> None:
