@@ -20,7 +20,6 @@ import signal
 import socket
 import sys
 import threading
-import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -157,9 +156,7 @@ class _Child:
         restore = forking_into_namespace()
         pid = -1
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
-                pid = os.fork()
+            pid = _waves.fork()
             if pid == 0:  # pragma: no cover - the worker; it never returns
                 try:
                     release_interrupts_in_child()

@@ -49,7 +49,7 @@ from ._seccomp import compiled_filter
 from ._tree import die_with_parent, ended_code, interrupts_held
 
 __all__ = [
-    "GATHER_SECONDS", "Forkable", "done", "fork_waiting", "gathered", "give_up", "temp_name", "unavailable", "wait_for_fork",
+    "GATHER_SECONDS", "Forkable", "done", "fork", "fork_waiting", "gathered", "give_up", "temp_name", "unavailable", "wait_for_fork",
     "worker_exit",
 ]
 
@@ -98,11 +98,23 @@ _under_way: dict[int, tuple[Forkable, int]] = {}
 _last_fork = 0.0
 
 
+_forking = threading.Lock()
+"""Held by the one kernel thread forking now. Two threads' steps never fork at the same moment: some libraries
+refuse a fork while another thread is in the middle of one (filelock's audit hook, on Python 3.12+)."""
+
+
+def fork() -> int:
+    """`os.fork`, one thread at a time."""
+    with _forking, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child uses none of theirs
+        return os.fork()
+
+
 def _forget() -> None:
     """In any fork of the kernel (the user's own too): the kernel's children are not this process's to end,
-    and the lock, which another thread may have held at the fork, is a new one."""
-    global _lock
-    _lock = threading.Lock()
+    and the locks, which another thread may have held at the fork, are new ones."""
+    global _lock, _forking
+    _lock, _forking = threading.Lock(), threading.Lock()
     _waiting.clear()
     _under_way.clear()
 
@@ -221,9 +233,7 @@ def _fork_wave(batch: list[_Asked]) -> None:
                 theirs.close()
                 raise
             members.append(_Member(asked=asked, ours=ours, theirs=theirs, status_ours=status_ours, status_theirs=status_theirs))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the wave uses none of theirs
-            pid = os.fork()
+        pid = fork()
     except Exception as exc:  # noqa: BLE001 - each step raises it as its own
         for member in members:
             for end in member.ends():
