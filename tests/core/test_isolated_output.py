@@ -76,6 +76,50 @@ def test_a_character_the_stream_cannot_encode_is_escaped_and_the_step_goes_on(mo
     assert ascii_out.buffer.getvalue() == b"caf\\xe9\n"  # type: ignore[attr-defined]
 
 
+# --- a call whose child ends before it answers ----------------------------------------------------------
+
+
+def test_what_a_call_printed_before_its_child_exited_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(nh.errors.IsolationError, match="exited with status 3"):
+        run_isolated("(print('last words'), print('on stderr', file=__import__('sys').stderr), __import__('os')._exit(3))")
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("last words\n", "on stderr\n")
+
+
+def test_what_a_call_printed_before_its_child_crashed_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(nh.errors.IsolationError, match="crashed"):
+        run_isolated("print('before the crash') or __import__('ctypes').string_at(0)")
+    assert capsys.readouterr().out == "before the crash\n"
+
+
+def test_what_a_call_printed_before_the_budget_killed_its_child_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    executor, _ = scripted_executor(
+        [call("nh_eval", expression="[print(f'round {n}') or __import__('time').sleep(0.2) for n in range(300)]")],
+        step_budget=nh.UsageBudget(wall_time_s=1.5),
+    )
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        with pytest.raises(nh.BudgetExceededError):
+            look()
+    assert capsys.readouterr().out.startswith("round 0\nround 1\nround 2\n")
+
+
+def test_output_earlier_calls_showed_is_not_shown_again_when_a_later_child_ends(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(nh.errors.IsolationError, match="exited with status 4"):
+        run_isolated("print('first call')", "(print('second call'), __import__('os')._exit(4))")
+    assert capsys.readouterr().out == "first call\nsecond call\n"
+
+
+def test_a_model_that_swaps_its_output_file_for_a_fifo_does_not_hang_the_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    swap = (
+        "(__import__('os').unlink(__import__('os').environ['TMPDIR'] + '/stdout'), "
+        "__import__('os').mkfifo(__import__('os').environ['TMPDIR'] + '/stdout'), "
+        "print('still shown'), __import__('os')._exit(5))"
+    )
+    with pytest.raises(nh.errors.IsolationError, match="exited with status 5"):
+        run_isolated(swap)
+    assert capsys.readouterr().out == "still shown\n"
+
+
 # --- a child that sends output messages of its own --------------------------------------------------------
 
 CHANNEL = (

@@ -73,3 +73,9 @@ def test_nighthawk_isolated_on_isolates_every_cell_until_off(live: Live, victim:
 def test_what_an_isolated_cells_code_prints_appears_in_the_cells_output(live: Live, victim: Path) -> None:
     cell = live.ok("%%natural --isolated\nEVAL print('counted', len(rows), 'rows')")
     assert "counted 3 rows" in cell.printed
+
+
+def test_what_an_isolated_cell_printed_before_its_child_exited_appears_with_the_error(live: Live, victim: Path) -> None:
+    cell = live.run("%%natural --isolated\nEVAL (print('got this far'), os._exit(3))")
+    assert cell.ename == "IsolationError"
+    assert "got this far" in cell.printed

@@ -8,20 +8,29 @@ to its own `sys.stdout` and `sys.stderr` on the user's thread, where a cell's ou
 
 Files rather than pipes: a pipe holds 64 KiB, and the child that fills it is the one that would read it.
 The kernel takes at most one such message a request and cuts each stream, for the child may send anything.
+
+A call whose child ends before it answers (it exits or crashes, or the step's budget or Ctrl-C kills it)
+sends no message: the kernel reads what is left in the files itself (`LeftOutput`). It opens them once the
+child is walled and before the child runs any of the model's code, so they are the child's own two files
+whatever the model's code makes of the folder later; the child writes its lines through at once, so that a
+line printed just before the end is in them.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import TextIO
 
-__all__ = ["LIMIT", "ChildOutput", "relay"]
+__all__ = ["LIMIT", "ChildOutput", "LeftOutput", "relay"]
 
 LIMIT = 1 << 20
 """The most bytes of each stream one request carries back (1 MiB): the rest is counted, not sent."""
 _SENT_LIMIT = LIMIT + 200
 """The most characters of each stream the kernel writes from one message (the child's note of the rest included)."""
+_NAMES = ("stdout", "stderr")
+"""The two files in the child's temporary folder, for its descriptors 1 and 2."""
 
 
 class ChildOutput:
@@ -29,14 +38,15 @@ class ChildOutput:
 
     def __init__(self, temp_dir: str) -> None:
         self._readers: list[int] = []  # stdout's file, then stderr's
-        for fd, name in ((1, "stdout"), (2, "stderr")):
+        for fd, name in zip((1, 2), _NAMES, strict=True):
             path = os.path.join(temp_dir, name)
             written = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
             os.dup2(written, fd)  # inherited by the processes the model's code starts
             os.close(written)
             self._readers.append(os.open(path, os.O_RDWR | os.O_CLOEXEC))
         self._streams = tuple(
-            open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+            # Line by line: the kernel reads what a call whose child was killed printed up to its end.
+            open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
             for fd in (1, 2)
         )
         sys.stdout, sys.stderr = self._streams
@@ -53,15 +63,63 @@ class ChildOutput:
 
     @staticmethod
     def _read(fd: int) -> str:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, min(size, LIMIT), 0)
+        text = _printed(fd)
         # Emptied once read, so that a chatty step does not fill the temporary folder (memory, on tmpfs).
         # The writers append: what they write next starts the file again.
         os.ftruncate(fd, 0)
-        text = data.decode("utf-8", errors="replace")
-        if size > LIMIT:
-            text += f"\n[{size - LIMIT:,} more bytes printed in the isolated child, not shown]\n"
         return text
+
+
+class LeftOutput:
+    """In the kernel: its own hold on a walled child's two output files, to read what the call under way
+    printed when the child ends without answering. A file it cannot open (or that is not a regular file)
+    is left out: the step's error matters more than its output."""
+
+    def __init__(self, temp_dir: str) -> None:
+        self._readers = [_opened(os.path.join(temp_dir, name)) for name in _NAMES]  # stdout's, then stderr's
+
+    def taken(self) -> tuple[str, str] | None:
+        """What the call under way printed, as `(out, err)` (`None` when nothing was); read once."""
+        out, err = (self._read(reader) for reader in self._readers)
+        self.close()
+        return (out, err) if out or err else None
+
+    def close(self) -> None:
+        for fd in self._readers:
+            if fd is not None:
+                os.close(fd)
+        self._readers = [None, None]
+
+    @staticmethod
+    def _read(fd: int | None) -> str:
+        if fd is None:
+            return ""
+        try:
+            return _printed(fd)
+        except OSError:
+            return ""
+
+
+def _opened(path: str) -> int | None:
+    """The file at `path` opened for reading, if it is a regular file (never a link, never blocking)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _printed(fd: int) -> str:
+    """What the file holds, the first `LIMIT` bytes of it and a count of the rest."""
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, min(size, LIMIT), 0)
+    text = data.decode("utf-8", errors="replace")
+    if size > LIMIT:
+        text += f"\n[{size - LIMIT:,} more bytes printed in the isolated child, not shown]\n"
+    return text
 
 
 def relay(out: str, err: str) -> None:

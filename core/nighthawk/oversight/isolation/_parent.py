@@ -34,7 +34,7 @@ from .._kinds import Isolation
 from . import _sessions, _waves
 from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
-from ._output import relay
+from ._output import LeftOutput, relay
 from ._reaping import reaper
 from ._seccomp import SUPPORTED, compiled_filter
 from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, release_interrupts_in_child
@@ -99,6 +99,8 @@ class _Child:
         """How the child ended, as an exit code (a signal `s` as `128 + s`), when it ended by itself during the
         step; a child the step kills is reaped off the step's path, and its code is not kept."""
         self.walled = False
+        self.left_output: LeftOutput | None = None
+        """The kernel's own hold on the walled child's output files (`_output.py`)."""
         self.grouped = False
         """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
         self.forked = False
@@ -240,12 +242,6 @@ class _Child:
                 raise IsolationError(f"the isolated child of the step at {self.step.step_id} was not forked")
         loop = asyncio.get_running_loop()
         try:
-            try:
-                await loop.sock_sendall(self.channel, frame(request))
-            except ConnectionError:
-                if self.walled:
-                    raise
-                # A child that could not raise its walls says why and ends, maybe before the request reached it.
             if not self.walled:
                 async with asyncio.timeout(_READY_SECONDS):
                     first = await read_frame(loop, self.channel)
@@ -253,6 +249,9 @@ class _Child:
                     self.kill()
                     raise IsolationUnavailableError(unavailable(f"{first[1]:.500}", self.step.step_id))
                 self.walled = True
+                # Before the first request: no model code has run yet to put something else in their place.
+                self.left_output = LeftOutput(self.temp_dir)
+            await loop.sock_sendall(self.channel, frame(request))
             answer = await read_frame(loop, self.channel)
             match answer:
                 case ("output", str(out), str(err)):  # what the request printed, once, ahead of its answer
@@ -272,16 +271,24 @@ class _Child:
             ) from None
         except BaseException:
             self.kill()
+            self._show_left_output()
             raise
 
     async def _ended(self, doing: str) -> IsolationError:
         # Its own end, unless it only closed the channel: then it is killed.
         self.code = await (_waves.worker_exit(self.status) if self.status is not None else self._reaped_code())
+        self._show_left_output()
         self.close()
         return IsolationError(
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
             f"running {doing}; the kernel and its namespace are as they were, and nothing was committed"
         )
+
+    def _show_left_output(self) -> None:
+        """Show what the call under way printed before its child ended without answering (once, read here:
+        the step's task may be cancelled, so it does not wait for the user's thread)."""
+        if self.left_output is not None and (left := self.left_output.taken()) is not None:
+            relay(*left)
 
     async def _reaped_code(self) -> int | None:
         """The exit code of the child forked alone, reaped here once it ended (`None` if it does not end)."""
@@ -320,6 +327,8 @@ class _Child:
         Reaping waits for the kernel to tear the child's memory down (milliseconds for a large process): the
         step need not wait for it, for no process of the child's tree runs another instruction once it is
         sent SIGKILL."""
+        if self.left_output is not None:
+            self.left_output.close()
         with self._forking:
             self.closed = True
             if not self.forked or self.channel.fileno() < 0:
