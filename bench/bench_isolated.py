@@ -11,9 +11,9 @@ isolated step and the guarded step run just before it.
 
 With `--map N` (1000 in the issue), then a map of N items against the test suite's OpenAI-compatible server
 on loopback (200 ms a request, 32 at a time, as `bench_map_http.py`), once guarded and once with
-`isolated=True`: the elapsed time of each, the CPU time an item cost the kernel's process and its walled
-children (workers and waves, counted once reaped), and the isolated map's throughput as a share of the
-guarded one's.
+`isolated=True`: the elapsed time of each, the CPU time and page faults an item cost the kernel's process
+and its walled children (workers and waves, counted once reaped), and the isolated map's throughput as a
+share of the guarded one's.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def map_throughput(count: int) -> None:
     os.environ.setdefault("NIGHTHAWK_TOKENIZER", "estimate")  # no vocabulary download for gpt-bench
     guarded = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.no_network())
     elapsed: dict[str, float] = {}
-    cpu: dict[str, tuple[float, float]] = {}
+    cpu: dict[str, tuple[float, float, int, int]] = {}
     with provider(0.2, "text.upper()"), nh.run(executor()):
         label("warm up")
         for name, options in (("guarded", {"oversight": guarded}), ("isolated", {"isolated": True})):
@@ -70,16 +70,18 @@ def map_throughput(count: int) -> None:
             cpu[name] = tuple(after - earlier for after, earlier in zip(_cpu(), before, strict=True))  # type: ignore[assignment]
     print(f"map of {count} items, 200 ms a request, 32 at a time ({load()}):")
     for name, seconds in elapsed.items():
-        own, children = (spent / count * 1e3 for spent in cpu[name])
-        print(f"  {name:9} {seconds:6.2f} s  ({count / seconds:5.1f} items/s)   CPU an item: kernel {own:4.1f} ms, "
-              f"its walled children {children:4.1f} ms")
+        own, children, own_faults, children_faults = cpu[name]
+        print(f"  {name:9} {seconds:6.2f} s  ({count / seconds:5.1f} items/s)   CPU an item: kernel {own / count * 1e3:4.1f} ms, "
+              f"its walled children {children / count * 1e3:4.1f} ms   page faults an item: kernel {own_faults / count:5.0f}, "
+              f"children {children_faults / count:5.0f}")
     print(f"  isolated throughput / guarded: {elapsed['guarded'] / elapsed['isolated']:.2f}")
 
 
-def _cpu() -> tuple[float, float]:
-    """The CPU time this process and its reaped children (the walled workers, the waves) spent so far."""
+def _cpu() -> tuple[float, float, int, int]:
+    """The CPU time this process and its reaped children (the walled workers, the waves) spent so far, and
+    their page faults (after a fork, each page either side writes first faults, and is copied if shared)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime, own.ru_minflt, children.ru_minflt
 
 
 def main() -> None:
