@@ -109,6 +109,16 @@ def test_output_earlier_calls_showed_is_not_shown_again_when_a_later_child_ends(
     assert capsys.readouterr().out == "first call\nsecond call\n"
 
 
+def test_a_stream_that_fails_its_own_way_leaves_the_steps_error_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Refusing(io.StringIO):
+        def write(self, text: str) -> int:
+            raise RuntimeError("this stream takes nothing")
+
+    monkeypatch.setattr(sys, "stdout", Refusing())
+    with pytest.raises(nh.errors.IsolationError, match="exited with status 3 .* nh_eval"):
+        run_isolated("(print('lost'), __import__('os')._exit(3))")
+
+
 def test_a_model_that_swaps_its_output_file_for_a_fifo_does_not_hang_the_kernel(capsys: pytest.CaptureFixture[str]) -> None:
     swap = (
         "(__import__('os').unlink(__import__('os').environ['TMPDIR'] + '/stdout'), "

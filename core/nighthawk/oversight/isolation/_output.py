@@ -76,7 +76,15 @@ class LeftOutput:
     is left out: the step's error matters more than its output."""
 
     def __init__(self, temp_dir: str) -> None:
-        self._readers = [_opened(os.path.join(temp_dir, name)) for name in _NAMES]  # stdout's, then stderr's
+        self._readers: list[int | None] = [None, None]  # stdout's, then stderr's
+        try:
+            folder = os.open(temp_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            self._readers = [_opened(name, folder) for name in _NAMES]
+        finally:
+            os.close(folder)
 
     def taken(self) -> tuple[str, str] | None:
         """What the call under way printed, as `(out, err)` (`None` when nothing was); read once."""
@@ -100,13 +108,17 @@ class LeftOutput:
             return ""
 
 
-def _opened(path: str) -> int | None:
-    """The file at `path` opened for reading, if it is a regular file (never a link, never blocking)."""
+def _opened(name: str, folder: int) -> int | None:
+    """The file `name` of `folder` opened for reading, if it is a regular file (never a link, never blocking)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
         os.close(fd)
         return None
     return fd

@@ -275,9 +275,10 @@ class _Child:
             raise
 
     async def _ended(self, doing: str) -> IsolationError:
+        # Shown first: an interrupt during the wait for the exit code would lose it.
+        self._show_left_output()
         # Its own end, unless it only closed the channel: then it is killed.
         self.code = await (_waves.worker_exit(self.status) if self.status is not None else self._reaped_code())
-        self._show_left_output()
         self.close()
         return IsolationError(
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
@@ -286,9 +287,13 @@ class _Child:
 
     def _show_left_output(self) -> None:
         """Show what the call under way printed before its child ended without answering (once, read here:
-        the step's task may be cancelled, so it does not wait for the user's thread)."""
+        the step's task may be cancelled, so it does not wait for the user's thread). A stream that fails
+        in a way of its own loses the text, never the step's own error."""
         if self.left_output is not None and (left := self.left_output.taken()) is not None:
-            relay(*left)
+            try:
+                relay(*left)
+            except Exception:  # noqa: BLE001, S110 - the user's stream object; the step's error goes on
+                pass
 
     async def _reaped_code(self) -> int | None:
         """The exit code of the child forked alone, reaped here once it ended (`None` if it does not end)."""

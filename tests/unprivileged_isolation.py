@@ -1,0 +1,147 @@
+"""Isolated steps as an ordinary user sees them, run from a test session that is root.
+
+Most notebook users are not root: their isolated steps reach the walls through a forked keeper that makes a
+user and a pid namespace, not through the kernel's own thread. Run as root, this script first runs one
+isolated step and one isolated map (so that every module they need is loaded from folders only root may
+read), then becomes the unprivileged user `nobody`, runs each scenario as that user, and prints one JSON
+object: each scenario's name and what it found (or `{"unavailable": reason}` when this machine gives an
+ordinary user no namespaces).
+
+Usage: `python tests/unprivileged_isolation.py WRITABLE VICTIM` (both already owned by `nobody`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import nighthawk as nh
+from isolated_maps import descendants, folders, together
+from nighthawk.testing import CallbackExecutor
+from scripting import call, finish, scripted_executor
+
+NOBODY = 65534
+_PR_SET_DUMPABLE = 4
+
+
+@nh.natural_function
+def look() -> object:
+    result = None
+    """natural
+    Look around; set <:result>.
+    """
+    return result
+
+
+@nh.natural_function
+def shout(text: str) -> str:
+    """natural
+    Return <text>, louder.
+    """
+
+
+def step(*calls: list[object], budget: nh.UsageBudget | None = None, **walls: object) -> dict[str, object]:
+    """One isolated step of scripted calls: its result or its error, as text."""
+    executor, _ = scripted_executor(*calls, **({"step_budget": budget} if budget is not None else {}))
+    try:
+        with nh.run(executor), nh.scope(oversight=nh.oversight.isolated(**walls)):  # type: ignore[arg-type]
+            return {"result": repr(look())}
+    except nh.errors.IsolationUnavailableError as exc:
+        return {"unavailable": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - the scenario reports it
+        return {"error": type(exc).__name__, "message": str(exc)}
+
+
+def loud_map(tag: str, count: int) -> dict[str, object]:
+    """A map whose items reach their model's code together: its results, and how many forks the kernel made.
+    Each map has items of its own `tag` (a map skips the items it already ran)."""
+    forks: list[int] = []
+    fork = os.fork
+
+    def counting() -> int:
+        pid = fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    os.fork = counting
+    try:
+        with nh.run(CallbackExecutor(together(lambda _: [], lambda _: "text.upper()", items=count))):
+            results = nh.map(shout, [f"{tag} {n}" for n in range(count)], isolated=True, concurrency=count, progress=False)
+    finally:
+        os.fork = fork
+    return {"results": list(results), "kernel_forks": len(forks)}
+
+
+def scenarios(writable: Path, victim: Path) -> dict[str, Callable[[], object]]:
+    return {
+        "euid": os.geteuid,
+        "a_step_binds_and_returns": lambda: step(
+            [call("nh_assign", target_path="result", expression="(__import__('os').getpid(), __import__('os').geteuid(), sum(range(10)))")],
+            [finish("return", return_expression="result")],
+        ),
+        "exit_status": lambda: step([call("nh_eval", expression="__import__('os')._exit(3)")]),
+        "crash": lambda: step([call("nh_eval", expression="__import__('ctypes').string_at(0)")]),
+        "delete_outside_writable": lambda: (
+            step([call("nh_eval", expression=f"__import__('os').remove({str(victim)!r})")], [finish("return", return_expression="result")]),
+            victim.exists(),
+        ),
+        "write_in_writable": lambda: (
+            step(
+                [call("nh_eval", expression=f"open({str(writable / 'out.txt')!r}, 'w').write('made')")],
+                [finish("return", return_expression="result")],
+                writable=[writable],
+            ),
+            (writable / "out.txt").read_text() if (writable / "out.txt").exists() else None,
+        ),
+        "budget_kills_the_tree": lambda: _budget_kills_the_tree(writable),
+        "a_map_in_waves": lambda: _reported(lambda: loud_map("unprivileged", 8)),
+    }
+
+
+def _reported(scenario: Callable[[], object]) -> object:
+    try:
+        return scenario()
+    except Exception as exc:  # noqa: BLE001 - the scenario reports it
+        return {"error": type(exc).__name__, "message": str(exc)}
+
+
+def _budget_kills_the_tree(writable: Path) -> dict[str, object]:
+    started = writable / "sleeper.pid"
+    spawn = f"open({str(started)!r}, 'w').write(str(__import__('subprocess').Popen(['sleep', '600']).pid))"
+    outcome = step(
+        [call("nh_eval", expression=f"({spawn}, __import__('time').sleep(60))")],
+        budget=nh.UsageBudget(wall_time_s=2.0),
+        writable=[writable],
+    )
+    return {"step": outcome, "sleeper_started": started.exists()}
+
+
+def main() -> None:
+    writable, victim = Path(sys.argv[1]), Path(sys.argv[2])
+    # As root: load every module an isolated step and a map use, while their folders can still be read.
+    step([call("nh_eval", expression="1")], [finish("return", return_expression="result")])
+    loud_map("warm-up", 2)
+    before, folders_before = descendants(), folders()
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+    # A change of user leaves a process undumpable (its /proc files stay root's); a user's own kernel is not.
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    os.chdir("/")
+    found = {name: scenario() for name, scenario in scenarios(writable, victim).items()}
+    deadline = time.monotonic() + 30
+    while (descendants() - before or folders() - folders_before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    found["processes_left"] = len(descendants() - before)
+    found["folders_left"] = sorted(folders() - folders_before)
+    print(json.dumps(found, default=str))
+
+
+if __name__ == "__main__":
+    main()
