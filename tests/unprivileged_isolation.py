@@ -122,17 +122,25 @@ def _budget_kills_the_tree(writable: Path) -> dict[str, object]:
     return {"step": outcome, "sleeper_started": started.exists()}
 
 
+def become_nobody() -> None:
+    """As root: go on as the user `nobody`, with no groups, as an ordinary user's process (also used by
+    `bench/bench_isolated.py --unprivileged`)."""
+    if os.geteuid() != 0:
+        raise SystemExit("becoming nobody needs root; an ordinary user's steps take the unprivileged path already")
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+    # A change of user leaves a process undumpable (its /proc files stay root's); a user's own kernel is not.
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
 def main() -> None:
     writable, victim = Path(sys.argv[1]), Path(sys.argv[2])
     # As root: load every module an isolated step and a map use, while their folders can still be read.
     step([call("nh_eval", expression="1")], [finish("return", return_expression="result")])
     loud_map("warm-up", 2)
     before, folders_before = descendants(), folders()
-    os.setgroups([])
-    os.setresgid(NOBODY, NOBODY, NOBODY)
-    os.setresuid(NOBODY, NOBODY, NOBODY)
-    # A change of user leaves a process undumpable (its /proc files stay root's); a user's own kernel is not.
-    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    become_nobody()
     os.chdir("/")
     found = {name: scenario() for name, scenario in scenarios(writable, victim).items()}
     deadline = time.monotonic() + 30
