@@ -9,6 +9,7 @@ import os
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -89,9 +90,9 @@ def nothing_left() -> Iterator[None]:
     assert folders() <= folders_before
 
 
-@pytest.fixture
-def kernel_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The forks this process makes (a wave's own forks, in the wave, are not counted)."""
+@contextmanager
+def counting_forks() -> Iterator[list[int]]:
+    """The forks this process makes inside the block (a wave's own forks, in the wave, are not counted)."""
     made: list[int] = []
     fork = os.fork
 
@@ -101,5 +102,15 @@ def kernel_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             made.append(pid)
         return pid
 
-    monkeypatch.setattr(os, "fork", counting)
-    return made
+    os.fork = counting
+    try:
+        yield made
+    finally:
+        os.fork = fork
+
+
+@pytest.fixture
+def kernel_forks() -> Iterator[list[int]]:
+    """The forks this process makes during the test."""
+    with counting_forks() as made:
+        yield made

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import nighthawk as nh
-from isolated_maps import descendants, folders, together
+from isolated_maps import counting_forks, descendants, folders, together
 from nighthawk.testing import CallbackExecutor
 from scripting import call, finish, scripted_executor
 
@@ -60,21 +60,8 @@ def step(*calls: list[object], budget: nh.UsageBudget | None = None, **walls: ob
 def loud_map(tag: str, count: int) -> dict[str, object]:
     """A map whose items reach their model's code together: its results, and how many forks the kernel made.
     Each map has items of its own `tag` (a map skips the items it already ran)."""
-    forks: list[int] = []
-    fork = os.fork
-
-    def counting() -> int:
-        pid = fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    os.fork = counting
-    try:
-        with nh.run(CallbackExecutor(together(lambda _: [], lambda _: "text.upper()", items=count))):
-            results = nh.map(shout, [f"{tag} {n}" for n in range(count)], isolated=True, concurrency=count, progress=False)
-    finally:
-        os.fork = fork
+    with counting_forks() as forks, nh.run(CallbackExecutor(together(lambda _: [], lambda _: "text.upper()", items=count))):
+        results = nh.map(shout, [f"{tag} {n}" for n in range(count)], isolated=True, concurrency=count, progress=False)
     return {"results": list(results), "kernel_forks": len(forks)}
 
 

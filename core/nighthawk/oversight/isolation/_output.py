@@ -146,7 +146,8 @@ def relay(out: str, err: str) -> None:
 
 def _write(stream: TextIO | None, text: str) -> None:
     """Write `text` as the stream can take it: a character its encoding lacks (or a lone surrogate the
-    child sent) is escaped; a stream that is closed or broken loses the text, not the step."""
+    child sent) is escaped; a stream that is closed, broken or fails in a way of its own (it is the user's
+    object) loses the text, not the step."""
     if stream is None:
         return
     encoding = getattr(stream, "encoding", None) or "utf-8"
@@ -157,5 +158,5 @@ def _write(stream: TextIO | None, text: str) -> None:
     try:
         stream.write(text)
         stream.flush()
-    except (OSError, ValueError, UnicodeError):
+    except Exception:  # noqa: BLE001, S110 - see above
         pass

@@ -287,13 +287,9 @@ class _Child:
 
     def _show_left_output(self) -> None:
         """Show what the call under way printed before its child ended without answering (once, read here:
-        the step's task may be cancelled, so it does not wait for the user's thread). A stream that fails
-        in a way of its own loses the text, never the step's own error."""
+        the step's task may be cancelled, so it does not wait for the user's thread)."""
         if self.left_output is not None and (left := self.left_output.taken()) is not None:
-            try:
-                relay(*left)
-            except Exception:  # noqa: BLE001, S110 - the user's stream object; the step's error goes on
-                pass
+            relay(*left)
 
     async def _reaped_code(self) -> int | None:
         """The exit code of the child forked alone, reaped here once it ended (`None` if it does not end)."""
