@@ -65,6 +65,10 @@ def loud_map(tag: str, count: int) -> dict[str, object]:
     return {"results": list(results), "kernel_forks": len(forks)}
 
 
+_CAPABILITIES = "{line.split(':')[0]: int(line.split()[1], 16) for line in open('/proc/self/status') if line.startswith('Cap')}"
+"""What the worker holds, by set: in its user namespace it starts with every capability."""
+
+
 def scenarios(writable: Path, victim: Path) -> dict[str, Callable[[], object]]:
     return {
         "euid": os.geteuid,
@@ -85,6 +89,13 @@ def scenarios(writable: Path, victim: Path) -> dict[str, Callable[[], object]]:
                 writable=[writable],
             ),
             (writable / "out.txt").read_text() if (writable / "out.txt").exists() else None,
+        ),
+        "chmod_outside_writable": lambda: (
+            step([call("nh_eval", expression=f"__import__('os').chmod({str(victim)!r}, 0o644)")], [finish("return", return_expression="result")]),
+            oct(victim.stat().st_mode & 0o777),
+        ),
+        "capabilities": lambda: step(
+            [call("nh_assign", target_path="result", expression=_CAPABILITIES)], [finish("return", return_expression="result")]
         ),
         "budget_kills_the_tree": lambda: _budget_kills_the_tree(writable),
         "a_map_in_waves": lambda: _reported(lambda: loud_map("unprivileged", 8)),

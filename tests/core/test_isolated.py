@@ -20,29 +20,10 @@ from pathlib import Path
 import pytest
 
 import nighthawk as nh
+from isolated_steps import look, run_isolated
 from scripting import finish, model_code, scripted_executor
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only")
-
-
-@nh.natural_function
-def look(data: object = None) -> object:
-    result = None
-    """natural
-    Look at <data>; set <:result> or return what you found.
-    """
-    return result
-
-
-def run_isolated(channel: str, expression: str, **walls: object) -> str:
-    """Run `expression` through `channel` in an isolated step; what the model read next, or the step's error."""
-    executor, script = scripted_executor(model_code(channel, expression), [finish("return", return_expression="result")])
-    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated(**walls)):  # type: ignore[arg-type]
-        try:
-            look()
-        except Exception as stopped:
-            return f"{type(stopped).__name__}: {stopped}"
-    return " ".join(script.last_tool_results()) if len(script.seen) > 1 else ""
 
 
 def step_error(expression: str, channel: str = "nh_eval", **walls: object) -> nh.errors.IsolationError:

@@ -4,6 +4,7 @@ test session run as root never takes on its own. The scenarios run in one proces
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ def found() -> Iterator[dict[str, Any]]:
     writable.mkdir()
     kept.mkdir()
     (kept / "victim.txt").write_text("precious")
+    (kept / "victim.txt").chmod(0o600)
     for path in (folder, writable, kept, kept / "victim.txt"):
         os.chown(path, NOBODY, NOBODY)  # the user's own: only the walls keep the step from them
     try:
@@ -70,6 +72,18 @@ def test_an_ordinary_users_child_that_crashes_is_told_as_a_crash(found: dict[str
 def test_an_ordinary_users_step_cannot_delete_the_users_own_file_outside_writable(found: dict[str, Any]) -> None:
     assert found["delete_outside_writable"] == [{"result": "None"}, True]
     assert found["victim"] == "precious"
+
+
+def test_an_ordinary_users_step_cannot_change_the_mode_of_the_users_own_file(found: dict[str, Any]) -> None:
+    outcome, mode = found["chmod_outside_writable"]
+    assert outcome == {"result": "None"}
+    assert mode == "0o600"
+
+
+def test_an_ordinary_users_child_drops_the_capabilities_of_its_user_namespace(found: dict[str, Any]) -> None:
+    held = ast.literal_eval(found["capabilities"]["result"])
+    kept = 0b110  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: over its own files only, in its namespace
+    assert {name: mask & ~kept for name, mask in held.items()} == dict.fromkeys(held, 0), held
 
 
 def test_an_ordinary_users_writable_folder_is_writable(found: dict[str, Any]) -> None:

@@ -8,7 +8,9 @@ and after the garbage collector ran, it is as it was.
 
 from __future__ import annotations
 
+import array
 import asyncio  # noqa: F401 - the model's expressions use the modules of this namespace
+import fcntl
 import contextvars  # noqa: F401
 import copyreg  # noqa: F401
 import functools  # noqa: F401
@@ -378,6 +380,38 @@ def test_a_hard_link_into_a_writable_folder_is_refused(victim: Path, tmp_path: P
     assert victim.read_text() == "precious"
     assert "refused os.link" in read
     assert list(scratch.iterdir()) == []
+
+
+def _flags(path: Path) -> int:
+    found = array.array("l", [0])
+    with path.open("rb") as file:
+        fcntl.ioctl(file.fileno(), 0x80086601, found)  # FS_IOC_GETFLAGS
+    return found[0]
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_setting_a_files_flags_through_a_descriptor_opened_to_read_is_refused(policy: str, victim: Path) -> None:
+    before = _flags(victim)
+    expression = "__import__('fcntl').ioctl(os.open(p, os.O_RDONLY), 0x40086602, __import__('struct').pack('l', 0x40))"
+    read = run_model_code("nh_eval", expression, victim, POLICIES[policy]())
+    assert "read_only refused ioctl 0x40086602" in read
+    assert _flags(victim) == before
+
+
+def test_setting_a_files_flags_in_a_writable_folder_is_allowed(tmp_path: Path) -> None:
+    made = tmp_path / "made.txt"
+    made.write_text("mine")
+    expression = "__import__('fcntl').ioctl(os.open(p, os.O_RDONLY), 0x40086602, __import__('struct').pack('l', 0x40))"
+    read = run_model_code("nh_eval", expression, made, nh.oversight.read_only(writable=[tmp_path]))
+    assert "refused" not in read
+    assert _flags(made) & 0x40
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may rename the machine")
+def test_renaming_the_machine_is_refused() -> None:
+    name = socket.gethostname()
+    read = run_model_code("nh_eval", f"socket.sethostname({name!r})", "unused", POLICIES["runtime guard"]())  # its own name: no harm if it passes
+    assert "read_only refused socket.sethostname" in read
 
 
 def test_a_signal_sent_through_a_process_descriptor_is_refused() -> None:

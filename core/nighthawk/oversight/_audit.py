@@ -66,6 +66,7 @@ from ._paths import (
     Check,
     check_chdir,
     check_change,
+    check_ioctl,
     check_open,
     check_socket_file,
     check_sqlite,
@@ -297,6 +298,11 @@ def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object,
                    "would lose everything it holds in memory)")
 
 
+def _check_host(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    guard = next((guard for guard in guards if guard.files), None)
+    return None if guard is None else refusal(guard, f"{event}{tuple(args)!r}", "model-written code may not rename the machine")
+
+
 def _check_made_code(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
     if event == "exec" and isinstance(args[0], CodeType) and os.path.isabs(source := args[0].co_filename):
         # (a relative name is no file's: `<string>`, `<nighthawk>`)
@@ -486,6 +492,8 @@ _NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.sendto", "socket.sen
 _CHECKS: dict[str, Check] = {
     "open": check_open,
     "os.chdir": check_chdir,
+    "fcntl.ioctl": check_ioctl,
+    "socket.sethostname": _check_host,
     "sqlite3.connect": check_sqlite,
     "sqlite3.connect/handle": check_sqlite_handle,
     **dict.fromkeys(CHANGED_PATHS, check_change),

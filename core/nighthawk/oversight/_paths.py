@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
+from ._ioctls import TERMINAL, changes_a_file
 from ._kinds import Refusal, RuntimeGuard
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "WRITE_FLAGS",
     "check_chdir",
     "check_change",
+    "check_ioctl",
     "check_open",
     "check_socket_file",
     "check_sqlite",
@@ -122,6 +124,25 @@ def check_socket_file(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[
     if not isinstance(address, str | bytes) or not address or address[:1] in ("\0", b"\0"):
         return None
     return _check_paths(guards, f"binding a socket file at {_shown(address)}", ((address, None, "link"),))
+
+
+def check_ioctl(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
+    guard = next((guard for guard in guards if guard.files), None)
+    if guard is None or not isinstance(args[1], int):
+        return None
+    request = args[1] & 0xFFFFFFFF  # an `unsigned int` for the operating system, whatever Python was given
+    if request in TERMINAL:
+        return refusal(guard, "typing into a terminal (ioctl TIOCSTI)", "model-written code may not type commands into a terminal")
+    if not changes_a_file(request):
+        return None
+    what = f"ioctl {request:#x} (a filesystem's own request, which may change a file's flags or layout)"
+    try:
+        path = os.readlink(f"/proc/self/fd/{args[0]}")  # the file the descriptor is open on, as the system names it
+    except (OSError, TypeError):
+        path = ""
+    if not path.startswith("/"):  # a pipe, a socket, or a file since deleted: no folder of it can be judged
+        return refusal(guard, f"{what} on descriptor {args[0]}", "it names no file in a writable folder")
+    return _check_paths(guards, f"{what} on {_shown(path)}", ((path, None, "target"),))
 
 
 def check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:

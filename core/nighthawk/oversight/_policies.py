@@ -66,7 +66,8 @@ def read_only(
 
     While the model's code runs (`nh_eval`, `nh_assign`, a return expression, and the functions they call),
     it refuses, however the code reaches them: opening a file to write, append, create or truncate;
-    deleting, renaming, moving, truncating, linking, `chmod`/`chown`, making or removing directories;
+    deleting, renaming, moving, truncating, linking, `chmod`/`chown`, times, extended attributes and flags,
+    making or removing directories; typing into a terminal; renaming the machine;
     `sqlite3.connect` to a file (but `:memory:` and `mode=ro`); starting processes (a thread it starts runs
     under the policy); sending signals. The model reads an `OperationRefusedError` naming the operation and
     goes on.

@@ -28,6 +28,7 @@ from ...step._context import StepContext
 from ...threads._deadline import bounded_by
 from .._kinds import Isolation
 from .._oversee import forget_in_child
+from ._capabilities import drop_capabilities
 from ._channel import ChannelClosed, read_message, send_message
 from ._descriptors import let_go_of_inherited
 from ._landlock import abi_version, restrict_writes
@@ -93,6 +94,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildO
     # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
     resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_NOFILE, _open_files(highest))
+    drop_capabilities()  # a root kernel's worker is root too: what Landlock and seccomp do not cover goes with them
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     restrict_writes((*isolation.writable, temp_dir), network=isolation.network, abi=abi_version())

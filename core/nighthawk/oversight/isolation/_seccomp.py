@@ -5,7 +5,10 @@ thread and every process it starts afterwards; nothing can lift it. It refuses (
 sees an ordinary `PermissionError`) what would reach beyond the walls: every new socket (a `socketpair` is
 allowed) and every `connect`, `bind`, `listen` and `accept` (unless the network is allowed), tracing and reading other
 processes, typing into a terminal (`TIOCSTI`), leaving the process group or the namespaces, mounting, kernel modules, BPF, `io_uring` (whose
-requests the filter would not see) and raising resource limits. Only x86-64 is known to it.
+requests the filter would not see) and raising resource limits. It also refuses every change of a file's mode, owner,
+times, extended attributes or flags (and a filesystem's own `ioctl`s, and leases), wherever the file is: Landlock
+walls what files hold and where they are named, not their metadata, and the filter cannot see a path. Only x86-64
+is known to it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import errno
 import functools
 import os
 import platform
+
+from .._ioctls import FILESYSTEM_TYPES, READING, TERMINAL
 
 __all__ = ["SUPPORTED", "compiled_filter", "install_filter"]
 
@@ -26,8 +31,8 @@ _NEW_NAMESPACES = 0x7E020080  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER,
 
 # x86-64 system call numbers.
 _IOCTL, _SOCKET, _CLONE, _CLONE3, _PRLIMIT64 = 16, 41, 56, 435, 302
-_TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
-"""The `ioctl`s that type into a terminal (root may aim them at any terminal it can open)."""
+_FCNTL, _F_SETLEASE = 72, 1024
+"""A lease on a file opened to read stalls every other process that opens it to write (45 s by default)."""
 _SIGNALLING = ((62, 0, 1, (0, 1)), (200, 0, 1, (1,)), (234, 0, 2, (1,)))
 """`kill`, `tkill` and `tgkill`: the argument naming the target, the one naming the signal, and the targets
 that are the worker itself (pid 1, its namespace's init, or 0, its group)."""
@@ -44,6 +49,14 @@ _DENIED = {
     "request_key": 249, "reboot": 169, "swapon": 167, "swapoff": 168, "iopl": 172, "ioperm": 173,
     "setrlimit": 160, "fanotify_init": 300, "settimeofday": 164, "clock_settime": 227,
 }
+_METADATA = {
+    "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93, "lchown": 94,
+    "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280, "setxattr": 188,
+    "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
+    "setxattrat": 463, "removexattrat": 466, "file_setattr": 469,
+}
+"""Changing a file's mode, owner, times, extended attributes or flags. Landlock does not wall these, so that a
+`chmod` would hand the user's private key to another local user, or a set-user-ID bit the model's program."""
 
 # BPF opcodes and seccomp answers (uapi/linux/filter.h, uapi/linux/seccomp.h).
 _LD_W_ABS, _JEQ_K, _JGE_K, _AND_K, _RET_K = 0x20, 0x15, 0x35, 0x54, 0x06
@@ -76,7 +89,7 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, 0, 1, _CLONE3),
         (_RET_K, 0, 0, _ERRNO | errno.ENOSYS),
     ]
-    for number in (*_DENIED.values(), *(() if network else _NETWORK.values())):
+    for number in (*_DENIED.values(), *_METADATA.values(), *(() if network else _NETWORK.values())):
         code += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, refuse)]
     # Each block below ends in a return, so the accumulator holds the call's number wherever one is skipped.
     code += [
@@ -94,10 +107,10 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, 1, 0, 0),
         (_RET_K, 0, 0, refuse),
         (_RET_K, 0, 0, _ALLOW),
-        (_JEQ_K, 0, 5, _IOCTL),
+        *_ioctl_block(refuse),
+        (_JEQ_K, 0, 4, _FCNTL),
         (_LD_W_ABS, 0, 0, _arg(1)),
-        (_JEQ_K, 2, 0, _TIOCSTI),
-        (_JEQ_K, 1, 0, _TIOCLINUX),
+        (_JEQ_K, 1, 0, _F_SETLEASE),
         (_RET_K, 0, 0, _ALLOW),
         (_RET_K, 0, 0, refuse),
     ]
@@ -113,6 +126,22 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         # `socketpair`, which asyncio's loop uses, makes a pair joined to nothing else and stays allowed.
         code += [(_JEQ_K, 0, 1, _SOCKET), (_RET_K, 0, 0, _ERRNO | errno.EACCES)]
     return [*code, (_RET_K, 0, 0, _ALLOW)]
+
+
+def _ioctl_block(refuse: int) -> list[tuple[int, int, int, int]]:
+    """With the call's number in the accumulator: an `ioctl` typing into a terminal, or a filesystem's own
+    request that may change a file (`_ioctls.py`), is refused; any other call skips the block."""
+    first = [*sorted(TERMINAL), *sorted(READING)]
+    tested = len(first) + 1 + len(FILESYSTEM_TYPES)  # the requests, the mask, the types
+    code: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, _arg(1))]  # an `unsigned int`: the low half is all
+    for index, request in enumerate(first):
+        to_refuse = tested - index  # a jump counts the instructions it skips: to the last of the two returns
+        code.append((_JEQ_K, to_refuse if request in TERMINAL else to_refuse - 1, 0, request))
+    code.append((_AND_K, 0, 0, 0xFF00))
+    for index, kind in enumerate(sorted(FILESYSTEM_TYPES), start=len(first) + 1):
+        code.append((_JEQ_K, tested - index, 0, kind << 8))
+    code += [(_RET_K, 0, 0, _ALLOW), (_RET_K, 0, 0, refuse)]
+    return [(_JEQ_K, 0, len(code), _IOCTL), *code]
 
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
