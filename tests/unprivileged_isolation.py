@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import mmap
 import os
 import sys
 import time
@@ -97,6 +98,7 @@ def scenarios(writable: Path, victim: Path) -> dict[str, Callable[[], object]]:
         "capabilities": lambda: step(
             [call("nh_assign", target_path="result", expression=_CAPABILITIES)], [finish("return", return_expression="result")]
         ),
+        "shared_memory": lambda: _shared_memory(victim.parent / "features.dat"),
         "budget_kills_the_tree": lambda: _budget_kills_the_tree(writable),
         "a_map_in_waves": lambda: _reported(lambda: loud_map("unprivileged", 8)),
     }
@@ -107,6 +109,25 @@ def _reported(scenario: Callable[[], object]) -> object:
         return scenario()
     except Exception as exc:  # noqa: BLE001 - the scenario reports it
         return {"error": type(exc).__name__, "message": str(exc)}
+
+
+def _shared_memory(path: Path) -> dict[str, object]:
+    """A file of the user's mapped to write, and anonymous shared memory: written in the child, left as they were
+    (an ordinary user's worker opens the file again by its name, and copies the anonymous memory)."""
+    path.write_bytes(b"kernel")
+    with path.open("r+b") as file:
+        mapped = mmap.mmap(file.fileno(), 6)
+    anonymous = mmap.mmap(-1, 4096)
+    anonymous[:6] = b"kernel"
+    globals().update(mapped=mapped, anonymous=anonymous)
+    try:
+        outcome = step(
+            [call("nh_assign", target_path="result", expression="(mapped.__setitem__(slice(0, 6), b'model!'), anonymous.__setitem__(slice(0, 6), b'model!'), bytes(mapped[:6]), bytes(anonymous[:6]))[2:]")],
+            [finish("return", return_expression="result")],
+        )
+        return {"step": outcome, "kernel": [bytes(mapped[:6]).decode(), bytes(anonymous[:6]).decode()], "file": path.read_text()}
+    finally:
+        del globals()["mapped"], globals()["anonymous"]
 
 
 def _budget_kills_the_tree(writable: Path) -> dict[str, object]:

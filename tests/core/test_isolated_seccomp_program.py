@@ -67,6 +67,11 @@ def test_an_ioctl_that_reads_or_only_writes_an_open_file_is_allowed(ioctl: int) 
     assert answer(IOCTL, 3, ioctl) == ALLOW
 
 
+@pytest.mark.parametrize("number", [29, 30, 64, 65, 68, 69, 240, 242], ids=["shmget", "shmat", "semget", "semop", "msgget", "msgsnd", "mq_open", "mq_timedsend"])
+def test_system_v_and_posix_ipc_are_refused(number: int) -> None:
+    assert answer(number, 0, 0, 0) == EPERM
+
+
 def test_a_lease_on_a_file_is_refused_and_other_fcntls_allowed() -> None:
     assert answer(FCNTL, 3, 1024, 0) == EPERM  # F_SETLEASE
     assert answer(FCNTL, 3, 1, 0) == ALLOW  # F_GETFD

@@ -86,6 +86,10 @@ def test_an_ordinary_users_child_drops_the_capabilities_of_its_user_namespace(fo
     assert {name: mask & ~kept for name, mask in held.items()} == dict.fromkeys(held, 0), held
 
 
+def test_an_ordinary_users_child_writes_its_own_copies_of_the_kernels_shared_memory(found: dict[str, Any]) -> None:
+    assert found["shared_memory"] == {"step": {"result": "(b'model!', b'model!')"}, "kernel": ["kernel", "kernel"], "file": "kernel"}
+
+
 def test_an_ordinary_users_writable_folder_is_writable(found: dict[str, Any]) -> None:
     assert found["write_in_writable"] == [{"result": "None"}, "made"]
 

@@ -34,6 +34,7 @@ from ._descriptors import let_go_of_inherited
 from ._landlock import abi_version, restrict_writes
 from ._output import ChildOutput
 from ._seccomp import install_filter
+from ._shared_memory import make_shared_memory_private
 from ._sessions import StepCode, forget_all
 from ._tree import enter_tree
 
@@ -84,6 +85,7 @@ def run_child(
 
 def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildOutput:
     os.mkdir(temp_dir, 0o700)  # the private temporary folder the kernel named (it fails if the name is taken)
+    make_shared_memory_private()  # first: a deleted file's mapping is opened again through the descriptors inherited
     highest = let_go_of_inherited({channel.fileno()})
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
     output = ChildOutput(temp_dir)

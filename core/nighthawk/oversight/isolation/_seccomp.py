@@ -6,9 +6,10 @@ sees an ordinary `PermissionError`) what would reach beyond the walls: every new
 allowed) and every `connect`, `bind`, `listen` and `accept` (unless the network is allowed), tracing and reading other
 processes, typing into a terminal (`TIOCSTI`), leaving the process group or the namespaces, mounting, kernel modules, BPF, `io_uring` (whose
 requests the filter would not see) and raising resource limits. It also refuses every change of a file's mode, owner,
-times, extended attributes or flags (and a filesystem's own `ioctl`s, and leases), wherever the file is: Landlock
-walls what files hold and where they are named, not their metadata, and the filter cannot see a path. Only x86-64
-is known to it.
+times, extended attributes or flags (and a filesystem's own `ioctl`s, and leases) wherever the file is (Landlock
+walls what files hold and where they are named, not their metadata, and the filter cannot see a path), and System V
+and POSIX IPC (shared memory, semaphores, message queues), ways into other processes that no file wall sees. Only
+x86-64 is known to it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ _METADATA = {
 }
 """Changing a file's mode, owner, times, extended attributes or flags. Landlock does not wall these, so that a
 `chmod` would hand the user's private key to another local user, or a set-user-ID bit the model's program."""
+_IPC = {
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220,
+    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240, "mq_unlink": 241,
+    "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+}
+"""System V shared memory, semaphores and message queues, and POSIX message queues: like sockets, ways into the
+memory or the input of other processes of the same user, which no file wall sees."""
 
 # BPF opcodes and seccomp answers (uapi/linux/filter.h, uapi/linux/seccomp.h).
 _LD_W_ABS, _JEQ_K, _JGE_K, _AND_K, _RET_K = 0x20, 0x15, 0x35, 0x54, 0x06
@@ -89,7 +97,7 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, 0, 1, _CLONE3),
         (_RET_K, 0, 0, _ERRNO | errno.ENOSYS),
     ]
-    for number in (*_DENIED.values(), *_METADATA.values(), *(() if network else _NETWORK.values())):
+    for number in (*_DENIED.values(), *_METADATA.values(), *_IPC.values(), *(() if network else _NETWORK.values())):
         code += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, refuse)]
     # Each block below ends in a return, so the accumulator holds the call's number wherever one is skipped.
     code += [

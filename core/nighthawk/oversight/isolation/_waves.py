@@ -46,6 +46,7 @@ from ._channel import send_message
 from ._descriptors import let_go_of_inherited
 from ._reaping import reaper
 from ._seccomp import compiled_filter
+from ._shared_memory import make_shared_memory_private
 from ._tree import die_with_parent, ended_code, interrupts_held
 
 __all__ = [
@@ -281,6 +282,8 @@ def _wave(members: list[_Member], kernel: int) -> NoReturn:
     # The kernel's Ctrl-C may reach its whole process group: its steps end their workers, not the signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()  # what the kernel had is never garbage here: a collection would copy every page it touched
+    with contextlib.suppress(OSError):  # each worker tries again, and tells its step what failed
+        make_shared_memory_private()  # once for every worker, which inherits its memory private
     let_go_of_inherited({end.fileno() for member in members for end in (member.theirs, member.status_theirs)})
     for member in members:
         member.ours.close()
