@@ -266,7 +266,7 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
 
     child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation, SimpleNamespace())  # type: ignore[arg-type]
     sleeper = subprocess.Popen(["sleep", "60"])
-    child.pid, (child.channel, theirs), child.forked = sleeper.pid, socket.socketpair(), True
+    (child.channel, theirs), child.forked = socket.socketpair(), _parent._Alone(sleeper.pid, grouped=False)
     child.temp_dir = str(Path(tempfile.mkdtemp(prefix="nighthawk-isolated-")))
     reaped = threading.Event()
     waits: list[int] = []

@@ -13,6 +13,7 @@ folder, so that neither the step nor a map's other items wait for that.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -88,10 +90,8 @@ class _Child:
 
     def __init__(self, step: StepContext, isolation: Isolation, step_code: _sessions.StepCode) -> None:
         self.step, self.isolation, self.step_code = step, isolation, step_code
-        self.pid: int | None = None
-        """The child the kernel forked (the worker, or its keeper when not root), when forked alone."""
-        self.status: socket.socket | None = None
-        """The socket to the wave that forked the worker, when one did (`_waves.py`)."""
+        self.forked: _Alone | _InWave | None = None
+        """Who forked the child, and so who kills and reaps it: the kernel itself, or a wave (`_waves.py`)."""
         self.channel = socket.socket()  # a placeholder, closed, until the fork
         self.channel.close()
         self.temp_dir = ""
@@ -101,9 +101,6 @@ class _Child:
         self.walled = False
         self.left_output: LeftOutput | None = None
         """The kernel's own hold on the walled child's output files (`_output.py`)."""
-        self.grouped = False
-        """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
-        self.forked = False
         self.fork_error: Exception | None = None
         self.closed = False
         self._forking = threading.Lock()
@@ -129,14 +126,14 @@ class _Child:
         theirs.close()
         ours.setblocking(False)  # read on the step's loop
         with self._forking:
-            self.pid, self.channel, self.grouped, self.forked = pid, ours, grouped, True
+            self.channel, self.forked = ours, _Alone(pid, grouped=grouped)
             late = self.closed
         if late:
             self.close()
 
     def joined_wave(self, channel: socket.socket, status: socket.socket) -> None:
         with self._forking:
-            self.channel, self.status, self.forked = channel, status, True
+            self.channel, self.forked = channel, _InWave(status)
             late = self.closed
         if late:
             self.close()
@@ -226,7 +223,7 @@ class _Child:
         """Send a request and wait for its answer on the step's loop, leaving the user's thread free (the
         other items of a map run their code there meanwhile). A cancellation (Ctrl-C, the wall-time budget)
         or a broken answer kills the child before it goes on."""
-        if not self.forked:
+        if self.forked is None:
             with bounded_by(None):  # copied into the child's context: the fork runs under no step's deadline
                 _waves.wait_for_fork(self)
             try:
@@ -238,7 +235,7 @@ class _Child:
                 raise
             if self.fork_error is not None:
                 raise self.fork_error
-            if not self.forked:  # `fork_waiting` on the step's own user thread forks it or says why not
+            if self.forked is None:  # `fork_waiting` on the step's own user thread forks it or says why not
                 raise IsolationError(f"the isolated child of the step at {self.step.step_id} was not forked")
         loop = asyncio.get_running_loop()
         try:
@@ -278,7 +275,7 @@ class _Child:
         # Shown first: an interrupt during the wait for the exit code would lose it.
         self._show_left_output()
         # Its own end, unless it only closed the channel: then it is killed.
-        self.code = await (_waves.worker_exit(self.status) if self.status is not None else self._reaped_code())
+        self.code = await self.forked.exit_code(self.isolation.cpu_seconds)  # type: ignore[union-attr]
         self.close()
         return IsolationError(
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
@@ -291,35 +288,14 @@ class _Child:
         if self.left_output is not None and (left := self.left_output.taken()) is not None:
             relay(*left)
 
-    async def _reaped_code(self) -> int | None:
-        """The exit code of the child forked alone, reaped here once it ended (`None` if it does not end)."""
-        for _ in range(100):
-            try:
-                pid, status, usage = os.wait4(self.pid, os.WNOHANG)  # type: ignore[arg-type]
-            except ChildProcessError:
-                return None
-            if pid:
-                return ended_code(status, usage, self.isolation.cpu_seconds)
-            await asyncio.sleep(0.02)
-        return None
-
     async def aclose(self) -> None:
         """`close`, from the step's loop: it only signals, so it never waits there."""
         self.close()
 
     def kill(self) -> None:
         """Kill the child, on the step's loop: `close` ends the rest of its tree."""
-        if self.status is not None:
-            try:
-                self.status.shutdown(socket.SHUT_WR)  # the wave kills it, and says so once it has reaped it
-            except OSError:
-                pass
-            return
-        if self.pid is not None and self.code is None and self.channel.fileno() >= 0:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # reaped already by someone else's SIGCHLD handler: `close` says so
+        if self.forked is not None and self.code is None and self.channel.fileno() >= 0:
+            self.forked.kill()
 
     def close(self) -> None:
         """Kill the child and every process it started, and leave the reaping and the clean-up to the reaper
@@ -332,16 +308,41 @@ class _Child:
             self.left_output.close()
         with self._forking:
             self.closed = True
-            if not self.forked or self.channel.fileno() < 0:
+            if self.forked is None or self.channel.fileno() < 0:
                 _waves.done(self)
                 return
             self.channel.close()
         _waves.done(self)
-        if self.status is not None:
-            self.status.close()  # the wave kills the worker and its tree, reaps it and removes its folder
-            return
-        if self.code is not None:  # reaped already, by `_ended`
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        self.forked.end(self.temp_dir, reaped=self.code is not None)
+
+
+@dataclass(frozen=True)
+class _Alone:
+    """A child the kernel forked itself (the worker, or its keeper when not root): the kernel kills and reaps it."""
+
+    pid: int
+    grouped: bool
+    """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):  # reaped already by someone else's SIGCHLD handler
+            os.kill(self.pid, signal.SIGKILL)
+
+    async def exit_code(self, cpu_seconds: int) -> int | None:
+        """Its exit code, reaped here once it ended (`None` if it does not end)."""
+        for _ in range(100):
+            try:
+                pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if pid:
+                return ended_code(status, usage, cpu_seconds)
+            await asyncio.sleep(0.02)
+        return None
+
+    def end(self, temp_dir: str, *, reaped: bool) -> None:
+        if reaped:  # by `exit_code`
+            shutil.rmtree(temp_dir, ignore_errors=True)
             return
         try:
             os.kill(self.pid, signal.SIGKILL)
@@ -351,7 +352,25 @@ class _Child:
                 os.killpg(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # the group is not made yet (the child dies before its walls), or the child is reaped already
-        reaper.reap(self.pid, self.temp_dir)  # type: ignore[arg-type]
+        reaper.reap(self.pid, temp_dir)
+
+
+@dataclass(frozen=True)
+class _InWave:
+    """A worker a wave forked: the wave kills it when the step shuts this socket, reaps it, says how it ended
+    and removes its folder."""
+
+    status: socket.socket
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.status.shutdown(socket.SHUT_WR)
+
+    async def exit_code(self, cpu_seconds: int) -> int | None:
+        return await _waves.worker_exit(self.status)
+
+    def end(self, temp_dir: str, *, reaped: bool) -> None:
+        self.status.close()  # the wave kills the worker and its tree, reaps it and removes its folder
 
 
 def _how_it_ended(code: int | None, isolation: Isolation) -> str:
