@@ -18,7 +18,7 @@ import struct
 import sys
 from typing import Any
 
-__all__ = ["ChannelClosed", "UnsafeValueError", "frame", "read_frame", "read_message", "recv_exact", "send_message", "unpickle_data"]
+__all__ = ["ChannelClosed", "OversizedMessage", "UnsafeValueError", "frame", "read_frame", "read_message", "recv_exact", "send_message", "unpickle_data"]
 
 _HEADER = struct.Struct("!Q")
 
@@ -42,9 +42,24 @@ def send_message(channel: socket.socket, message: object) -> None:
     channel.sendall(frame(message))
 
 
-async def read_frame(loop: asyncio.AbstractEventLoop, channel: socket.socket) -> Any:
-    """The next message from the child, read on `loop` (a non-blocking socket: the kernel's end), as data."""
+class OversizedMessage(Exception):
+    """The child announced a message longer than the kernel takes from it."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+async def read_frame(loop: asyncio.AbstractEventLoop, channel: socket.socket, limit: int) -> Any:
+    """The next message from the child, read on `loop` (a non-blocking socket: the kernel's end), as data.
+
+    Raises:
+        OversizedMessage: It announced more than `limit` bytes: none of them is read (the child's code may
+            stream garbage for ever, which the kernel would hold until it runs out of memory).
+    """
     (size,) = _HEADER.unpack(await _recv_exact_async(loop, channel, _HEADER.size))
+    if size > limit:
+        raise OversizedMessage(size)
     return unpickle_data(await _recv_exact_async(loop, channel, size))
 
 

@@ -34,7 +34,7 @@ from ...threads._deadline import bounded_by
 from ...threads._loop import on_user_thread
 from .._kinds import Isolation
 from . import _sessions, _waves
-from ._channel import ChannelClosed, UnsafeValueError, frame, read_frame, unpickle_data
+from ._channel import ChannelClosed, OversizedMessage, UnsafeValueError, frame, read_frame, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._output import LeftOutput, relay
 from ._reaping import reaper
@@ -238,10 +238,12 @@ class _Child:
             if self.forked is None:  # `fork_waiting` on the step's own user thread forks it or says why not
                 raise IsolationError(f"the isolated child of the step at {self.step.step_id} was not forked")
         loop = asyncio.get_running_loop()
+        # A pickle the child made fits in the memory it may add to what it shares: a longer one is no answer.
+        limit = self.isolation.memory_mb * 2**20
         try:
             if not self.walled:
                 async with asyncio.timeout(_READY_SECONDS):
-                    first = await read_frame(loop, self.channel)
+                    first = await read_frame(loop, self.channel, limit)
                 if first != ("ready",):
                     self.kill()
                     raise IsolationUnavailableError(unavailable(f"{first[1]:.500}", self.step.step_id))
@@ -249,11 +251,11 @@ class _Child:
                 # Before the first request: no model code has run yet to put something else in their place.
                 self.left_output = LeftOutput(self.temp_dir)
             await loop.sock_sendall(self.channel, frame(request))
-            answer = await read_frame(loop, self.channel)
+            answer = await read_frame(loop, self.channel, limit)
             match answer:
                 case ("output", str(out), str(err)):  # what the request printed, once, ahead of its answer
                     await on_user_thread(partial(relay, out, err))
-                    answer = await read_frame(loop, self.channel)
+                    answer = await read_frame(loop, self.channel, limit)
                 case ("output", *_):
                     raise self._unexpected(answer)
             if isinstance(answer, tuple) and answer[:1] == ("output",):
@@ -265,6 +267,14 @@ class _Child:
             self.kill()
             raise IsolationError(
                 f"the isolated child of the step at {self.step.step_id} took over {_READY_SECONDS:.0f} s to raise its walls"
+            ) from None
+        except OversizedMessage as oversized:
+            self.kill()
+            self._show_left_output()
+            raise IsolationError(
+                f"the isolated child of the step at {self.step.step_id} announced an answer of {oversized.size:,} bytes "
+                f"while running {doing}, more than its memory limit ({self.isolation.memory_mb} MiB) lets it make; it was ended, and nothing "
+                "was committed"
             ) from None
         except BaseException:
             self.kill()
