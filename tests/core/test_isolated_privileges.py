@@ -125,3 +125,14 @@ def test_a_root_child_cannot_rename_the_machine() -> None:
     read = run_isolated("nh_eval", f"__import__('socket').sethostname({name!r})")  # its own name: nothing changes if it gets through
     assert refused(read), read
     assert socket.gethostname() == name
+
+
+@pytest.mark.parametrize(
+    "whose",
+    ["open('/proc/self/oom_score_adj').read()", "__import__('subprocess').run(['cat', '/proc/self/oom_score_adj'], capture_output=True, text=True).stdout"],
+    ids=["the child", "a program it starts"],
+)
+def test_the_child_is_the_first_process_the_out_of_memory_killer_ends(whose: str) -> None:
+    # A child counts the kernel's pages it shares as its own: without this, running the machine out of memory
+    # could end the notebook's kernel instead of the child that did it.
+    assert json.loads(run_isolated("nh_eval", whose))["value"].strip() == "1000"

@@ -47,7 +47,7 @@ from ._descriptors import let_go_of_inherited
 from ._reaping import reaper
 from ._seccomp import compiled_filter
 from ._shared_memory import make_shared_memory_private
-from ._tree import die_with_parent, ended_code, interrupts_held
+from ._tree import die_with_parent, ended_code, go_first_when_memory_runs_out, interrupts_held
 
 __all__ = [
     "GATHER_SECONDS", "Forkable", "done", "fork", "fork_waiting", "gathered", "give_up", "temp_name", "unavailable", "wait_for_fork",
@@ -278,6 +278,8 @@ def _wave(members: list[_Member], kernel: int) -> NoReturn:
     die_with_parent()
     if os.getppid() != kernel:
         os._exit(0)  # the kernel ended before the wave could die with it
+    with contextlib.suppress(OSError):  # its workers set theirs too
+        go_first_when_memory_runs_out()
     forget_in_child()  # what the kernel's threads had in force is not the wave's (their ids are reused here)
     # The kernel's Ctrl-C may reach its whole process group: its steps end their workers, not the signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
