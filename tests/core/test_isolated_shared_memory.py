@@ -20,6 +20,7 @@ import isolated_maps
 import isolated_steps
 from isolated_maps import ITEMS, kernel_forks, run_map, together
 from isolated_steps import run_isolated
+from nighthawk.oversight.isolation import _shared_memory
 
 __all__ = ["kernel_forks"]  # a fixture, used by name
 
@@ -98,6 +99,50 @@ def test_system_v_shared_memory_can_be_neither_attached_nor_written(monkeypatch:
     finally:
         _libc.shmdt(held)
         _libc.shmctl(segment, _IPC_RMID, None)
+
+
+def test_a_memmap_larger_than_the_machines_memory_is_readable_in_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "huge.dat"
+    with path.open("wb") as file:
+        file.truncate(64 * 2**30)  # sparse: 64 GiB that take no room
+    huge = np.memmap(path, dtype="uint8", mode="r+")
+    share(monkeypatch, huge=huge)
+    read = run_isolated("nh_eval", "(huge.__setitem__(0, 7), int(huge[0]), int(huge[-1]))")
+    assert '"value": [null,7,0]' in read
+    assert huge[0] == 0
+
+
+def test_a_mapping_the_child_cannot_open_again_by_itself_is_opened_through_the_descriptor_the_kernel_holds(
+    memmap: tuple[Path, np.memmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An ordinary user's child cannot open /proc/self/map_files, and a deleted file has no name to open.
+    monkeypatch.setattr(_shared_memory, "_opened_again", lambda mapping: None)
+    path, features = memmap
+    read = run_isolated("nh_eval", "(features.__setitem__(0, 999), int(features[0]))")
+    assert '"value": [null,999]' in read
+    assert np.fromfile(path, dtype="int64").tolist() == list(range(8))
+
+
+def test_shared_memory_with_no_file_to_open_again_is_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_shared_memory, "_opened_again", lambda mapping: None)
+    block = mmap.mmap(-1, 8192)
+    block[:6] = b"kernel"
+    share(monkeypatch, block=block)
+    read = run_isolated("nh_eval", "(bytes(block[:6]), block.__setitem__(slice(0, 6), b'model!'), bytes(block[:6]))")
+    assert "kernel" in read and "model!" in read
+    assert block[:6] == b"kernel"
+
+
+def test_shared_memory_too_large_to_copy_refuses_the_step_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_shared_memory, "_opened_again", lambda mapping: None)
+    monkeypatch.setattr(_shared_memory, "_COPY_LIMIT", 4096)
+    block = mmap.mmap(-1, 8192)
+    block[:6] = b"kernel"
+    share(monkeypatch, block=block)
+    read = run_isolated("nh_eval", "block.__setitem__(slice(0, 6), b'model!')")
+    assert read.startswith("IsolationUnavailableError")
+    assert "/dev/zero (deleted)" in read and "(8,192 bytes)" in read and "over the 4,096 bytes the child copies" in read
+    assert block[:6] == b"kernel"
 
 
 def test_the_items_of_an_isolated_map_write_their_own_copies_of_shared_memory(

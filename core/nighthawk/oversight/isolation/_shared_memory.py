@@ -6,7 +6,8 @@ outside the walls (no `open` for Landlock to judge) and the values the kernel an
 worker maps each one again over itself, privately, from the same file opened only to read: it reads what it
 read before, and what it writes stays its own, like the rest of its memory (and cannot be made shared again).
 A shared mapping with no file it can open again is copied into private memory (anonymous shared memory of an
-ordinary user), or, for a device's (a GPU's, unusable in a fork anyway), taken away.
+ordinary user, up to 64 MiB; a larger one refuses the step), and a device's (a GPU's, unusable in a fork anyway)
+is taken away.
 
 The shared mappings are found with `PROCMAP_QUERY` (Linux 6.11; isolation needs 6.14), one `ioctl` a mapping,
 without reading the whole of `/proc/self/maps` (a millisecond for a kernel with pandas loaded).
@@ -25,8 +26,10 @@ __all__ = ["make_shared_memory_private"]
 
 _PROCMAP_QUERY = 0xC0686611
 _QUERY_SHARED, _QUERY_COVERING_OR_NEXT = 0x08, 0x10
-_READABLE = 0x01
-_MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS = 0x02, 0x10, 0x20
+_MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _MAP_NORESERVE = 0x02, 0x10, 0x20, 0x4000
+_COPY_LIMIT = 64 * 2**20
+"""The most shared memory with no file to map again (an ordinary user's `mmap.mmap(-1, n)`) a worker copies: a
+copy reads every page, and so gives memory to the pages never written; more is refused, never left shared."""
 _PROT_READ, _PROT_WRITE = 0x1, 0x2
 _MREMAP_MAYMOVE, _MREMAP_FIXED = 1, 2
 _MAP_FAILED = ctypes.c_void_p(-1).value
@@ -83,28 +86,45 @@ def make_shared_memory_private() -> None:
     global _made_private
     if _made_private:
         return
+    inherited: dict[tuple[int, int], int] | None = None  # listed once, when a mapping first needs it
     for mapping in _shared_mappings():
-        _make_private(mapping)
+        fd = _opened_again(mapping)
+        if fd is None:
+            inherited = _inherited_files() if inherited is None else inherited
+            fd = _reopened(mapping, inherited)
+        _make_private(mapping, fd)
     _made_private = True
 
 
-def _make_private(mapping: _Mapping) -> None:
-    fd = _opened_again(mapping)
-    if fd is None:
-        fd = _reopened((mapping.device, mapping.inode), _inherited_files())
+def _make_private(mapping: _Mapping, fd: int | None) -> None:
+    size = mapping.end - mapping.start
     if fd is not None:
         try:
-            if _mmap(mapping.start, mapping.end - mapping.start, mapping.protection, _MAP_PRIVATE | _MAP_FIXED, fd, mapping.offset) != _MAP_FAILED:
-                return
-            if not _is_device(mapping):
-                _refused(f"mapping {mapping} privately")
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                return _take_away(mapping)
+            # Without a reservation, as the shared mapping had none: a 64 GiB memmap fits on a smaller machine.
+            flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_NORESERVE
+            if _mmap(mapping.start, size, mapping.protection, flags, fd, mapping.offset) != _MAP_FAILED:
+                return None
         finally:
             os.close(fd)
-    if _is_device(mapping) or not mapping.protection & _PROT_READ:
-        if _munmap(mapping.start, mapping.end - mapping.start) != 0:  # nothing there the model's code could read
-            _refused(f"unmapping {mapping}")
-    else:
-        _copy_privately(mapping)
+    elif _names_a_device(mapping):
+        return _take_away(mapping)
+    if not mapping.protection & _PROT_READ:
+        return _take_away(mapping)  # nothing there the model's code could read
+    if size > _COPY_LIMIT:
+        raise OSError(
+            errno.ENOMEM,
+            f"the kernel shares {mapping} ({size:,} bytes) with no file the child could map again privately, and it "
+            f"is over the {_COPY_LIMIT:,} bytes the child copies; close it, or map a file instead",
+        )
+    return _copy_privately(mapping)
+
+
+def _take_away(mapping: _Mapping) -> None:
+    if _munmap(mapping.start, mapping.end - mapping.start) != 0:
+        _refused(f"unmapping {mapping}")
 
 
 def _shared_mappings() -> list[_Mapping]:
@@ -112,20 +132,24 @@ def _shared_mappings() -> list[_Mapping]:
     found: list[_Mapping] = []
     try:
         while True:
-            _QUERY.vma_name_size = len(_NAME)  # in and out: the name's length comes back in it
+            _QUERY.vma_name_size = len(_NAME) if _QUERY.vma_name_addr else 0  # in and out: the name's length
             if _ioctl(maps, _PROCMAP_QUERY, _QUERY_REFERENCE) != 0:
-                if ctypes.get_errno() == errno.ENOENT:
+                number = ctypes.get_errno()
+                if number == errno.ENOENT:
                     return found  # no shared mapping after the last
+                if number == errno.ENAMETOOLONG and _QUERY.vma_name_addr:
+                    _QUERY.vma_name_addr = 0  # asked again without its name: its address and file's numbers do
+                    continue
                 _refused("listing the shared mappings (PROCMAP_QUERY)")
             found.append(_Mapping(
                 start=_QUERY.vma_start, end=_QUERY.vma_end, protection=_QUERY.vma_flags & 0x7, offset=_QUERY.vma_offset,
                 device=os.makedev(_QUERY.dev_major, _QUERY.dev_minor), inode=_QUERY.inode,
-                name=os.fsdecode(_NAME.value) if _QUERY.vma_name_size else "",
+                name=os.fsdecode(_NAME.value) if _QUERY.vma_name_addr and _QUERY.vma_name_size else "",
             ))
-            _QUERY.query_addr = _QUERY.vma_end
+            _QUERY.query_addr, _QUERY.vma_name_addr = _QUERY.vma_end, ctypes.addressof(_NAME)
     finally:
         os.close(maps)
-        _QUERY.query_addr = 0
+        _QUERY.query_addr, _QUERY.vma_name_addr = 0, ctypes.addressof(_NAME)
 
 
 def _opened_again(mapping: _Mapping) -> int | None:
@@ -158,31 +182,33 @@ def _inherited_files() -> dict[tuple[int, int], int]:
     return files
 
 
-def _reopened(key: tuple[int, int], inherited: dict[tuple[int, int], int]) -> int | None:
+def _reopened(mapping: _Mapping, inherited: dict[tuple[int, int], int]) -> int | None:
     """A descriptor the kernel holds on the mapped file (a deleted file's or a memfd's too), opened again to read
     only through its `/proc/self/fd` link."""
-    if key not in inherited:
+    held = inherited.get((mapping.device, mapping.inode))
+    if held is None:
         return None
     try:
-        return os.open(f"/proc/self/fd/{inherited[key]}", os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(f"/proc/self/fd/{held}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
 
 
-def _is_device(mapping: _Mapping) -> bool:
+def _names_a_device(mapping: _Mapping) -> bool:
+    """Whether a mapping with no file to open again is a device's (a GPU's, whose memory a fork cannot use)."""
     if not mapping.name.startswith("/dev/") or mapping.name.startswith(("/dev/shm/", "/dev/zero")):
         return False
     try:
-        mode = os.stat(mapping.name).st_mode
+        mode = os.stat(mapping.name.removesuffix(" (deleted)")).st_mode
     except OSError:
-        return True  # a device node no longer there: nothing of the kernel's values lives in its memory
+        return False  # copied, or refused when too large: never left shared
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
 
 
 def _copy_privately(mapping: _Mapping) -> None:
     """Copy a shared mapping with no file to open into private memory, and move the copy over it."""
     size = mapping.end - mapping.start
-    copy = _mmap(None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
+    copy = _mmap(None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
     if copy == _MAP_FAILED:
         _refused(f"copying {mapping}")
     ctypes.memmove(copy, mapping.start, size)
