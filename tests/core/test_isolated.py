@@ -266,8 +266,9 @@ def test_a_nonsense_answer_kills_the_child_but_reaps_it_off_the_steps_loop(monke
 
     child = _parent._Child(SimpleNamespace(step_id="s1"), nh.oversight.isolated().isolation, SimpleNamespace())  # type: ignore[arg-type]
     sleeper = subprocess.Popen(["sleep", "60"])
-    (child.channel, theirs), child.forked = socket.socketpair(), _parent._Alone(sleeper.pid, grouped=False)
     child.temp_dir = str(Path(tempfile.mkdtemp(prefix="nighthawk-isolated-")))
+    child.channel, theirs = socket.socketpair()
+    child.forked = _parent._Alone(sleeper.pid, grouped=False, temp_dir=child.temp_dir, cpu_seconds=60)
     reaped = threading.Event()
     waits: list[int] = []
     waitpid = os.waitpid

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import sys
 from collections.abc import Iterator
 from multiprocessing import shared_memory
@@ -146,11 +147,22 @@ def test_shared_memory_too_large_to_copy_refuses_the_step_by_name(monkeypatch: p
 
 
 def test_the_items_of_an_isolated_map_write_their_own_copies_of_shared_memory(
-    memmap: tuple[Path, np.memmap], kernel_forks: list[int]
+    memmap: tuple[Path, np.memmap], kernel_forks: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Each fork of the kernel makes its memory private once: a wave for all its workers, a lone worker for itself.
+    done = tmp_path / "made private"
+    make_private = _shared_memory._shared_mappings
+
+    def noting() -> list[object]:
+        with done.open("a") as note:  # before the walls: any file may be written
+            note.write(f"{os.getpid()}\n")
+        return make_private()
+
+    monkeypatch.setattr(_shared_memory, "_shared_mappings", noting)
     path, features = memmap
     result = run_map("shared memory", together(lambda _: [], lambda _: "str(features.__setitem__(0, 999) or features[0])"))
     assert list(result) == ["999"] * ITEMS
-    assert len(kernel_forks) < ITEMS  # in waves: the wave made the memory private for its workers
+    assert len(kernel_forks) < ITEMS
+    assert len(done.read_text().splitlines()) == len(kernel_forks)
     assert int(features[0]) == 0
     assert np.fromfile(path, dtype="int64").tolist() == list(range(8))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -128,11 +129,11 @@ def check_socket_file(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[
 
 def check_ioctl(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
     guard = next((guard for guard in guards if guard.files), None)
-    if guard is None or not isinstance(args[1], int):
-        return None
+    if guard is None or not isinstance(args[1], int) or not sys.platform.startswith("linux"):
+        return None  # (the request numbers are Linux's: elsewhere the same type byte means other things)
     request = args[1] & 0xFFFFFFFF  # an `unsigned int` for the operating system, whatever Python was given
     if request in TERMINAL:
-        return refusal(guard, "typing into a terminal (ioctl TIOCSTI)", "model-written code may not type commands into a terminal")
+        return refusal(guard, f"typing into a terminal (ioctl {request:#x})", "model-written code may not type commands into a terminal")
     if not changes_a_file(request):
         return None
     what = f"ioctl {request:#x} (a filesystem's own request, which may change a file's flags or layout)"

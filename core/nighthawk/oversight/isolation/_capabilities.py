@@ -14,10 +14,10 @@ import ctypes
 import os
 from typing import NoReturn
 
-__all__ = ["KEPT", "drop_capabilities"]
+__all__ = ["drop_capabilities"]
 
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH, _CAP_SETPCAP = 1, 2, 8
-KEPT = 1 << _CAP_DAC_OVERRIDE | 1 << _CAP_DAC_READ_SEARCH
+_KEPT = 1 << _CAP_DAC_OVERRIDE | 1 << _CAP_DAC_READ_SEARCH
 """What the worker keeps: it reads every file the kernel can, and writes where Landlock lets it as the kernel
 could (a root kernel's `writable` folder may belong to another user)."""
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -49,7 +49,7 @@ _SETS = (_Data * 2)()
 
 
 def drop_capabilities() -> None:
-    """Keep `KEPT` of what this process holds, and nothing a program it starts could take up again.
+    """Keep `_KEPT` of what this process holds, and nothing a program it starts could take up again.
 
     Raises:
         OSError: The kernel refused a step (the message says which).
@@ -59,10 +59,10 @@ def drop_capabilities() -> None:
     if _SETS[0].effective & 1 << _CAP_SETPCAP:
         # The bounding set caps what a program it starts may hold; emptied while the right to empty it is held.
         for number in range(_LAST_CAPABILITY + 1):
-            if not KEPT & 1 << number and _prctl(_PR_CAPBSET_DROP, number, 0, 0, 0) != 0:
+            if not _KEPT & 1 << number and _prctl(_PR_CAPBSET_DROP, number, 0, 0, 0) != 0:
                 _refused(f"prctl(PR_CAPBSET_DROP, {number})")
     _check(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
-    kept = _SETS[0].permitted & KEPT
+    kept = _SETS[0].permitted & _KEPT
     for word, value in ((0, kept), (1, 0)):
         _SETS[word].effective = _SETS[word].permitted = value
         _SETS[word].inheritable = 0

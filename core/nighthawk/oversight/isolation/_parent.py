@@ -126,7 +126,8 @@ class _Child:
         theirs.close()
         ours.setblocking(False)  # read on the step's loop
         with self._forking:
-            self.channel, self.forked = ours, _Alone(pid, grouped=grouped)
+            self.channel = ours
+            self.forked = _Alone(pid, grouped=grouped, temp_dir=self.temp_dir, cpu_seconds=self.isolation.cpu_seconds)
             late = self.closed
         if late:
             self.close()
@@ -285,7 +286,7 @@ class _Child:
         # Shown first: an interrupt during the wait for the exit code would lose it.
         self._show_left_output()
         # Its own end, unless it only closed the channel: then it is killed.
-        self.code = await self.forked.exit_code(self.isolation.cpu_seconds)  # type: ignore[union-attr]
+        self.code = await self.forked.exit_code()  # type: ignore[union-attr]
         self.close()
         return IsolationError(
             f"the isolated child of the step at {self.step.step_id} {_how_it_ended(self.code, self.isolation)} while "
@@ -323,22 +324,25 @@ class _Child:
                 return
             self.channel.close()
         _waves.done(self)
-        self.forked.end(self.temp_dir, reaped=self.code is not None)
+        self.forked.end()
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Alone:
     """A child the kernel forked itself (the worker, or its keeper when not root): the kernel kills and reaps it."""
 
     pid: int
     grouped: bool
     """Whether `pid` is the worker itself (forked into its namespace), whose process group is its tree."""
+    temp_dir: str
+    cpu_seconds: int
+    reaped: bool = False
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):  # reaped already by someone else's SIGCHLD handler
             os.kill(self.pid, signal.SIGKILL)
 
-    async def exit_code(self, cpu_seconds: int) -> int | None:
+    async def exit_code(self) -> int | None:
         """Its exit code, reaped here once it ended (`None` if it does not end)."""
         for _ in range(100):
             try:
@@ -346,13 +350,14 @@ class _Alone:
             except ChildProcessError:
                 return None
             if pid:
-                return ended_code(status, usage, cpu_seconds)
+                self.reaped = True
+                return ended_code(status, usage, self.cpu_seconds)
             await asyncio.sleep(0.02)
         return None
 
-    def end(self, temp_dir: str, *, reaped: bool) -> None:
-        if reaped:  # by `exit_code`
-            shutil.rmtree(temp_dir, ignore_errors=True)
+    def end(self) -> None:
+        if self.reaped:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
             return
         try:
             os.kill(self.pid, signal.SIGKILL)
@@ -362,7 +367,7 @@ class _Alone:
                 os.killpg(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # the group is not made yet (the child dies before its walls), or the child is reaped already
-        reaper.reap(self.pid, temp_dir)
+        reaper.reap(self.pid, self.temp_dir)
 
 
 @dataclass(frozen=True)
@@ -376,10 +381,10 @@ class _InWave:
         with contextlib.suppress(OSError):
             self.status.shutdown(socket.SHUT_WR)
 
-    async def exit_code(self, cpu_seconds: int) -> int | None:
+    async def exit_code(self) -> int | None:
         return await _waves.worker_exit(self.status)
 
-    def end(self, temp_dir: str, *, reaped: bool) -> None:
+    def end(self) -> None:
         self.status.close()  # the wave kills the worker and its tree, reaps it and removes its folder
 
 

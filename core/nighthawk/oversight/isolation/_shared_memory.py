@@ -88,6 +88,9 @@ def make_shared_memory_private() -> None:
         return
     inherited: dict[tuple[int, int], int] | None = None  # listed once, when a mapping first needs it
     for mapping in _shared_mappings():
+        if _is_device(mapping):  # told without opening it: opening a device (a GPU's) acts on it
+            _take_away(mapping)
+            continue
         fd = _opened_again(mapping)
         if fd is None:
             inherited = _inherited_files() if inherited is None else inherited
@@ -97,20 +100,16 @@ def make_shared_memory_private() -> None:
 
 
 def _make_private(mapping: _Mapping, fd: int | None) -> None:
+    """Map `mapping` again privately from `fd` (closed here), or else copy it."""
     size = mapping.end - mapping.start
     if fd is not None:
         try:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                return _take_away(mapping)
             # Without a reservation, as the shared mapping had none: a 64 GiB memmap fits on a smaller machine.
             flags = _MAP_PRIVATE | _MAP_FIXED | _MAP_NORESERVE
             if _mmap(mapping.start, size, mapping.protection, flags, fd, mapping.offset) != _MAP_FAILED:
                 return None
         finally:
             os.close(fd)
-    elif _names_a_device(mapping):
-        return _take_away(mapping)
     if not mapping.protection & _PROT_READ:
         return _take_away(mapping)  # nothing there the model's code could read
     if size > _COPY_LIMIT:
@@ -194,15 +193,19 @@ def _reopened(mapping: _Mapping, inherited: dict[tuple[int, int], int]) -> int |
         return None
 
 
-def _names_a_device(mapping: _Mapping) -> bool:
-    """Whether a mapping with no file to open again is a device's (a GPU's, whose memory a fork cannot use)."""
-    if not mapping.name.startswith("/dev/") or mapping.name.startswith(("/dev/shm/", "/dev/zero")):
-        return False
-    try:
-        mode = os.stat(mapping.name.removesuffix(" (deleted)")).st_mode
-    except OSError:
-        return False  # copied, or refused when too large: never left shared
-    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+def _is_device(mapping: _Mapping) -> bool:
+    """Whether a mapping is a device's (a GPU's, whose memory a fork cannot use anyway): the file its
+    `/proc/self/map_files` link names (which root may follow), or else a `/dev` name that still names a device."""
+    candidates = [f"/proc/self/map_files/{mapping.start:x}-{mapping.end:x}"]
+    if mapping.name.startswith("/dev/") and not mapping.name.startswith(("/dev/shm/", "/dev/zero")):
+        candidates.append(mapping.name.removesuffix(" (deleted)"))
+    for path in candidates:
+        try:
+            found = os.stat(path)
+        except OSError:
+            continue
+        return stat.S_ISCHR(found.st_mode) or stat.S_ISBLK(found.st_mode)
+    return False
 
 
 def _copy_privately(mapping: _Mapping) -> None:

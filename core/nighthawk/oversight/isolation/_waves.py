@@ -46,7 +46,6 @@ from ._channel import send_message
 from ._descriptors import let_go_of_inherited
 from ._reaping import reaper
 from ._seccomp import compiled_filter
-from ._shared_memory import make_shared_memory_private
 from ._tree import die_with_parent, ended_code, go_first_when_memory_runs_out, interrupts_held
 
 __all__ = [
@@ -217,7 +216,8 @@ class _Member:
 
 
 def _fork_wave(batch: list[_Asked]) -> None:
-    # Loaded here, not in the wave: an import in a fork can wait for ever on a lock another thread held.
+    # Loaded here, not in the wave: an import in a fork can wait for ever on a lock another thread held. (And
+    # only once isolation is known to run here: the walls' modules reach Linux's own calls as they load.)
     from ._child import run_child  # noqa: F401
 
     members: list[_Member] = []
@@ -284,6 +284,8 @@ def _wave(members: list[_Member], kernel: int) -> NoReturn:
     # The kernel's Ctrl-C may reach its whole process group: its steps end their workers, not the signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()  # what the kernel had is never garbage here: a collection would copy every page it touched
+    from ._shared_memory import make_shared_memory_private  # loaded with `_child`, in the kernel, by `_fork_wave`
+
     with contextlib.suppress(OSError):  # each worker tries again, and tells its step what failed
         make_shared_memory_private()  # once for every worker, which inherits its memory private
     let_go_of_inherited({end.fileno() for member in members for end in (member.theirs, member.status_theirs)})
