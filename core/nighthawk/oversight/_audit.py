@@ -71,6 +71,7 @@ from ._paths import (
     check_socket_file,
     check_sqlite,
     check_sqlite_handle,
+    file_guard,
     opens_for_writing,
     refusal,
     sqlite_connection_type,
@@ -299,7 +300,7 @@ def _check_end(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object,
 
 
 def _check_host(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    guard = next((guard for guard in guards if guard.files), None)
+    guard = file_guard(guards)
     return None if guard is None else refusal(guard, f"{event}{tuple(args)!r}", "model-written code may not rename the machine")
 
 

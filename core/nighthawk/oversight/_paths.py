@@ -30,6 +30,7 @@ __all__ = [
     "check_socket_file",
     "check_sqlite",
     "check_sqlite_handle",
+    "file_guard",
     "opens_for_writing",
     "refusal",
     "sqlite_connection_type",
@@ -38,6 +39,11 @@ __all__ = [
 Check = Callable[[tuple[RuntimeGuard, ...], str, tuple[object, ...]], "Refusal | None"]
 Follow = Literal["link", "target", "both"]
 """What an operation acts on when its path is a symbolic link: the link, what it points to, or either."""
+
+
+def file_guard(guards: tuple[RuntimeGuard, ...]) -> RuntimeGuard | None:
+    """The first of `guards` that guards files (`read_only`), if any."""
+    return next((guard for guard in guards if guard.files), None)
 
 
 def refusal(guard: RuntimeGuard, what: str, why: str) -> Refusal:
@@ -128,7 +134,7 @@ def check_socket_file(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[
 
 
 def check_ioctl(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[object, ...]) -> Refusal | None:
-    guard = next((guard for guard in guards if guard.files), None)
+    guard = file_guard(guards)
     if guard is None or not isinstance(args[1], int) or not sys.platform.startswith("linux"):
         return None  # (the request numbers are Linux's: elsewhere the same type byte means other things)
     request = args[1] & 0xFFFFFFFF  # an `unsigned int` for the operating system, whatever Python was given
@@ -152,7 +158,7 @@ def check_sqlite(guards: tuple[RuntimeGuard, ...], event: str, args: tuple[objec
         # SQLite opens what `os.fspath` gives, which another call need not give again (nor `str()`): only the
         # path types of the standard library are read; anything else is refused, as the path cannot be told.
         if not _plain_path(database):
-            guard = next((guard for guard in guards if guard.files), None)
+            guard = file_guard(guards)
             return None if guard is None else refusal(
                 guard, f"sqlite3.connect to a {type(database).__name__} object",
                 "model-written code may open SQLite databases under this policy only by a `str` path",
@@ -204,7 +210,7 @@ def check_sqlite_handle(guards: tuple[RuntimeGuard, ...], event: str, args: tupl
     # `:memory:` or `mode=ro` connection alike): model code gets connections that may attach no database.
     if type(args[0]) is sqlite_connection_type():
         return None
-    guard = next((guard for guard in guards if guard.files), None)
+    guard = file_guard(guards)
     if guard is None:
         return None
     return refusal(guard, f"a {type(args[0]).__name__} connection", "model-written code may open SQLite databases "

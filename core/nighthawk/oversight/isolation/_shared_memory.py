@@ -68,6 +68,11 @@ class _Mapping:
     inode: int
     name: str
 
+    @property
+    def link(self) -> str:
+        """Its `/proc/self/map_files` link, which root may follow to the mapped file (a deleted one too)."""
+        return f"/proc/self/map_files/{self.start:x}-{self.end:x}"
+
     def __str__(self) -> str:
         return f"{self.name or 'anonymous memory'} at {self.start:#x}"
 
@@ -154,7 +159,7 @@ def _shared_mappings() -> list[_Mapping]:
 def _opened_again(mapping: _Mapping) -> int | None:
     """The mapped file opened again to read only: through `/proc/self/map_files` (which root may open, deleted
     files included), or by its name when that still names the same file."""
-    candidates = [f"/proc/self/map_files/{mapping.start:x}-{mapping.end:x}"]
+    candidates = [mapping.link]
     if mapping.name.startswith("/") and not mapping.name.endswith(" (deleted)"):
         candidates.append(mapping.name)
     for path in candidates:
@@ -196,7 +201,7 @@ def _reopened(mapping: _Mapping, inherited: dict[tuple[int, int], int]) -> int |
 def _is_device(mapping: _Mapping) -> bool:
     """Whether a mapping is a device's (a GPU's, whose memory a fork cannot use anyway): the file its
     `/proc/self/map_files` link names (which root may follow), or else a `/dev` name that still names a device."""
-    candidates = [f"/proc/self/map_files/{mapping.start:x}-{mapping.end:x}"]
+    candidates = [mapping.link]
     if mapping.name.startswith("/dev/") and not mapping.name.startswith(("/dev/shm/", "/dev/zero")):
         candidates.append(mapping.name.removesuffix(" (deleted)"))
     for path in candidates:
