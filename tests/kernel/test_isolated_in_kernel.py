@@ -79,3 +79,13 @@ def test_what_an_isolated_cell_printed_before_its_child_exited_appears_with_the_
     cell = live.run("%%natural --isolated\nEVAL (print('got this far'), os._exit(3))")
     assert cell.ename == "IsolationError"
     assert "got this far" in cell.printed
+
+
+def test_an_isolated_cell_writing_the_notebooks_memory_map_leaves_the_file(live: Live, tmp_path: Path) -> None:
+    path = tmp_path / "features.f8"
+    path.write_bytes(bytes(8 * 1024))  # 1,024 zeros as float64
+    live.ok(f"import numpy as np\nfeatures = np.memmap({str(path)!r}, dtype='float64', mode='r+')")
+    cell = live.ok("%%natural --isolated\nEVAL (features.__setitem__(0, 999.0), features.flush(), float(features[0]))[-1]")
+    assert "999.0" in cell.result  # type: ignore[operator] # the child wrote its own copy
+    assert path.read_bytes() == bytes(8 * 1024)
+    assert live.ok("float(features[0])").result == "0.0"

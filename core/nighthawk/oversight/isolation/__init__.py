@@ -28,13 +28,16 @@ def isolated(
     memory_mb: int = 4096,
     cpu_seconds: int = 600,
     processes: int = 300,
+    file_mb: int = 1024,
 ) -> Oversight:
     """Run the model's code of each step in a forked child walled by the kernel (Linux only).
 
     The child sees every live value (copy-on-write) and may read every file; it may change files only
     beneath `writable` and a private temporary folder, opens no network socket unless `network`, cannot
     signal, trace or reach other processes, and has at most `memory_mb` MiB more address space, `cpu_seconds`
-    of CPU time and `processes` processes at once (the kernel bounds no lower than 300). What the model's code changes in place stays in the child: write
+    of CPU time and `processes` processes at once (the kernel bounds no lower than 300), and writes no file past
+    `file_mb` MiB (in `writable` too: a write beyond fails with `OSError: File too large`). What the model's code
+    changes in place stays in the child: write
     bindings and the return value come back (pickled, validated in the kernel). Where the walls cannot be
     raised the step fails with `IsolationUnavailableError`: nothing falls back to running unwalled.
     """
@@ -42,8 +45,9 @@ def isolated(
     for folder in folders:
         if not os.path.isdir(folder):
             raise ValueError(f"`writable` folder {folder!r} does not exist; create it before isolating a step")
-    for name, value in (("memory_mb", memory_mb), ("cpu_seconds", cpu_seconds), ("processes", processes)):
-        if not isinstance(value, int) or value < 1:
+    bounds = {"memory_mb": memory_mb, "cpu_seconds": cpu_seconds, "processes": processes, "file_mb": file_mb}
+    for name, value in bounds.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"`{name}` must be a positive integer, got {value!r}")
-    walls = Isolation(writable=folders, network=bool(network), memory_mb=memory_mb, cpu_seconds=cpu_seconds, processes=processes)
+    walls = Isolation(writable=folders, network=bool(network), **bounds)
     return Oversight(name="isolated", isolation=walls)

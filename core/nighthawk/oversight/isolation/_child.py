@@ -15,6 +15,7 @@ import gc
 import os
 import pickle
 import resource
+import signal
 import socket
 import sys
 import tempfile
@@ -96,6 +97,11 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildO
     # The worker, its namespace's init, ignores the SIGXCPU of the soft limit; the hard one is SIGKILL.
     resource.setrlimit(resource.RLIMIT_CPU, (isolation.cpu_seconds, isolation.cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_NOFILE, _open_files(highest))
+    # No file grows past the bound: a loop printing (or writing) for ever would otherwise fill the disk, or the
+    # memory behind a `/tmp` on tmpfs, which the address-space limit does not count. A write beyond fails with
+    # EFBIG, as SIGXFSZ is ignored (Python ignores it already; a kernel's own code may not have left it so).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (isolation.file_mb * 2**20, isolation.file_mb * 2**20))
     drop_capabilities()  # a root kernel's worker is root too: what Landlock and seccomp do not cover goes with them
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
