@@ -134,6 +134,26 @@ def test_shared_memory_with_no_file_to_open_again_is_copied(monkeypatch: pytest.
     assert block[:6] == b"kernel"
 
 
+def test_a_copied_mapping_of_a_file_truncated_under_it_is_read_up_to_the_files_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As an ordinary user, a deleted file's mapping whose descriptor is gone can only be copied; its pages past
+    # the file's end would end the copy with SIGBUS, the whole step with "crashed". (`mmap` keeps a descriptor of
+    # its own: it is hidden here.)
+    monkeypatch.setattr(_shared_memory, "_opened_again", lambda mapping: None)
+    monkeypatch.setattr(_shared_memory, "_inherited_files", dict)
+    path = tmp_path / "two_pages.bin"
+    path.write_bytes(b"kernel" + bytes(8192 - 6))
+    with path.open("r+b") as file:
+        block = mmap.mmap(file.fileno(), 8192)
+    os.truncate(path, 4096)  # its second page now lies past the file's end
+    share(monkeypatch, block=block)
+    read = run_isolated("nh_eval", "(bytes(block[:6]), bytes(block[4096:4098]))")
+    assert "IsolationError" not in read
+    assert "b'kernel'" in read and "b'\\\\x00\\\\x00'" in read  # past the file's end, the copy reads zeros
+    assert path.read_bytes()[:6] == b"kernel"
+
+
 def test_shared_memory_too_large_to_copy_refuses_the_step_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_shared_memory, "_opened_again", lambda mapping: None)
     monkeypatch.setattr(_shared_memory, "_COPY_LIMIT", 4096)

@@ -219,11 +219,34 @@ def _copy_privately(mapping: _Mapping) -> None:
     copy = _mmap(None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
     if copy == _MAP_FAILED:
         _refused(f"copying {mapping}")
-    ctypes.memmove(copy, mapping.start, size)
+    _read_own_memory(mapping.start, (ctypes.c_char * size).from_address(copy))
     if mapping.protection != _PROT_READ | _PROT_WRITE and _mprotect(copy, size, mapping.protection) != 0:
         _refused(f"protecting the copy of {mapping}")
     if _mremap(copy, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, mapping.start) == _MAP_FAILED:
         _refused(f"moving the copy of {mapping} over it")
+
+
+def _read_own_memory(start: int, into: ctypes.Array[ctypes.c_char]) -> None:
+    """Copy this process's memory from `start` into `into` through `/proc/self/mem`, which answers a page that
+    cannot be read with an error where a plain copy would take a SIGBUS: a file truncated under its shared
+    mapping has pages past its end. Those (and whatever follows them) stay zeros in the copy."""
+    memory = os.open("/proc/self/mem", os.O_RDONLY | os.O_CLOEXEC)
+    view = memoryview(into).cast("B")
+    done = 0
+    try:
+        while done < len(view):
+            try:
+                read = os.preadv(memory, [view[done:]], start + done)
+            except OSError as exc:
+                if exc.errno != errno.EIO:
+                    raise
+                return
+            if read == 0:
+                return
+            done += read
+    finally:
+        view.release()
+        os.close(memory)
 
 
 def _refused(doing: str) -> NoReturn:
