@@ -9,10 +9,12 @@ without timing the stop itself.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -182,6 +184,30 @@ def test_stopped_step_leaves_no_interrupt_behind_for_the_next_line():
     assert took < LONG_ENOUGH_S
     # A stray interrupt would land in this loop as a KeyboardInterrupt.
     assert spin(0.3) > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_step_in_a_process_the_user_forked_is_stopped_at_the_wall_time_budget():
+    # The watchdog thread runs in this process now; a fork (a `multiprocessing` pool's worker, say) has a
+    # dead copy of it, and of the lock it may have held at that moment.
+    run_fill(*evaluating(f"spin({RUNS_FOR_S})"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # forking with threads: the child calls none of theirs
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _, rows, took = run_fill(*evaluating(f"time.sleep({RUNS_FOR_S}) or rows.append(4)"))
+            code = 0 if took < LONG_ENOUGH_S and rows == [1, 2, 3] else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + RUNS_FOR_S * 2
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if ended[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert ended[0] == pid and os.waitstatus_to_exitcode(ended[1]) == 0  # 2: it slept on; 1: it failed otherwise
 
 
 def test_stopping_a_step_keeps_the_users_own_sigint_handler():
