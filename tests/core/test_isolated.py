@@ -464,8 +464,10 @@ def test_the_kernel_refuses_a_pickle_that_calls_a_function() -> None:
     # The model's code may control what the child sends: a value whose pickle calls `os.system` is refused
     # in the kernel instead of run there.
     expression = "type('Evil', (), {'__reduce__': lambda self: (__import__('os').system, ('true',))})()"
-    read = run_isolated("nh_assign", expression)
-    assert "refused on its way back from the isolated child" in read
+    executor, script = scripted_executor(model_code("nh_assign", expression), [finish("return", return_expression="None")])
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        look()
+    assert "refused on its way back from the isolated child" in " ".join(script.last_tool_results())
 
 
 def test_a_forged_answer_cannot_make_the_kernel_load_a_library(monkeypatch: pytest.MonkeyPatch) -> None:

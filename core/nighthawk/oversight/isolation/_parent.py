@@ -34,7 +34,8 @@ from ...threads._deadline import bounded_by
 from ...threads._loop import on_user_thread
 from .._kinds import Isolation
 from . import _sessions, _waves
-from ._channel import ChannelClosed, OversizedMessage, UnsafeValueError, frame, read_frame, unpickle_data
+from ._channel import ChannelClosed, OversizedMessage, frame, read_frame
+from ._data_pickles import UnsafeValueError, unpickle_data
 from ._landlock import MINIMUM_ABI, abi_version
 from ._output import LeftOutput, relay
 from ._reaping import reaper
@@ -189,7 +190,10 @@ class _Child:
         answer = await self._ask(("return", outcome), f"the return expression {expression!r:.200}")
         match answer:
             case ("returned", bytes(value), dict(writes), bool(awaited)):
-                return await on_user_thread(lambda: (self._value("the return value", value), self._values(writes), awaited))
+                try:
+                    return await on_user_thread(lambda: (self._value("the return value", value), self._values(writes), awaited))
+                except ToolBoundaryError as refused:  # as a return expression that fails in the kernel says it
+                    raise ExecutionError(f"`return_expression` {expression!r:.300}: {refused.message}") from refused
             case ("tool_error", _, str(message), _):
                 raise ExecutionError(f"`return_expression` {expression!r:.300}: {message}")
         raise self._unexpected(answer)
