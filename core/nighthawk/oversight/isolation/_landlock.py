@@ -9,6 +9,7 @@ can lift them. ABI 3 is the least accepted: before it, `truncate(2)` escaped the
 from __future__ import annotations
 
 import ctypes
+import errno as errno_codes
 import os
 
 __all__ = ["MINIMUM_ABI", "abi_version", "restrict_writes"]
@@ -68,8 +69,11 @@ def _handled(abi: int) -> int:
     return rights
 
 
-def restrict_writes(writable: tuple[str, ...], *, network: bool, abi: int) -> None:
-    """Bind this thread (and what it starts later) to writing only beneath `writable` and `/dev/null`.
+def restrict_writes(writable: tuple[str, ...], *, private: str, network: bool, abi: int) -> None:
+    """Bind this thread (and what it starts later) to writing only beneath `writable`, the `private`
+    temporary folder and `/dev/null`. The `writable` folders are the resolved paths `isolated()` was given:
+    one that now passes through a symbolic link is refused (an earlier step may have made one in a folder it
+    could write, to aim this step's walls elsewhere).
 
     Without `network`, TCP `bind` and `connect` are walled too (ABI 4) and, from ABI 6, abstract Unix
     sockets and signals reach no process outside the walls.
@@ -89,15 +93,36 @@ def restrict_writes(writable: tuple[str, ...], *, network: bool, abi: int) -> No
     try:
         # Device nodes stay unmade even in a writable folder: a root process could otherwise make the disk's.
         for folder in writable:
-            _allow(ruleset, folder, handled & ~_DEVICES)
-        _allow(ruleset, os.devnull, (_WRITE_FILE | _TRUNCATE) & handled)
+            _allow(ruleset, _opened_as_resolved(folder), folder, handled & ~_DEVICES)
+        _allow(ruleset, os.open(private, os.O_PATH | os.O_CLOEXEC), private, handled & ~_DEVICES)
+        _allow(ruleset, os.open(os.devnull, os.O_PATH | os.O_CLOEXEC), os.devnull, (_WRITE_FILE | _TRUNCATE) & handled)
         _check("landlock_restrict_self", _libc.syscall(_RESTRICT_SELF, ruleset, 0))
     finally:
         os.close(ruleset)
 
 
-def _allow(ruleset: int, path: str, rights: int) -> None:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_OPENAT2, _RESOLVE_NO_SYMLINKS, _AT_FDCWD = 437, 0x04, -100
+
+
+def _opened_as_resolved(folder: str) -> int:
+    """`folder` opened (`O_PATH`) with no symbolic link anywhere on its path (`openat2`, Linux 5.6)."""
+    how = _OpenHow(flags=os.O_PATH | os.O_CLOEXEC, resolve=_RESOLVE_NO_SYMLINKS)
+    fd = _libc.syscall(_OPENAT2, _AT_FDCWD, os.fsencode(folder), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    if fd < 0:
+        errno = ctypes.get_errno()
+        if errno == errno_codes.ELOOP:  # a link on the way
+            raise OSError(errno, f"the writable folder {folder} now passes through a symbolic link, which isolated() did not resolve "
+                                 "it through; name the folder again with isolated(writable=...)")
+        raise OSError(errno, f"opening the writable folder {folder} failed: {os.strerror(errno)}")
+    return int(fd)
+
+
+def _allow(ruleset: int, fd: int, path: str, rights: int) -> None:
+    """Allow `rights` beneath the folder `fd` (opened for the rule, closed here) names."""
     try:
         rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
         _check(f"landlock_add_rule({path})", _libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0))
