@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import os
 import re
-import shutil
 import signal
 import socket
 import sys
@@ -36,6 +35,7 @@ from .._kinds import Isolation
 from . import _sessions, _waves
 from ._channel import ChannelClosed, OversizedMessage, frame, read_frame
 from ._data_pickles import UnsafeValueError, unpickle_data
+from ._folders import remove_folder
 from ._landlock import MINIMUM_ABI, abi_version
 from ._output import LeftOutput, relay
 from ._reaping import reaper
@@ -361,7 +361,7 @@ class _Alone:
 
     def end(self) -> None:
         if self.reaped:
-            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            remove_folder(self.temp_dir)
             return
         try:
             os.kill(self.pid, signal.SIGKILL)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import atexit
 import os
 import queue
-import shutil
 import threading
 import time
+
+from ._folders import remove_folder
 
 __all__ = ["reaper"]
 
@@ -80,7 +81,7 @@ class _Reaper:
 def _wait_and_remove(pid: int, temp_dirs: tuple[str, ...]) -> None:
     _wait(pid)
     for temp_dir in temp_dirs:  # once reaped: nothing of the child (or of the wave's workers) writes there any more
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        remove_folder(temp_dir)
 
 
 def _wait(pid: int) -> None:

@@ -26,7 +26,6 @@ import os
 import queue
 import secrets
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -44,6 +43,7 @@ from .._kinds import Isolation
 from .._oversee import forget_in_child
 from ._channel import send_message
 from ._descriptors import let_go_of_inherited
+from ._folders import remove_folder
 from ._reaping import reaper
 from ._seccomp import compiled_filter
 from ._tree import die_with_parent, ended_code, go_first_when_memory_runs_out, interrupts_held
@@ -339,7 +339,7 @@ class _Remover:
     def _serve(self) -> None:
         while (folder := self._folders.get()) is not None:
             with contextlib.suppress(BaseException):  # a folder left is the kernel's to remove, not a reason to stop
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_folder(folder)
 
 
 def _watch(workers: dict[int, tuple[_Member, bool]], remover: _Remover) -> None:
