@@ -76,6 +76,32 @@ def test_a_character_the_stream_cannot_encode_is_escaped_and_the_step_goes_on(mo
     assert ascii_out.buffer.getvalue() == b"caf\\xe9\n"  # type: ignore[attr-defined]
 
 
+class Terminal(io.StringIO):
+    """Standard output as a terminal: it would act on the escape sequences written to it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+ESCAPES = r"print('\x1b[2J\x1b]52;c;ZXZpbA==\x07\x1b[8mhidden\x1b[0m\r\x1b[2K[nighthawk] step committed')"
+
+
+def test_escape_sequences_the_child_prints_reach_a_terminal_written_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Clear the screen, set the clipboard (OSC 52), hide text, erase the line and print a line of our own.
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    run_isolated(ESCAPES)
+    shown = terminal.getvalue()
+    assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
+    assert shown == "<U+001B>[2J<U+001B>]52;c;ZXZpbA==<U+0007><U+001B>[8mhidden<U+001B>[0m<U+000D><U+001B>[2K[nighthawk] step committed\n"
+
+
+def test_a_notebooks_output_gets_what_the_child_printed_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
+    # Not a terminal (a notebook's stream, a file): colours and all reach it as text, and act on nothing.
+    run_isolated(r"print('\x1b[31mred\x1b[0m', end='\r\n')")
+    assert capsys.readouterr().out == "\x1b[31mred\x1b[0m\r\n"
+
+
 # --- a call whose child ends before it answers ----------------------------------------------------------
 
 

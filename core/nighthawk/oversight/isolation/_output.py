@@ -134,14 +134,29 @@ def _printed(fd: int) -> str:
     return text
 
 
+_TERMINAL_CONTROLS = {code: f"<U+{code:04X}>" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(code) not in "\n\t"}
+"""The control characters a terminal acts on (escape sequences clear the screen, set the clipboard, hide text,
+redraw a line), written out where the child's output reaches a terminal."""
+
+
 def relay(out: str, err: str) -> None:
     """In the kernel, on the user's thread: write what the child printed where its own code's output goes.
-    The child is untrusted: it may send more than it should, which is cut."""
+    The child is untrusted: it may send more than it should, which is cut, and, to a terminal, control
+    characters, which are shown written out (a notebook's output shows them as text already)."""
     for text, stream in ((out, sys.stdout), (err, sys.stderr)):
         if len(text) > _SENT_LIMIT:
             text = text[:_SENT_LIMIT] + "\n[the isolated child sent more, not shown]\n"
+        if text and _is_terminal(stream):
+            text = text.replace("\r\n", "\n").translate(_TERMINAL_CONTROLS)
         if text:
             _write(stream, text)
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except Exception:  # noqa: BLE001 - the user's stream object: one that cannot tell is not a terminal
+        return False
 
 
 def _write(stream: TextIO | None, text: str) -> None:
