@@ -52,7 +52,6 @@ _PLAIN = frozenset({
     "collections.OrderedDict", "collections.defaultdict", "collections.deque", "collections.Counter",
     "datetime.date", "datetime.time", "datetime.datetime", "datetime.timedelta", "datetime.timezone", "datetime.tzinfo",
     "decimal.Decimal", "fractions.Fraction", "uuid.UUID", "zoneinfo.ZoneInfo", "types.SimpleNamespace",
-    "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath", "pathlib.Path", "pathlib.PosixPath", "pathlib.WindowsPath",
     "ipaddress.IPv4Address", "ipaddress.IPv6Address", "ipaddress.IPv4Network", "ipaddress.IPv6Network",
     "ipaddress.IPv4Interface", "ipaddress.IPv6Interface",
 })
@@ -85,8 +84,8 @@ def is_data_class(found: type) -> bool:
     """A class the kernel may rebuild from the child's answer."""
     qualified, module = _defined_as(found), getattr(found, "__module__", "") or ""
     root = module.partition(".")[0]
-    if qualified in _PLAIN:
-        return True
+    if qualified in _PLAIN or (root == "pathlib" and issubclass(found, sys.modules["pathlib"].PurePath)):
+        return True  # (pathlib's classes moved to `pathlib._local` in Python 3.13)
     if issubclass(found, (BaseException, io.IOBase, types.ModuleType, type)) or root in _OWN:
         return False
     if root == "numpy":
