@@ -7,7 +7,7 @@ number of processes and offers itself first to the out-of-memory killer (`_tree.
 with the kernel its own (`_shared_memory.py`), closes what it inherited, limits its resources, drops its
 capabilities (`_capabilities.py`) and walls itself with Landlock (`_landlock.py`) and a seccomp filter (`_seccomp.py`),
 then evaluates every `nh_eval`, `nh_assign` and return expression of the step (`_child.py`). Requests and
-answers cross a socket pair (`_channel.py`), the kernel rebuilding only data from them (`_data_pickles.py`), what the model's code prints travels with them (`_output.py`); the tools and the outcome find the step's child in
+answers cross a socket pair (`_channel.py`), values crossing as calls of the kernel's own builders of data (`_values.py`, `_value_forms.py`), what the model's code prints travels with them (`_output.py`); the tools and the outcome find the step's child in
 `_sessions.py`.
 """
 

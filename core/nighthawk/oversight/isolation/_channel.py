@@ -1,7 +1,7 @@
 """The channel between the kernel and its isolated child: length-prefixed pickles over a Unix socket pair.
 
 The child runs untrusted code, so what it sends is untrusted too: the kernel reads it with an unpickler held
-to data (`_data_pickles.py`), and takes no message longer than the child could have made.
+to data (`_values.py`), and takes no message longer than the child could have made.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import socket
 import struct
 from typing import Any
 
-from ._data_pickles import unpickle_data
+from ._values import unpickle_data
 
 __all__ = ["ChannelClosed", "OversizedMessage", "frame", "read_frame", "read_message", "recv_exact", "send_message"]
 

@@ -13,7 +13,6 @@ import asyncio
 import ctypes
 import gc
 import os
-import pickle
 import resource
 import signal
 import socket
@@ -38,6 +37,7 @@ from ._seccomp import install_filter
 from ._shared_memory import make_shared_memory_private
 from ._sessions import StepCode, forget_all
 from ._tree import enter_tree
+from ._value_forms import dumps_value
 
 __all__ = ["run_child"]
 
@@ -175,7 +175,7 @@ def _writes(step: StepContext, before: Mapping[str, object]) -> dict[str, bytes]
 
 def _pickled(what: str, value: object) -> bytes:
     try:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps_value(value)
     except Exception as exc:
         raise ToolBoundaryError(
             "execution",

@@ -34,13 +34,13 @@ from ...threads._loop import on_user_thread
 from .._kinds import Isolation
 from . import _sessions, _waves
 from ._channel import ChannelClosed, OversizedMessage, frame, read_frame
-from ._data_pickles import UnsafeValueError, unpickle_data
 from ._folders import remove_folder
 from ._landlock import MINIMUM_ABI, abi_version
 from ._output import LeftOutput, relay
 from ._reaping import reaper
 from ._seccomp import SUPPORTED, compiled_filter
 from ._tree import PID_MAX_PER_NAMESPACE, ended_code, forking_into_namespace, release_interrupts_in_child
+from ._values import UnsafeValueError, unpickle_data
 from ._waves import temp_name, unavailable
 
 __all__ = ["isolating"]

@@ -1,0 +1,232 @@
+"""In an isolated child: the form a value takes to cross to the kernel, as a call of one of the kernel's builders
+of data (`_values.py`) with plain arguments. A value of no form here is refused in the child, by name, and the
+model is told to bind plain data."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import fractions
+import io
+import ipaddress
+import pathlib
+import pickle
+import sys
+import types
+import uuid
+from typing import Any
+
+from ._values import BUILDERS, user_class
+
+__all__ = ["dumps_value", "form"]
+
+Form = tuple[str, tuple[Any, ...]]
+
+
+def dumps_value(value: object) -> bytes:
+    """`value` pickled as plain values and the builders' calls (`pickle.PicklingError` naming what is not data)."""
+    buffer = io.BytesIO()
+    _ValuePickler(buffer, protocol=5).dump(value)
+    return buffer.getvalue()
+
+
+class _ValuePickler(pickle.Pickler):
+    def reducer_override(self, obj: object) -> Any:
+        if any(obj is builder for builder in BUILDERS.values()):
+            return NotImplemented  # saved by name: the kernel's unpickler finds it among the builders
+        found = form(obj)
+        if found is None:
+            raise pickle.PicklingError(f"{type(obj).__module__}.{type(obj).__qualname__} is not data the kernel rebuilds")
+        builder, arguments = found
+        return BUILDERS[builder], arguments
+
+
+def form(value: object) -> Form | None:
+    """The builder's name and arguments that make `value` again in the kernel, or `None`."""
+    for maker in (_pandas, _numpy, _python, _declared):  # pandas' times subclass Python's; numpy's scalars, its numbers
+        made = maker(value)
+        if made is not None:
+            return made
+    return None
+
+
+def _class(value: object) -> tuple[str, str]:
+    return type(value).__module__, type(value).__qualname__
+
+
+_PLAIN = (bool, int, float, str, bytes, bytearray, list, tuple, dict, set, frozenset)
+
+
+def _python(value: object) -> Form | None:
+    if isinstance(value, enum.Enum):
+        return "enum_", (*_class(value), value.value)
+    if isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple):
+        return "named_tuple_", (*_class(value), tuple(value))
+    numpy = sys.modules.get("numpy")
+    if isinstance(value, _PLAIN) and not (numpy is not None and isinstance(value, numpy.generic)) and not _collection(value):
+        base = next(kind for kind in _PLAIN if isinstance(value, kind))  # a subclass crosses as its plain kind
+        return "plain_", (base(value),)
+    match value:
+        case complex():
+            return "complex_", (value.real, value.imag)
+        case range():
+            return "range_", (value.start, value.stop, value.step)
+        case slice():
+            return "slice_", (value.start, value.stop, value.step)
+        case _ if value is Ellipsis:
+            return "ellipsis_", ()
+        case datetime.datetime():
+            zone = _zone_key(value.tzinfo)
+            return "datetime_", ((value.replace(tzinfo=None) if zone else value).isoformat(), zone)
+        case datetime.date():
+            return "date_", (value.isoformat(),)
+        case datetime.time():
+            zone = _zone_key(value.tzinfo)
+            return "time_", ((value.replace(tzinfo=None) if zone else value).isoformat(), zone)
+        case datetime.timedelta():
+            return "timedelta_", (value.days, value.seconds, value.microseconds)
+        case datetime.timezone():
+            offset = value.utcoffset(None)
+            named = value.tzname(None) != datetime.timezone(offset).tzname(None)
+            return "timezone_", (offset.total_seconds(), value.tzname(None) if named else None)
+        case decimal.Decimal():
+            return "decimal_", (str(value),)
+        case fractions.Fraction():
+            return "fraction_", (value.numerator, value.denominator)
+        case uuid.UUID():
+            return "uuid_", (value.int,)
+        case pathlib.PurePath():
+            return "path_", (type(value).__name__, str(value))
+        case ipaddress.IPv4Address() | ipaddress.IPv6Address() | ipaddress.IPv4Network() | ipaddress.IPv6Network() | ipaddress.IPv4Interface() | ipaddress.IPv6Interface():
+            return "address_", (type(value).__name__, str(value))
+        case collections.OrderedDict():
+            return "ordered_dict_", (list(value.items()),)
+        case collections.defaultdict():
+            factory = value.default_factory
+            named = None if factory is None else getattr(factory, "__name__", "?") if factory in (list, dict, set, int, float, str, tuple) else "?"
+            return ("default_dict_", (named, list(value.items()))) if named != "?" else None
+        case collections.Counter():
+            return "counter_", (list(value.items()),)
+        case types.SimpleNamespace():
+            return "namespace_", (dict(vars(value)),)
+        case collections.deque():
+            return "deque_", (list(value), value.maxlen)
+    return None
+
+
+def _collection(value: object) -> bool:
+    """One of the `collections` kinds, which cross as themselves (they subclass dict)."""
+    return isinstance(value, (collections.OrderedDict, collections.defaultdict, collections.Counter))
+
+
+def _is_numpy(value: object) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.generic)
+
+
+def _zone_key(zone: datetime.tzinfo | None) -> str | None:
+    """An aware value's zone as the kernel's `_zone` reads it; `None` when naive or a fixed offset (which the
+    ISO text carries)."""
+    if zone is None or isinstance(zone, datetime.timezone):
+        return None
+    key = getattr(zone, "key", None) or getattr(zone, "zone", None)  # zoneinfo's, pytz's
+    return key if isinstance(key, str) else None
+
+
+def _numpy(value: object) -> Form | None:
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return None
+    if isinstance(value, numpy.ma.MaskedArray):
+        return "masked_array_", (numpy.asarray(value.data), numpy.ma.getmaskarray(value))
+    if isinstance(value, numpy.ndarray):
+        value = numpy.asarray(value)  # a subclass (a matrix, a memory map) crosses as its data
+        if value.dtype == object:
+            return "object_array_", (value.shape, list(value.ravel(order="C")))
+        if value.dtype.hasobject:
+            return None  # a structured array with objects among its fields
+        fortran = value.flags.f_contiguous and not value.flags.c_contiguous
+        return "array_", (_description(value.dtype), value.shape, fortran, value.tobytes(order="F" if fortran else "C"))
+    if isinstance(value, numpy.generic) and not value.dtype.hasobject:
+        return "scalar_", (_description(value.dtype), value.tobytes())
+    return None
+
+
+def _description(dtype: Any) -> object:
+    return dtype.str if dtype.names is None and dtype.subdtype is None else dtype.descr
+
+
+def _pandas(value: object) -> Form | None:
+    pandas = sys.modules.get("pandas")
+    if pandas is None:
+        return None
+    match value:
+        case pandas.DataFrame():
+            return "frame_", ([_array(value.iloc[:, at].array) for at in range(value.shape[1])], value.index, value.columns)
+        case pandas.Series():
+            return "series_", (_array(value.array), value.index, value.name)
+        case pandas.RangeIndex():
+            return "range_index_", (value.start, value.stop, value.step, value.name)
+        case pandas.MultiIndex():
+            return "multi_index_", (list(value.levels), list(value.codes), list(value.names))
+        case pandas.Index():
+            return "index_", (_array(value.array), value.name)
+        case pandas.Categorical():
+            return "categorical_", (value.codes, value.categories, value.ordered)
+        case pandas.arrays.DatetimeArray():
+            zone = None if value.tz is None else str(value.tz)
+            naive = value.tz_convert("UTC").tz_localize(None) if zone else value
+            return "datetimes_", (naive.to_numpy(), zone)
+        case pandas.arrays.IntegerArray() | pandas.arrays.FloatingArray() | pandas.arrays.BooleanArray():
+            kind = {"IntegerArray": "integer", "FloatingArray": "floating", "BooleanArray": "boolean"}[type(value).__name__]
+            return "masked_", (kind, value._data, value._mask)
+        case pandas.arrays.PeriodArray():
+            return "periods_", (value.asi8, value.freqstr)
+        case pandas.arrays.IntervalArray():
+            return "intervals_", (pandas.Index(value.left), pandas.Index(value.right), value.closed)
+        case pandas.api.extensions.ExtensionArray() if isinstance(value.dtype, (pandas.StringDtype, pandas.ArrowDtype)):
+            return "extension_", (str(value.dtype), value.to_numpy(dtype=object, na_value=None).tolist())
+        case pandas.api.extensions.ExtensionArray():
+            return "object_array_", ((len(value),), value.to_numpy(dtype=object).tolist())
+        case pandas.Timestamp():
+            zone = None if value.tz is None else str(value.tz)
+            return "timestamp_", ((value.tz_convert("UTC").tz_localize(None) if zone else value).value, "ns", zone)
+        case pandas.Timedelta():
+            return "time_span_", (value.value, "ns")
+        case pandas.Period():
+            return "period_", (value.ordinal, value.freqstr)
+        case pandas.Interval():
+            return "interval_", (value.left, value.right, value.closed)
+        case pandas.tseries.offsets.BaseOffset():
+            return "offset_", (value.freqstr,)
+    if value is pandas.NaT:
+        return "not_a_time_", ()
+    if value is pandas.NA:
+        return "missing_", ()
+    return None
+
+
+def _array(values: Any) -> Any:
+    """A pandas column's values: the numpy array behind it (times without a zone too), or the pandas array
+    itself (formed in turn)."""
+    pandas = sys.modules["pandas"]
+    arrays = pandas.arrays
+    if isinstance(values, (arrays.NumpyExtensionArray, arrays.TimedeltaArray)) or (isinstance(values, arrays.DatetimeArray) and values.tz is None):
+        return values.to_numpy()
+    return values
+
+
+def _declared(value: object) -> Form | None:
+    """Dataclasses, pydantic models and the plain classes of the user's own code: their fields."""
+    cls = type(value)
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return "instance_", (*_class(value), dict(value.__dict__))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return "instance_", (*_class(value), {field.name: getattr(value, field.name) for field in dataclasses.fields(value)})
+    if user_class(cls) and hasattr(value, "__dict__") and cls.__new__ is object.__new__:
+        return "instance_", (*_class(value), dict(vars(value)))
+    return None
