@@ -27,7 +27,8 @@ import pandas as pd
 import pydantic
 import pytest
 
-from nighthawk.oversight.isolation import _values
+from nighthawk.oversight.isolation import _builders, _python_values, _values
+from nighthawk.oversight.isolation._builders import BUILDERS
 from nighthawk.oversight.isolation._value_forms import dumps_value
 from nighthawk.oversight.isolation._values import UnsafeValueError, unpickle_data
 
@@ -43,7 +44,7 @@ def call(function: bytes, *arguments: object) -> bytes:
 
 
 def builder(name: str, *arguments: object) -> bytes:
-    return call(global_(_values.__name__, name), *arguments)
+    return call(global_(BUILDERS[name].__module__, name), *arguments)
 
 
 class Recorder:
@@ -63,7 +64,8 @@ class Recorder:
     [("builtins", "map"), ("builtins", "getattr"), ("builtins", "eval"), ("copyreg", "_reconstructor"), ("numpy", "dtype"),
      ("numpy._core.multiarray", "scalar"), ("pandas.core.indexes.interval", "_new_IntervalIndex"), ("pandas.core.indexes.base", "_new_Index"),
      ("pyarrow.lib", "_restore_array"), ("types", "SimpleNamespace"), ("fractions", "Fraction"), (__name__, "Recorder"),
-     (_values.__name__, "_class"), (_values.__name__, "user_class"), (_values.__name__, "pickle"), (_values.__name__, "BUILDERS")],
+     (_python_values.__name__, "_class"), (_python_values.__name__, "user_class"), (_values.__name__, "pickle"),
+     (_builders.__name__, "BUILDERS"), (_values.__name__, "range_")],
 )
 def test_an_answer_names_nothing_but_the_builders(module: str, name: str) -> None:
     with pytest.raises(UnsafeValueError, match="not one of the kernel's builders"):
@@ -82,7 +84,8 @@ def test_an_answer_builds_no_object_and_sets_no_state_itself(opcode: bytes) -> N
 
 def test_a_builder_handed_as_a_value_cannot_be_called_by_a_value() -> None:
     # A builder is only ever called by the answer itself, with arguments it checks: a list holding one is data.
-    assert unpickle_data(pickle.PROTO + b"\x05" + pickle.EMPTY_LIST + global_(_values.__name__, "range_") + pickle.APPEND + pickle.STOP)[0] is _values.range_
+    listed = pickle.PROTO + b"\x05" + pickle.EMPTY_LIST + global_(_python_values.__name__, "range_") + pickle.APPEND + pickle.STOP
+    assert unpickle_data(listed)[0] is _python_values.range_
 
 
 # --- each builder checks what it is given -------------------------------------------------------------------------

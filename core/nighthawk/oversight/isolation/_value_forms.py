@@ -19,7 +19,9 @@ import types
 import uuid
 from typing import Any
 
-from ._values import BUILDERS, user_class
+from . import _values  # noqa: F401 - every builder registered
+from ._builders import BUILDERS
+from ._python_values import user_class
 
 __all__ = ["dumps_value", "form"]
 

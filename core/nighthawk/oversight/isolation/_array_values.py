@@ -1,0 +1,231 @@
+"""The kernel's builders of numpy's and pandas' values: each checks its arguments and makes its value with the
+public, validating constructors (`numpy.frombuffer`, `pandas.Categorical.from_codes`,
+`pandas.MultiIndex(verify_integrity=True)`), so that no size, shape, code or time zone the child chose makes the
+kernel allocate, read out of bounds or crash."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ._builders import builder, check, integers, short_text
+from ._python_values import time_zone
+
+__all__: list[str] = []
+
+
+# --- numpy -------------------------------------------------------------------------------------------------------
+
+
+def _plain_dtype(description: object) -> Any:
+    import numpy
+
+    check(isinstance(description, (str, list)), "a dtype described by something else than text or fields")
+    dtype = numpy.dtype(description if isinstance(description, str) else [tuple(field) for field in description])
+    check(not dtype.hasobject, "a dtype of raw bytes that holds objects")
+    return dtype
+
+
+def _shape(shape: object) -> tuple[int, ...]:
+    check(isinstance(shape, tuple) and all(isinstance(side, int) and side >= 0 for side in shape), "an array shape that is not one")
+    return shape  # type: ignore[return-value]
+
+
+@builder
+def array_(description: object, shape: tuple[int, ...], fortran: bool, data: bytes) -> Any:
+    import numpy
+
+    dtype, shape = _plain_dtype(description), _shape(shape)
+    check(isinstance(data, (bytes, bytearray)) and math.prod(shape) * dtype.itemsize == len(data), "an array whose bytes do not fill its shape")
+    return numpy.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy(order="K")
+
+
+@builder
+def object_array_(shape: tuple[int, ...], items: list[object]) -> Any:
+    import numpy
+
+    shape = _shape(shape)
+    check(isinstance(items, list) and len(items) == math.prod(shape), "an array whose items do not fill its shape")
+    made = numpy.empty(len(items), dtype=object)
+    for at, item in enumerate(items):  # one by one: a list item assigned as a slice would be spread over the array
+        made[at] = item
+    return made.reshape(shape)
+
+
+@builder
+def scalar_(description: object, data: bytes) -> Any:
+    import numpy
+
+    dtype = _plain_dtype(description)
+    check(isinstance(data, bytes) and len(data) == dtype.itemsize, "a numpy scalar of the wrong size")
+    return numpy.frombuffer(data, dtype=dtype)[0]
+
+
+@builder
+def masked_array_(data: Any, mask: Any) -> Any:
+    import numpy
+
+    check(type(data) is numpy.ndarray and type(mask) is numpy.ndarray and mask.dtype == bool and mask.shape == data.shape, "a masked array of the wrong parts")
+    return numpy.ma.MaskedArray(data, mask=mask)
+
+
+# --- pandas ------------------------------------------------------------------------------------------------------
+
+
+def _pandas() -> Any:
+    import pandas
+
+    return pandas
+
+
+def _ndarray(value: object, kinds: str) -> Any:
+    import numpy
+
+    check(type(value) is numpy.ndarray and value.ndim == 1 and value.dtype.kind in kinds, f"a column of dtype kind outside {kinds!r}")
+    return value
+
+
+@builder
+def categorical_(codes: Any, categories: Any, ordered: bool) -> Any:
+    pandas = _pandas()
+    check(isinstance(categories, pandas.Index) and isinstance(ordered, bool), "a categorical of the wrong parts")
+    return pandas.Categorical.from_codes(_ndarray(codes, "iu"), dtype=pandas.CategoricalDtype(categories, ordered=ordered))
+
+
+@builder
+def datetimes_(values: Any, zone: str | None) -> Any:
+    pandas = _pandas()
+    made = pandas.DatetimeIndex(_ndarray(values, "M"))
+    return (made.tz_localize("UTC").tz_convert(time_zone(zone)) if zone is not None else made).array
+
+
+_MASKED = {"integer": ("iu", "IntegerArray"), "floating": ("f", "FloatingArray"), "boolean": ("b", "BooleanArray")}
+
+
+@builder
+def masked_(kind: str, values: Any, mask: Any) -> Any:
+    check(kind in _MASKED, "a nullable array of an unknown kind")
+    kinds, name = _MASKED[kind]
+    values, mask = _ndarray(values, kinds), _ndarray(mask, "b")
+    check(len(values) == len(mask), "a nullable array whose mask does not fit")
+    return getattr(_pandas().arrays, name)(values, mask)
+
+
+_EXTENSION_DTYPE = re.compile(r"(string|str|string\[python\]|string\[pyarrow\]|[a-z0-9_]+(\[[a-z0-9_, :]+\])?\[pyarrow\])")
+
+
+@builder
+def extension_(dtype: str, items: list[object]) -> Any:
+    check(_EXTENSION_DTYPE.fullmatch(short_text(dtype)) is not None and isinstance(items, list), f"an array of the dtype {dtype!r}")
+    return _pandas().array(items, dtype=dtype)
+
+
+@builder
+def periods_(ordinals: Any, frequency: str) -> Any:
+    pandas = _pandas()
+    return pandas.arrays.PeriodArray(_ndarray(ordinals, "i").astype("int64"), dtype=pandas.PeriodDtype(short_text(frequency, 32)))
+
+
+@builder
+def intervals_(left: Any, right: Any, closed: str) -> Any:
+    pandas = _pandas()
+    check(closed in ("left", "right", "both", "neither") and all(isinstance(side, pandas.Index) for side in (left, right)), "intervals of the wrong parts")
+    return pandas.arrays.IntervalArray.from_arrays(left, right, closed=closed)
+
+
+def _column(value: object) -> Any:
+    """A frame's column, a series' or an index's values: an array a builder made (numpy's or pandas')."""
+    import numpy
+
+    pandas = _pandas()
+    check(type(value) is numpy.ndarray and value.ndim == 1 or isinstance(value, pandas.api.extensions.ExtensionArray), "a column that is not an array")
+    return value
+
+
+@builder
+def index_(values: Any, name: object) -> Any:
+    return _pandas().Index(_column(values), name=name, tupleize_cols=False, copy=False)
+
+
+@builder
+def range_index_(start: int, stop: int, step: int, name: object) -> Any:
+    integers(start, stop, step)
+    return _pandas().RangeIndex(start, stop, step, name=name)
+
+
+@builder
+def multi_index_(levels: list[Any], codes: list[Any], names: list[object]) -> Any:
+    pandas = _pandas()
+    check(isinstance(levels, list) and isinstance(codes, list) and isinstance(names, list) and len(levels) == len(codes) == len(names)
+           and all(isinstance(level, pandas.Index) for level in levels), "a multi-level index of the wrong parts")
+    return pandas.MultiIndex(levels=levels, codes=[_ndarray(code, "iu") for code in codes], names=names, verify_integrity=True)
+
+
+def _an_index(value: object) -> Any:
+    check(isinstance(value, _pandas().Index), "an index that is not one")
+    return value
+
+
+@builder
+def series_(values: Any, index: Any, name: object) -> Any:
+    values, index = _column(values), _an_index(index)
+    check(len(values) == len(index), "a series whose index does not fit its values")
+    return _pandas().Series(values, index=index, name=name, copy=False)
+
+
+@builder
+def frame_(columns: list[Any], index: Any, labels: Any) -> Any:
+    index, labels = _an_index(index), _an_index(labels)
+    check(isinstance(columns, list) and len(columns) == len(labels) and all(len(_column(column)) == len(index) for column in columns),
+           "a frame whose columns do not fit its index")
+    made = _pandas().DataFrame(dict(enumerate(columns)), index=index, copy=False) if columns else _pandas().DataFrame(index=index)
+    made.columns = labels
+    return made
+
+
+_UNITS = ("s", "ms", "us", "ns")
+
+
+@builder
+def timestamp_(value: int, unit: str, zone: str | None) -> Any:
+    integers(value)
+    check(unit in _UNITS, "a time unit that is not one")
+    made = _pandas().Timestamp(value, unit=unit)
+    return made.tz_localize("UTC").tz_convert(time_zone(zone)) if zone is not None else made
+
+
+@builder
+def time_span_(value: int, unit: str) -> Any:
+    integers(value)
+    check(unit in _UNITS, "a time unit that is not one")
+    return _pandas().Timedelta(value, unit=unit)
+
+
+@builder
+def period_(ordinal: int, frequency: str) -> Any:
+    integers(ordinal)
+    return _pandas().Period(ordinal=ordinal, freq=short_text(frequency, 32))
+
+
+@builder
+def interval_(left: object, right: object, closed: str) -> Any:
+    check(closed in ("left", "right", "both", "neither"), "an interval closed on no known side")
+    return _pandas().Interval(left, right, closed=closed)
+
+
+@builder
+def offset_(frequency: str) -> Any:
+    from pandas.tseries.frequencies import to_offset
+
+    return to_offset(short_text(frequency, 32))
+
+
+@builder
+def not_a_time_() -> Any:
+    return _pandas().NaT
+
+
+@builder
+def missing_() -> Any:
+    return _pandas().NA
