@@ -124,6 +124,15 @@ def test_a_builder_refuses_arguments_that_do_not_make_its_data(payload: bytes) -
         unpickle_data(payload)
 
 
+def test_a_value_nested_deeper_than_data_nests_is_refused() -> None:
+    # A tuple nested a million deep costs a byte a level; hashing it (as a dict's key) recursed in C until the
+    # kernel crashed. (Not hashed here: on a kernel without the bound, this test's process would crash.)
+    deep = pickle.PROTO + b"\x05" + pickle.EMPTY_TUPLE + pickle.TUPLE1 * 1_000_000 + pickle.STOP
+    with pytest.raises(UnsafeValueError, match="nests values over 1000 deep"):
+        unpickle_data(deep)
+    assert unpickle_data(pickle.dumps(((((1,),),),), protocol=5)) == ((((1,),),),)
+
+
 def test_a_range_stays_lazy_and_no_builder_makes_a_list_of_it() -> None:
     made = unpickle_data(builder("range_", 0, 10**18, 1))
     assert made == range(10**18)  # a range, not a list of 10**18 numbers

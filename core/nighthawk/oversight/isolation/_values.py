@@ -20,9 +20,9 @@ rebuilt from their fields without calling their code. Anything else is refused i
 
 from __future__ import annotations
 
-import decimal
 import io
 import pickle
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _array_values, _python_values  # noqa: F401 - their builders join BUILDERS as they load
@@ -37,15 +37,21 @@ def unpickle_data(data: bytes) -> Any:
         return _DataUnpickler(io.BytesIO(data)).load()
     except UnsafeValueError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, OverflowError, decimal.InvalidOperation, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a builder refusing its parts (pandas' own errors), too deep, too large
         raise UnsafeValueError(f"the isolated child's answer does not hold together: {type(exc).__name__}: {exc}") from exc
 
 
 class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
-    """Python's own unpickler with every opcode that names or calls something held to the builders, and the
-    ones that build an object or set its state (`NEWOBJ`, `BUILD`, `INST`, `OBJ`, extensions) refused."""
+    """Python's own unpickler with every opcode that names or calls something held to the builders, the ones that
+    build an object or set its state (`NEWOBJ`, `BUILD`, `INST`, `OBJ`, extensions) refused, and no value nested
+    deeper than `_DEEPEST`."""
 
     dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self._depths: dict[int, tuple[object, int]] = {}
+        """Each container built so far, by `id`, with how deeply it nests (held, so that its `id` stays its own)."""
 
     def find_class(self, module: str, name: str) -> Any:
         found = BUILDERS.get(name)
@@ -56,12 +62,89 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     def load_reduce(self) -> None:
         if self.stack[-2] not in BUILDERS.values() or not isinstance(self.stack[-1], tuple):
             raise UnsafeValueError(f"the isolated child's answer calls {self.stack[-2]!r:.100}, which is not one of the kernel's builders of data")
+        arguments = self.stack[-1]
         super().load_reduce()
+        self._deeper(self.stack[-1], (arguments,))
 
     def load_refused(self) -> None:
         raise UnsafeValueError("the isolated child's answer builds an object or sets its state directly; the kernel builds data only")
 
+    def _deeper(self, container: object, items: Iterable[object]) -> None:
+        depth = 1 + max((self._depths.get(id(item), (None, 0))[1] for item in items), default=0)
+        if depth > self._depths.get(id(container), (None, 0))[1]:
+            self._depths[id(container)] = (container, depth)
+        if depth > _DEEPEST:
+            # Python recurses into a nested value in C with no bound (a tuple's hash): a tuple nested a million deep,
+            # one byte a level, crashed the kernel as soon as it was a dict's key.
+            raise UnsafeValueError(f"the isolated child's answer nests values over {_DEEPEST} deep")
+
+    def _made(self) -> None:
+        """After an opcode that made a container of the items above the mark (or of the last one to three)."""
+        made = self.stack[-1]
+        self._deeper(made, [*made.keys(), *made.values()] if isinstance(made, dict) else made)
+
+    def load_tuple(self) -> None:
+        super().load_tuple()
+        self._made()
+
+    def load_tuple1(self) -> None:
+        super().load_tuple1()
+        self._made()
+
+    def load_tuple2(self) -> None:
+        super().load_tuple2()
+        self._made()
+
+    def load_tuple3(self) -> None:
+        super().load_tuple3()
+        self._made()
+
+    def load_list(self) -> None:
+        super().load_list()
+        self._made()
+
+    def load_dict(self) -> None:
+        super().load_dict()
+        self._made()
+
+    def load_frozenset(self) -> None:
+        super().load_frozenset()
+        self._made()
+
+    def load_append(self) -> None:
+        items = self.stack[-1:]
+        super().load_append()
+        self._deeper(self.stack[-1], items)
+
+    def load_setitem(self) -> None:
+        items = self.stack[-2:]
+        super().load_setitem()
+        self._deeper(self.stack[-1], items)
+
+    def load_appends(self) -> None:
+        items = list(self.stack)  # above the mark: what the opcode takes
+        super().load_appends()
+        self._deeper(self.stack[-1], items)
+
+    def load_setitems(self) -> None:
+        items = list(self.stack)
+        super().load_setitems()
+        self._deeper(self.stack[-1], items)
+
+    def load_additems(self) -> None:
+        items = list(self.stack)
+        super().load_additems()
+        self._deeper(self.stack[-1], items)
+
     for _opcode in (pickle.NEWOBJ, pickle.NEWOBJ_EX, pickle.BUILD, pickle.INST, pickle.OBJ, pickle.EXT1, pickle.EXT2, pickle.EXT4,
                     pickle.PERSID, pickle.BINPERSID):
         dispatch[_opcode[0]] = load_refused
-    dispatch[pickle.REDUCE[0]] = load_reduce
+    for _opcode, _load in ((pickle.REDUCE, load_reduce), (pickle.TUPLE, load_tuple), (pickle.TUPLE1, load_tuple1),
+                           (pickle.TUPLE2, load_tuple2), (pickle.TUPLE3, load_tuple3), (pickle.LIST, load_list), (pickle.DICT, load_dict),
+                           (pickle.FROZENSET, load_frozenset), (pickle.APPEND, load_append), (pickle.SETITEM, load_setitem),
+                           (pickle.APPENDS, load_appends), (pickle.SETITEMS, load_setitems), (pickle.ADDITEMS, load_additems)):
+        dispatch[_opcode[0]] = _load
+
+
+_DEEPEST = 1000
+"""How deeply an answer's values may nest (lists in lists, tuples in tuples): data nests a few levels."""
