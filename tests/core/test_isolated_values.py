@@ -25,6 +25,7 @@ import zoneinfo
 import numpy as np
 import pandas as pd
 import pydantic
+import pydantic_ai.messages  # noqa: F401 - an installed package's dataclasses, loaded
 import pytest
 
 from nighthawk.oversight.isolation import _builders, _python_values, _values
@@ -82,10 +83,38 @@ def test_an_answer_builds_no_object_and_sets_no_state_itself(opcode: bytes) -> N
         unpickle_data(payload)
 
 
-def test_a_builder_handed_as_a_value_cannot_be_called_by_a_value() -> None:
-    # A builder is only ever called by the answer itself, with arguments it checks: a list holding one is data.
+def test_a_builder_is_never_handed_on_as_a_value() -> None:
+    # As a value, a builder could be set as an object's method and called later, by the kernel's own code.
     listed = pickle.PROTO + b"\x05" + pickle.EMPTY_LIST + global_(_python_values.__name__, "range_") + pickle.APPEND + pickle.STOP
-    assert unpickle_data(listed)[0] is _python_values.range_
+    with pytest.raises(UnsafeValueError, match="hands on one of the kernel's builders as a value"):
+        unpickle_data(listed)
+    with pytest.raises(UnsafeValueError, match="is one of the kernel's builders, not a value"):
+        unpickle_data(pickle.PROTO + b"\x05" + global_(_python_values.__name__, "range_") + pickle.STOP)
+
+
+class Built:
+    """A value a builder makes, then filled by an opcode that calls its own `append`, `__setitem__` or `extend`."""
+
+    def __init__(self, name: str, *arguments: object, items: list[object] | None = None, pairs: list[tuple[object, object]] | None = None) -> None:
+        self.name, self.arguments, self.items, self.pairs = name, arguments, items, pairs
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (BUILDERS[self.name], self.arguments, None, self.items and iter(self.items), self.pairs and iter(self.pairs))
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        # numpy's `__setitem__` with a namespace whose `__array_interface__` points anywhere: a read of the kernel's memory
+        Built("array_", "|u1", (8,), False, bytes(8), pairs=[(Built("slice_", None, None, None), Built("namespace_", {"x": 1}))]),
+        Built("range_index_", 0, 10, 1, None, items=[Built("range_index_", 0, 10**7, 1, None)]),  # `append` materialises both
+        Built("deque_", [], None, items=[1]),  # a chain of deques filled after nesting crashed the kernel as it was freed
+    ],
+    ids=["array-setitem", "range-index-append", "deque-append"],
+)
+def test_only_a_plain_list_dict_or_set_is_filled(payload: Built) -> None:
+    with pytest.raises(UnsafeValueError, match="fills a"):
+        unpickle_data(pickle.dumps(payload, protocol=4))
 
 
 # --- each builder checks what it is given -------------------------------------------------------------------------
@@ -115,6 +144,15 @@ REFUSED = {
     "frame index longer than its columns": builder("frame_", [np.arange(3)], pd.RangeIndex(10**9), pd.Index(["a"])),
     "series index longer than its values": builder("series_", np.arange(3), pd.RangeIndex(10**9), None),
     "range of text": builder("range_", "1", 2, 1),
+    "namespace with a numpy protocol": builder("namespace_", {"__array_interface__": {"data": (8, False), "shape": (8,), "typestr": "|u1"}}),
+    "namespace with an IPython display method": builder("namespace_", {"_repr_html_": 1}),
+    "intervals with range sides": builder("intervals_", pd.RangeIndex(10**7), pd.RangeIndex(1, 10**7 + 1), "left"),
+    "multi-index level far longer than its codes": builder("multi_index_", [pd.RangeIndex(5 * 10**7)], [np.zeros(1, dtype="int8")], [None]),
+    "categories far more than the codes": builder("categorical_", np.zeros(1, dtype="int8"), pd.RangeIndex(10**7), False),
+    "pydantic model with an invalid field": builder("instance_", __name__, "Reading", {"sensor": "t", "value": "not a number"}),
+    "installed package's dataclass": builder("instance_", "pydantic_ai.messages", "TextPart", {"content": "x"}),
+    "flag value beyond its flags": builder("enum_", "re", "RegexFlag", 1 << 40),
+    "enum value it does not have": builder("enum_", __name__, "Color", 99),
 }
 
 

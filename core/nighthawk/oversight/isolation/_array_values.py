@@ -86,11 +86,21 @@ def _ndarray(value: object, kinds: str) -> Any:
     return value
 
 
+def _no_longer_than(index: Any, data: int) -> Any:
+    """A range index where the data it labels is not: no longer than that data, or a million (a range of a billion
+    is a few bytes, and materialised by many an operation)."""
+    if isinstance(index, _pandas().RangeIndex):
+        check(len(index) <= max(data, 1_000_000), "a range far longer than the data it goes with")
+    return index
+
+
 @builder
 def categorical_(codes: Any, categories: Any, ordered: bool) -> Any:
     pandas = _pandas()
+    codes = _ndarray(codes, "iu")
     check(isinstance(categories, pandas.Index) and isinstance(ordered, bool), "a categorical of the wrong parts")
-    return pandas.Categorical.from_codes(_ndarray(codes, "iu"), dtype=pandas.CategoricalDtype(categories, ordered=ordered))
+    categories = _no_longer_than(categories, len(codes))
+    return pandas.Categorical.from_codes(codes, dtype=pandas.CategoricalDtype(categories, ordered=ordered))
 
 
 @builder
@@ -131,6 +141,7 @@ def periods_(ordinals: Any, frequency: str) -> Any:
 def intervals_(left: Any, right: Any, closed: str) -> Any:
     pandas = _pandas()
     check(closed in ("left", "right", "both", "neither") and all(isinstance(side, pandas.Index) for side in (left, right)), "intervals of the wrong parts")
+    check(not any(isinstance(side, pandas.RangeIndex) for side in (left, right)), "intervals with a range for a side")
     return pandas.arrays.IntervalArray.from_arrays(left, right, closed=closed)
 
 
@@ -159,7 +170,9 @@ def multi_index_(levels: list[Any], codes: list[Any], names: list[object]) -> An
     pandas = _pandas()
     check(isinstance(levels, list) and isinstance(codes, list) and isinstance(names, list) and len(levels) == len(codes) == len(names)
            and all(isinstance(level, pandas.Index) for level in levels), "a multi-level index of the wrong parts")
-    return pandas.MultiIndex(levels=levels, codes=[_ndarray(code, "iu") for code in codes], names=names, verify_integrity=True)
+    codes = [_ndarray(code, "iu") for code in codes]
+    levels = [_no_longer_than(level, len(code)) for level, code in zip(levels, codes, strict=True)]
+    return pandas.MultiIndex(levels=levels, codes=codes, names=names, verify_integrity=True)
 
 
 def _an_index(value: object) -> Any:

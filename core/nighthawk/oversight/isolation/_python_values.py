@@ -142,10 +142,18 @@ def address_(kind: str, text: str) -> object:
     return _ADDRESSES[kind](short_text(text, 128))
 
 
+def _fields(fields: object) -> dict[str, object]:
+    """Attributes to set on an object the kernel makes: plain names, never one that numpy, pandas or IPython look
+    up on the object itself (`__array_interface__` would hand numpy a pointer of the child's choosing,
+    `_repr_html_` would be called to show it)."""
+    check(isinstance(fields, dict) and all(isinstance(name, str) and name.isidentifier() for name in fields), "fields that are not plain names")
+    check(not any(name.startswith(("__", "_repr_", "_ipython_", "_array", "_mime")) for name in fields), "a field named as a protocol")
+    return fields  # type: ignore[return-value]
+
+
 @builder
 def namespace_(fields: dict[str, object]) -> types.SimpleNamespace:
-    check(isinstance(fields, dict) and all(isinstance(name, str) for name in fields), "a namespace of the wrong parts")
-    return types.SimpleNamespace(**fields)
+    return types.SimpleNamespace(**_fields(fields))
 
 
 _FACTORIES: dict[str | None, Any] = {None: None, "list": list, "dict": dict, "set": set, "int": int, "float": float, "str": str, "tuple": tuple}
@@ -196,9 +204,17 @@ def _class(module: str, qualname: str) -> type:
 
 @builder
 def enum_(module: str, qualname: str, value: object) -> enum.Enum:
+    """A member, looked up by its value: one the enum has (no `_missing_` runs), or flags it defines combined."""
     cls = _class(module, qualname)
     check(issubclass(cls, enum.Enum), f"{module}.{qualname} as an enum, which it is not")
-    return cls(value)  # a member looked up by its value
+    try:
+        member = cls._value2member_map_.get(value)
+    except TypeError:  # an unhashable value
+        member = None
+    if member is None and issubclass(cls, enum.Flag) and isinstance(value, int) and not value & ~cls._flag_mask_:
+        member = cls(value)  # a combination of its own flags, made as it would be in the kernel
+    check(member is not None, f"no {qualname} of the value sent")
+    return member  # type: ignore[return-value]
 
 
 @builder
@@ -211,19 +227,18 @@ def named_tuple_(module: str, qualname: str, values: tuple[object, ...]) -> tupl
 
 @builder
 def instance_(module: str, qualname: str, fields: dict[str, object]) -> object:
-    """A dataclass, a pydantic model or a plain class of the user's own code, made without calling its code and
-    given its fields (a pydantic model through `model_construct`, which validates nothing: the step validates)."""
+    """An object of a class of the user's own code (a dataclass, a pydantic model, a plain class). A pydantic model
+    is validated from its fields (`model_validate`: its validators are the user's code, as in the kernel); any
+    other is made without calling its code and given its fields, which a dataclass must have."""
     cls = _class(module, qualname)
-    check(isinstance(fields, dict) and all(isinstance(name, str) and name.isidentifier() and not name.startswith("__") for name in fields),
-           "fields that are not plain names")
+    check(user_class(cls), f"{module}.{qualname}, a class of an installed package or of the standard library")
+    fields = _fields(fields)
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and issubclass(cls, pydantic.BaseModel):
-        return cls.model_construct(**fields)
+        return cls.model_validate(fields)
     check(cls.__new__ is object.__new__, f"{module}.{qualname}, a class with a `__new__` of its own")
     if dataclasses.is_dataclass(cls):
         check(set(fields) <= {field.name for field in dataclasses.fields(cls)}, f"a {qualname} with fields it does not have")
-    else:
-        check(user_class(cls), f"{module}.{qualname}, a class of an installed package or of the standard library")
     made = object.__new__(cls)
     for name, value in fields.items():
         object.__setattr__(made, name, value)

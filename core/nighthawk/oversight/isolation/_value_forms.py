@@ -222,13 +222,15 @@ def _array(values: Any) -> Any:
 
 
 def _declared(value: object) -> Form | None:
-    """Dataclasses, pydantic models and the plain classes of the user's own code: their fields."""
+    """The user's own code's dataclasses, pydantic models and plain classes: their fields."""
     cls = type(value)
+    if not user_class(cls):
+        return None
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(value, pydantic.BaseModel):
         return "instance_", (*_class(value), dict(value.__dict__))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return "instance_", (*_class(value), {field.name: getattr(value, field.name) for field in dataclasses.fields(value)})
-    if user_class(cls) and hasattr(value, "__dict__") and cls.__new__ is object.__new__:
+    if hasattr(value, "__dict__") and cls.__new__ is object.__new__:
         return "instance_", (*_class(value), dict(vars(value)))
     return None

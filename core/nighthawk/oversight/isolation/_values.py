@@ -34,11 +34,14 @@ __all__ = ["UnsafeValueError", "unpickle_data"]
 def unpickle_data(data: bytes) -> Any:
     """Unpickle what the isolated child sent: plain values, and the builders' calls only."""
     try:
-        return _DataUnpickler(io.BytesIO(data)).load()
+        value = _DataUnpickler(io.BytesIO(data)).load()
     except UnsafeValueError:
         raise
     except Exception as exc:  # noqa: BLE001 - a builder refusing its parts (pandas' own errors), too deep, too large
         raise UnsafeValueError(f"the isolated child's answer does not hold together: {type(exc).__name__}: {exc}") from exc
+    if type(value) is _Call:
+        raise UnsafeValueError("the isolated child's answer is one of the kernel's builders, not a value")
+    return value
 
 
 class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
@@ -56,20 +59,24 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     def find_class(self, module: str, name: str) -> Any:
         found = BUILDERS.get(name)
         if found is not None and found.__module__ == module:
-            return found
+            return _Call(found)  # not the builder itself: a builder is called by the answer, never handed on as a value
         raise UnsafeValueError(f"the isolated child's answer names {module}.{name}, which is not one of the kernel's builders of data")
 
     def load_reduce(self) -> None:
-        if self.stack[-2] not in BUILDERS.values() or not isinstance(self.stack[-1], tuple):
-            raise UnsafeValueError(f"the isolated child's answer calls {self.stack[-2]!r:.100}, which is not one of the kernel's builders of data")
-        arguments = self.stack[-1]
-        super().load_reduce()
+        arguments = self.stack.pop()
+        called = self.stack[-1]
+        if type(called) is not _Call or type(arguments) is not tuple:
+            raise UnsafeValueError("the isolated child's answer calls something that is not one of the kernel's builders of data")
+        self.stack[-1] = called.builder(*arguments)
         self._deeper(self.stack[-1], (arguments,))
 
     def load_refused(self) -> None:
         raise UnsafeValueError("the isolated child's answer builds an object or sets its state directly; the kernel builds data only")
 
     def _deeper(self, container: object, items: Iterable[object]) -> None:
+        items = list(items)
+        if any(type(item) is _Call for item in items):
+            raise UnsafeValueError("the isolated child's answer hands on one of the kernel's builders as a value")
         depth = 1 + max((self._depths.get(id(item), (None, 0))[1] for item in items), default=0)
         if depth > self._depths.get(id(container), (None, 0))[1]:
             self._depths[id(container)] = (container, depth)
@@ -111,27 +118,38 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
         super().load_frozenset()
         self._made()
 
+    def _filling(self, target: object, kind: type) -> None:
+        """These opcodes call the target's own `append`, `extend`, `__setitem__` or `add`: only a plain list, dict or
+        set the answer made is filled (a numpy array's `__setitem__`, a pandas index's `append` would act)."""
+        if type(target) is not kind:
+            raise UnsafeValueError(f"the isolated child's answer fills a {type(target).__name__} as a {kind.__name__}")
+
     def load_append(self) -> None:
+        self._filling(self.stack[-2], list)
         items = self.stack[-1:]
         super().load_append()
         self._deeper(self.stack[-1], items)
 
     def load_setitem(self) -> None:
+        self._filling(self.stack[-3], dict)
         items = self.stack[-2:]
         super().load_setitem()
         self._deeper(self.stack[-1], items)
 
     def load_appends(self) -> None:
+        self._filling(self.metastack[-1][-1], list)  # the stack below the mark holds the target
         items = list(self.stack)  # above the mark: what the opcode takes
         super().load_appends()
         self._deeper(self.stack[-1], items)
 
     def load_setitems(self) -> None:
+        self._filling(self.metastack[-1][-1], dict)
         items = list(self.stack)
         super().load_setitems()
         self._deeper(self.stack[-1], items)
 
     def load_additems(self) -> None:
+        self._filling(self.metastack[-1][-1], set)
         items = list(self.stack)
         super().load_additems()
         self._deeper(self.stack[-1], items)
@@ -144,6 +162,15 @@ class _DataUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
                            (pickle.FROZENSET, load_frozenset), (pickle.APPEND, load_append), (pickle.SETITEM, load_setitem),
                            (pickle.APPENDS, load_appends), (pickle.SETITEMS, load_setitems), (pickle.ADDITEMS, load_additems)):
         dispatch[_opcode[0]] = _load
+
+
+class _Call:
+    """A builder as an answer names it: callable by `REDUCE` alone, and inert anywhere else."""
+
+    __slots__ = ("builder",)
+
+    def __init__(self, builder: Callable[..., Any]) -> None:
+        self.builder = builder
 
 
 _DEEPEST = 1000
