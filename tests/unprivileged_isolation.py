@@ -12,6 +12,7 @@ Usage: `python tests/unprivileged_isolation.py WRITABLE VICTIM` (both already ow
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import json
 import mmap
@@ -100,6 +101,7 @@ def scenarios(writable: Path, victim: Path) -> dict[str, Callable[[], object]]:
         ),
         "shared_memory": lambda: _shared_memory(victim.parent / "features.dat"),
         "budget_kills_the_tree": lambda: _budget_kills_the_tree(writable),
+        "unlistable_folder_left": lambda: _unlistable_folder_left(),
         "a_map_in_waves": lambda: _reported(lambda: loud_map("unprivileged", 8)),
     }
 
@@ -139,6 +141,21 @@ def _budget_kills_the_tree(writable: Path) -> dict[str, object]:
         writable=[writable],
     )
     return {"step": outcome, "sleeper_started": started.exists()}
+
+
+def _unlistable_folder_left() -> bool:
+    """A folder the model's code made with no read permission (`mkdir(path, 0o333)`: the filter refuses `chmod`,
+    not a mode at creation), holding a file: neither `rmtree` nor `rm -rf` can list it as an ordinary user."""
+    shape = (
+        "(os := __import__('os'), d := os.path.join(__import__('tempfile').gettempdir(), 'unlistable'), os.mkdir(d, 0o333), "
+        "open(os.path.join(d, 'f'), 'w').close(), __import__('tempfile').gettempdir())[-1]"
+    )
+    outcome = step([call("nh_assign", target_path="result", expression=shape)], [finish("return", return_expression="result")])
+    folder = ast.literal_eval(outcome["result"]) if "result" in outcome else ""
+    deadline = time.monotonic() + 30
+    while folder and os.path.exists(folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not folder or os.path.exists(folder)
 
 
 def become_nobody() -> None:

@@ -53,10 +53,20 @@ def test_a_file_within_the_bound_is_written_whole(tmp_path: Path) -> None:
     assert target.stat().st_size == MIB
 
 
-@pytest.mark.parametrize("bound", [0, -1, 1.5, "2"])
+@pytest.mark.parametrize("bound", [0, -1, 1.5, "2", True, 2**41])
 def test_file_mb_must_be_a_positive_integer(bound: object) -> None:
     with pytest.raises(ValueError, match="`file_mb` must be a positive integer"):
         nh.oversight.isolated(file_mb=bound)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("bound", "written"), [(1024, False), (None, True)], ids=["default", "none"])
+def test_the_bound_is_how_far_into_a_file_and_none_sets_none(tmp_path: Path, bound: int | None, written: bool) -> None:
+    # A byte written at 1.5 GiB (the file stays sparse): past the default bound, within no bound.
+    target = tmp_path / "sparse.bin"
+    expression = f"(f := open({str(target)!r}, 'wb'), f.seek(3 * 2**29), f.write(b'x'), f.close())"
+    read = run_isolated("nh_eval", expression, writable=[tmp_path], file_mb=bound)
+    assert ("File too large" not in read) is written
+    assert (target.stat().st_size == 3 * 2**29 + 1) is written
 
 
 def test_the_default_bound_is_a_gibibyte() -> None:

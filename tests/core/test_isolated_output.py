@@ -92,8 +92,16 @@ def test_escape_sequences_the_child_prints_reach_a_terminal_written_out(monkeypa
     monkeypatch.setattr(sys, "stdout", terminal)
     run_isolated(ESCAPES)
     shown = terminal.getvalue()
-    assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
-    assert shown == "<U+001B>[2J<U+001B>]52;c;ZXZpbA==<U+0007><U+001B>[8mhidden<U+001B>[0m<U+000D><U+001B>[2K[nighthawk] step committed\n"
+    assert "\x07" not in shown
+    assert shown == "<U+001B>[2J<U+001B>]52;c;ZXZpbA==<U+0007><U+001B>[8mhidden\x1b[0m\r<U+001B>[2K[nighthawk] step committed\n"
+
+
+def test_colours_and_carriage_returns_reach_a_terminal_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A coloured log line and a progress bar redrawn on its line: what a terminal user expects to see.
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    run_isolated(r"print('\x1b[1;31mred\x1b[0m 50%\r100%')")
+    assert terminal.getvalue() == "\x1b[1;31mred\x1b[0m 50%\r100%\n"
 
 
 def test_a_notebooks_output_gets_what_the_child_printed_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:

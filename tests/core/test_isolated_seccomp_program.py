@@ -97,9 +97,14 @@ def test_a_call_newer_than_the_filter_is_refused_as_unknown(number: int) -> None
     assert answer(number, 0, 0, 0) == ENOSYS
 
 
-@pytest.mark.parametrize("number", [467, 253, 294], ids=["open_tree_attr", "inotify_init", "inotify_init1"])
-def test_open_tree_attr_and_inotify_are_refused(number: int) -> None:
-    assert answer(number, 0, 0, 0) == EPERM
+def test_open_tree_attr_is_refused() -> None:
+    assert answer(467, 0, 0, 0) == EPERM
+
+
+@pytest.mark.parametrize("number", [253, 294], ids=["inotify_init", "inotify_init1"])
+def test_inotify_is_answered_as_absent(number: int) -> None:
+    # A user has 128 instances in all; a library that watches files falls back to polling on ENOSYS.
+    assert answer(number, 0, 0, 0) == ENOSYS
 
 
 def test_a_socket_is_refused_unless_the_network_is_allowed() -> None:

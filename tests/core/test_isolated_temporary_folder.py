@@ -54,3 +54,4 @@ def test_the_folders_of_a_waves_workers_nested_that_deep_are_removed() -> None:
     while folders() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert folders() - before == set()
+

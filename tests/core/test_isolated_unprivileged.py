@@ -107,6 +107,11 @@ def test_an_ordinary_users_map_shares_forks_of_the_kernel_and_answers_every_item
     assert 1 <= mapped["kernel_forks"] < 8
 
 
+def test_an_ordinary_users_temporary_folder_is_removed_with_a_folder_it_cannot_list(found: dict[str, Any]) -> None:
+    # The model's code made a folder of mode 0o333 with a file in it: neither `rmtree` nor `rm -rf` lists it.
+    assert found["unlistable_folder_left"] is False
+
+
 def test_an_ordinary_users_steps_leave_no_folder_and_no_process(found: dict[str, Any]) -> None:
     assert found["folders_left"] == []
     assert found["processes_left"] == 0

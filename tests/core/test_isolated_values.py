@@ -286,6 +286,50 @@ def test_pandas_values_come_back_equal() -> None:
     assert unpickle_data(dumps_value(pd.NA)) is pd.NA
 
 
+class Result(typing.NamedTuple):
+    statistic: float
+    pvalue: float
+
+
+class Aliased(pydantic.BaseModel):
+    name: str = pydantic.Field(alias="Name")
+
+
+def test_what_a_user_returns_keeps_its_dtype_zone_and_unit() -> None:
+    import dateutil.tz
+
+    frame = pd.DataFrame({
+        "labels": pd.Series(["a", "b"], dtype=object),  # pandas would read text back as `str`
+        "text": pd.Series(pd.array(["a", None], dtype="string[python]")),  # NA, not NaN
+        "paris": pd.to_datetime(["2026-01-01", "2026-01-02"]).tz_localize(dateutil.tz.gettz("Europe/Paris")),
+    }, index=[7, 7])  # a repeated label: the columns are labelled, not aligned
+    back = unpickle_data(dumps_value(frame))
+    assert [str(dtype) for dtype in back.dtypes][:2] == ["object", "string"]
+    assert (back["paris"].dt.unit, str(back["paris"].dt.tz)) == (frame["paris"].dt.unit, "Europe/Paris")
+    assert back["paris"].tolist() == frame["paris"].tolist()
+    assert back["text"][7].iloc[1] is pd.NA and back.index.tolist() == [7, 7]
+    early = pd.Timestamp("1500-01-01")  # microseconds: out of nanoseconds' range
+    assert unpickle_data(dumps_value(early)) == early and unpickle_data(dumps_value(early)).unit == early.unit
+    utc = pd.Timestamp("2026-01-01 10:00", tz=dateutil.tz.tzutc())
+    assert unpickle_data(dumps_value(utc)) == utc
+
+
+def test_a_value_with_more_than_its_form_carries_comes_back_as_its_plain_part() -> None:
+    with_state = type("Stateful", (Result,), {})(1.5, 0.2)  # a subclass with a `__dict__`, as scipy's results have
+    with_state.df = 3
+    assert unpickle_data(dumps_value(with_state)) == (1.5, 0.2)
+    counts = collections.defaultdict(lambda: 0, a=1)
+    assert unpickle_data(dumps_value(counts)) == {"a": 1} and type(unpickle_data(dumps_value(counts))) is dict
+    assert unpickle_data(dumps_value(Aliased(Name="x"))) == Aliased(Name="x")
+
+
+def test_a_time_zone_with_no_name_is_refused_in_the_child_by_name() -> None:
+    import dateutil.tz
+
+    with pytest.raises(pickle.PicklingError, match="has no name the kernel can find it by"):
+        dumps_value(datetime.datetime(2026, 1, 1, tzinfo=dateutil.tz.tzlocal()))
+
+
 # --- end to end ------------------------------------------------------------------------------------------------
 
 
@@ -315,3 +359,22 @@ def test_an_installed_packages_object_is_refused_in_the_child_by_name() -> None:
 
     read = run_isolated("nh_assign", "__import__('httpx').Client()")
     assert "cannot be sent from the isolated child" in read and "httpx.Client is not data the kernel rebuilds" in read
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only")
+def test_a_binding_the_kernel_would_refuse_is_put_back_in_the_child_too() -> None:
+    import nighthawk as nh
+    from isolated_steps import look
+    from scripting import call, finish, scripted_executor
+
+    # Refused in the child as the kernel would refuse it: `result` stays what it was there as well.
+    forbidden = "__import__('types').SimpleNamespace(__array_interface__=1)"
+    executor, script = scripted_executor(
+        [call("nh_assign", target_path="result", expression=forbidden)], [call("nh_eval", expression="result")],
+        [finish("return", return_expression="None")],
+    )
+    with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
+        look()
+    told = " ".join(str(part.content) for request in script.seen[1:] for part in request[-1].parts)
+    assert "a field named as a protocol" in told
+    assert '"value": null' in " ".join(script.last_tool_results())

@@ -165,8 +165,8 @@ class Isolation:
     """Processes the child may have at once (itself included); the kernel bounds no lower than 300."""
     open_files: int = 1024
     """Descriptors the child may hold open."""
-    file_mb: int = 1024
-    """The largest file the child (and every program it starts) may write, in MiB."""
+    file_mb: int | None = 1024
+    """How far into a file the child (and every program it starts) may write, in MiB (`None`: no bound)."""
 
 
 ToolCallDecision: TypeAlias = Union[Accept, Reject]  # noqa: UP007 - a runtime union users annotate with

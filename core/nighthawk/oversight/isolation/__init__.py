@@ -7,7 +7,9 @@ number of processes and offers itself first to the out-of-memory killer (`_tree.
 with the kernel its own (`_shared_memory.py`), closes what it inherited, limits its resources, drops its
 capabilities (`_capabilities.py`) and walls itself with Landlock (`_landlock.py`) and a seccomp filter (`_seccomp.py`),
 then evaluates every `nh_eval`, `nh_assign` and return expression of the step (`_child.py`). Requests and
-answers cross a socket pair (`_channel.py`), values crossing as calls of the kernel's own builders of data (`_values.py`, `_value_forms.py`), what the model's code prints travels with them (`_output.py`); the tools and the outcome find the step's child in
+answers cross a socket pair (`_channel.py`), values crossing as calls of the kernel's own builders of data (`_values.py` reads them, `_builders.py`,
+`_python_values.py` and `_array_values.py` make them, `_value_forms.py` writes them), the temporary folder removed
+by `_folders.py`, what the model's code prints travels with them (`_output.py`); the tools and the outcome find the step's child in
 `_sessions.py`.
 """
 
@@ -28,7 +30,7 @@ def isolated(
     memory_mb: int = 4096,
     cpu_seconds: int = 600,
     processes: int = 300,
-    file_mb: int = 1024,
+    file_mb: int | None = 1024,
 ) -> Oversight:
     """Run the model's code of each step in a forked child walled by the kernel (Linux only).
 
@@ -36,7 +38,8 @@ def isolated(
     beneath `writable` and a private temporary folder, opens no network socket unless `network`, cannot
     signal, trace or reach other processes, and has at most `memory_mb` MiB more address space, `cpu_seconds`
     of CPU time and `processes` processes at once (the kernel bounds no lower than 300), and writes no file past
-    `file_mb` MiB (in `writable` too: a write beyond fails with `OSError: File too large`). What the model's code
+    its first `file_mb` MiB (in `writable` too, an existing larger file included: a write beyond fails with
+    `OSError: File too large`; `None` sets no bound). What the model's code
     changes in place stays in the child: write
     bindings and the return value come back (pickled, validated in the kernel). Where the walls cannot be
     raised the step fails with `IsolationUnavailableError`: nothing falls back to running unwalled.
@@ -47,7 +50,9 @@ def isolated(
             raise ValueError(f"`writable` folder {folder!r} does not exist; create it before isolating a step")
     bounds = {"memory_mb": memory_mb, "cpu_seconds": cpu_seconds, "processes": processes, "file_mb": file_mb}
     for name, value in bounds.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer, got {value!r}")
-    walls = Isolation(writable=folders, network=bool(network), **bounds)
+        if name == "file_mb" and value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 2**40:
+            raise ValueError(f"`{name}` must be a positive integer (up to 2**40), got {value!r}")
+    walls = Isolation(writable=folders, network=bool(network), **bounds)  # type: ignore[arg-type]
     return Oversight(name="isolated", isolation=walls)

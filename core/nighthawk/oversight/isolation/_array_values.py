@@ -12,7 +12,7 @@ from typing import Any
 from ._builders import builder, check, integers, short_text
 from ._python_values import time_zone
 
-__all__: list[str] = []
+__all__ = ["EXTENSION_DTYPE"]
 
 
 # --- numpy -------------------------------------------------------------------------------------------------------
@@ -122,12 +122,12 @@ def masked_(kind: str, values: Any, mask: Any) -> Any:
     return getattr(_pandas().arrays, name)(values, mask)
 
 
-_EXTENSION_DTYPE = re.compile(r"(string|str|string\[python\]|string\[pyarrow\]|[a-z0-9_]+(\[[a-z0-9_, :]+\])?\[pyarrow\])")
+EXTENSION_DTYPE = re.compile(r"(string|str|string\[python\]|string\[pyarrow\]|[a-z0-9_]+(\[[a-z0-9_, :]+\])?\[pyarrow\])")
 
 
 @builder
 def extension_(dtype: str, items: list[object]) -> Any:
-    check(_EXTENSION_DTYPE.fullmatch(short_text(dtype)) is not None and isinstance(items, list), f"an array of the dtype {dtype!r}")
+    check(EXTENSION_DTYPE.fullmatch(short_text(dtype)) is not None and isinstance(items, list), f"an array of the dtype {dtype!r}")
     return _pandas().array(items, dtype=dtype)
 
 
@@ -156,7 +156,15 @@ def _column(value: object) -> Any:
 
 @builder
 def index_(values: Any, name: object) -> Any:
-    return _pandas().Index(_column(values), name=name, tupleize_cols=False, copy=False)
+    values = _column(values)
+    return _pandas().Index(values, name=name, tupleize_cols=False, copy=False, **_its_dtype(values))
+
+
+def _its_dtype(values: Any) -> dict[str, Any]:
+    """The dtype a numpy column had, kept: pandas would infer another from objects (text as `str`, datetimes)."""
+    import numpy
+
+    return {"dtype": values.dtype} if isinstance(values, numpy.ndarray) else {}
 
 
 @builder
@@ -184,7 +192,7 @@ def _an_index(value: object) -> Any:
 def series_(values: Any, index: Any, name: object) -> Any:
     values, index = _column(values), _an_index(index)
     check(len(values) == len(index), "a series whose index does not fit its values")
-    return _pandas().Series(values, index=index, name=name, copy=False)
+    return _pandas().Series(values, index=index, name=name, copy=False, **_its_dtype(values))
 
 
 @builder
@@ -192,7 +200,11 @@ def frame_(columns: list[Any], index: Any, labels: Any) -> Any:
     index, labels = _an_index(index), _an_index(labels)
     check(isinstance(columns, list) and len(columns) == len(labels) and all(len(_column(column)) == len(index) for column in columns),
            "a frame whose columns do not fit its index")
-    made = _pandas().DataFrame(dict(enumerate(columns)), index=index, copy=False) if columns else _pandas().DataFrame(index=index)
+    pandas = _pandas()
+    # Each column a series of its own dtype, on a fresh range index: labelled by `index` after, not aligned to it
+    # (an index with repeated labels cannot be aligned to).
+    made = pandas.DataFrame({at: pandas.Series(column, copy=False, **_its_dtype(column)) for at, column in enumerate(columns)}, copy=False)
+    made.index = index
     made.columns = labels
     return made
 

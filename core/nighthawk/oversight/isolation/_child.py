@@ -38,6 +38,7 @@ from ._shared_memory import make_shared_memory_private
 from ._sessions import StepCode, forget_all
 from ._tree import enter_tree
 from ._value_forms import dumps_value
+from ._values import unpickle_data
 
 __all__ = ["run_child"]
 
@@ -101,7 +102,8 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildO
     # memory behind a `/tmp` on tmpfs, which the address-space limit does not count. A write beyond fails with
     # EFBIG, as SIGXFSZ is ignored (Python ignores it already; a kernel's own code may not have left it so).
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (isolation.file_mb * 2**20, isolation.file_mb * 2**20))
+    if isolation.file_mb is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (isolation.file_mb * 2**20, isolation.file_mb * 2**20))
     drop_capabilities()  # a root kernel's worker is root too: what Landlock and seccomp do not cover goes with them
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
@@ -175,11 +177,16 @@ def _writes(step: StepContext, before: Mapping[str, object]) -> dict[str, bytes]
 
 def _pickled(what: str, value: object) -> bytes:
     try:
-        return dumps_value(value)
+        data = dumps_value(value)
+        # Read back here as the kernel will: what it would refuse is refused now, so that the binding is put back
+        # in the child too (the two stay agreed) and the model hears why at once.
+        unpickle_data(data)
     except Exception as exc:
         raise ToolBoundaryError(
             "execution",
             f"{what} holds {type(value).__name__} {value!r:.80}, which cannot be sent from the isolated child "
             f"to the kernel ({type(exc).__name__}: {exc})",
-            "Bind a plain value (numbers, text, containers, arrays, DataFrames); not a function, generator or open file.",
+            "Bind a plain value (numbers, text, containers, arrays, DataFrames, your own classes); not another package's "
+            "object, a function, a generator or an open file.",
         ) from exc
+    return data

@@ -101,24 +101,23 @@ def restrict_writes(writable: tuple[str, ...], *, private: str, network: bool, a
         os.close(ruleset)
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
-
-
-_OPENAT2, _RESOLVE_NO_SYMLINKS, _AT_FDCWD = 437, 0x04, -100
-
-
 def _opened_as_resolved(folder: str) -> int:
-    """`folder` opened (`O_PATH`) with no symbolic link anywhere on its path (`openat2`, Linux 5.6)."""
-    how = _OpenHow(flags=os.O_PATH | os.O_CLOEXEC, resolve=_RESOLVE_NO_SYMLINKS)
-    fd = _libc.syscall(_OPENAT2, _AT_FDCWD, os.fsencode(folder), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
-    if fd < 0:
-        errno = ctypes.get_errno()
-        if errno == errno_codes.ELOOP:  # a link on the way
-            raise OSError(errno, f"the writable folder {folder} now passes through a symbolic link, which isolated() did not resolve "
-                                 "it through; name the folder again with isolated(writable=...)")
-        raise OSError(errno, f"opening the writable folder {folder} failed: {os.strerror(errno)}")
-    return int(fd)
+    """`folder` opened (`O_PATH`), checked to be the folder its resolved path names: the path the kernel followed
+    to it (`/proc/self/fd`) is that path, so no symbolic link now on the way led elsewhere. (`openat2` would say
+    so too, but a container's own seccomp profile may refuse it.)"""
+    fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+    try:
+        reached = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        reached = None
+    if reached != folder:
+        os.close(fd)
+        raise OSError(
+            errno_codes.ELOOP,
+            f"the writable folder {folder} now passes through a symbolic link, which isolated() did not resolve it through "
+            "(it leads to " + (reached or "an unknown place") + "); name the folder again with isolated(writable=...)",
+        )
+    return fd
 
 
 def _allow(ruleset: int, fd: int, path: str, rights: int) -> None:

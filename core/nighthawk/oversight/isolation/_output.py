@@ -19,6 +19,7 @@ line printed just before the end is in them.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from typing import TextIO
@@ -134,20 +135,34 @@ def _printed(fd: int) -> str:
     return text
 
 
-_TERMINAL_CONTROLS = {code: f"<U+{code:04X}>" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(code) not in "\n\t"}
-"""The control characters a terminal acts on (escape sequences clear the screen, set the clipboard, hide text,
-redraw a line), written out where the child's output reaches a terminal."""
+_TERMINAL_CONTROLS = {code: f"<U+{code:04X}>" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(code) not in "\n\t\r"}
+"""The control characters a terminal acts on (escape sequences clear the screen, set the clipboard, move the
+cursor), written out where the child's output reaches a terminal; a carriage return (a progress bar's) stays."""
+_COLOURS = re.compile(r"\x1b\[([0-9;]*)m")
+"""A colour or style sequence (SGR), kept as it is unless it hides text (8)."""
+
+
+def _for_terminal(text: str) -> str:
+    kept = []
+    for at, part in enumerate(_COLOURS.split(text)):
+        if at % 2:  # the parameters of a colour sequence
+            hides = "8" in part.split(";")
+            kept.append(f"<U+001B>[{part}m" if hides else f"\x1b[{part}m")
+        else:
+            kept.append(part.translate(_TERMINAL_CONTROLS))
+    return "".join(kept)
 
 
 def relay(out: str, err: str) -> None:
     """In the kernel, on the user's thread: write what the child printed where its own code's output goes.
     The child is untrusted: it may send more than it should, which is cut, and, to a terminal, control
-    characters, which are shown written out (a notebook's output shows them as text already)."""
+    characters, which are shown written out but for colours and carriage returns (a notebook's output shows
+    them as text already)."""
     for text, stream in ((out, sys.stdout), (err, sys.stderr)):
         if len(text) > _SENT_LIMIT:
             text = text[:_SENT_LIMIT] + "\n[the isolated child sent more, not shown]\n"
         if text and _is_terminal(stream):
-            text = text.replace("\r\n", "\n").translate(_TERMINAL_CONTROLS)
+            text = _for_terminal(text)
         if text:
             _write(stream, text)
 

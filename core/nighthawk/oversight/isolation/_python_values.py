@@ -20,7 +20,7 @@ from typing import Any
 
 from ._builders import UnsafeValueError, builder, check, integers, short_text
 
-__all__ = ["time_zone", "user_class"]
+__all__ = ["FACTORIES", "PLAIN", "time_zone", "user_class"]
 
 
 # --- Python's own kinds ---------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def _fields(fields: object) -> dict[str, object]:
     up on the object itself (`__array_interface__` would hand numpy a pointer of the child's choosing,
     `_repr_html_` would be called to show it)."""
     check(isinstance(fields, dict) and all(isinstance(name, str) and name.isidentifier() for name in fields), "fields that are not plain names")
-    check(not any(name.startswith(("__", "_repr_", "_ipython_", "_array", "_mime")) for name in fields), "a field named as a protocol")
+    check(not any(name.startswith(("__", "_repr_", "_ipython_")) for name in fields), "a field named as a protocol")
     return fields  # type: ignore[return-value]
 
 
@@ -156,7 +156,7 @@ def namespace_(fields: dict[str, object]) -> types.SimpleNamespace:
     return types.SimpleNamespace(**_fields(fields))
 
 
-_FACTORIES: dict[str | None, Any] = {None: None, "list": list, "dict": dict, "set": set, "int": int, "float": float, "str": str, "tuple": tuple}
+FACTORIES: dict[str | None, Any] = {None: None, "list": list, "dict": dict, "set": set, "int": int, "float": float, "str": str, "tuple": tuple}
 
 
 @builder
@@ -166,8 +166,8 @@ def ordered_dict_(pairs: list[tuple[object, object]]) -> collections.OrderedDict
 
 @builder
 def default_dict_(factory: str | None, pairs: list[tuple[object, object]]) -> collections.defaultdict[object, object]:
-    check(factory in _FACTORIES, "a defaultdict whose factory is not a plain type")
-    return collections.defaultdict(_FACTORIES[factory], _pairs(pairs))
+    check(factory in FACTORIES, "a defaultdict whose factory is not a plain type")
+    return collections.defaultdict(FACTORIES[factory], _pairs(pairs))
 
 
 @builder
@@ -195,7 +195,7 @@ def _class(module: str, qualname: str) -> type:
     found: object = sys.modules[module]
     for part in qualname.split("."):  # through the namespaces themselves: no `__getattr__` of a module is asked
         found = vars(found).get(part) if isinstance(found, (type, types.ModuleType)) else None
-    check(isinstance(found, type), f"no class {module}.{qualname}")
+    check(isinstance(found, type), f"no class {module}.{qualname} in the kernel (one the model's code defined in the step is not there: bind a dict)")
     cls: type = found  # type: ignore[assignment]
     check(cls.__module__ == module and cls.__qualname__ == qualname, f"{module}.{qualname}, a name for a class defined elsewhere")
     check(module.partition(".")[0] not in ("nighthawk", "nighthawk_ipython"), f"{module}.{qualname}, one of Nighthawk's own classes")
@@ -235,7 +235,10 @@ def instance_(module: str, qualname: str, fields: dict[str, object]) -> object:
     fields = _fields(fields)
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and issubclass(cls, pydantic.BaseModel):
-        return cls.model_validate(fields)
+        try:
+            return cls.model_validate(fields, by_name=True)  # fields by their names, aliased ones too (pydantic 2.11)
+        except TypeError:
+            return cls.model_validate(fields)
     check(cls.__new__ is object.__new__, f"{module}.{qualname}, a class with a `__new__` of its own")
     if dataclasses.is_dataclass(cls):
         check(set(fields) <= {field.name for field in dataclasses.fields(cls)}, f"a {qualname} with fields it does not have")

@@ -52,10 +52,11 @@ _DENIED = {
     "pidfd_send_signal": 424, "pidfd_getfd": 438, "open_by_handle_at": 304, "keyctl": 250, "add_key": 248,
     "request_key": 249, "reboot": 169, "swapon": 167, "swapoff": 168, "iopl": 172, "ioperm": 173,
     "setrlimit": 160, "fanotify_init": 300, "settimeofday": 164, "clock_settime": 227, "open_tree_attr": 467,
-    "inotify_init": 253, "inotify_init1": 294,
 }
-"""Calls that reach other processes, the namespaces, mounts, the kernel itself or the clock; and the inotify
-instances, of which a user has 128 in all: the child could take every one of the kernel's user's."""
+"""Calls that reach other processes, the namespaces, mounts, the kernel itself or the clock."""
+_ABSENT = {"inotify_init": 253, "inotify_init1": 294}
+"""Calls answered as if the kernel had none (`ENOSYS`: a library watching files falls back to polling): a user has
+128 inotify instances in all, and the child could take every one of the kernel's user's."""
 _METADATA = {
     "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93, "lchown": 94,
     "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280, "setxattr": 188,
@@ -105,6 +106,8 @@ def _program(network: bool) -> list[tuple[int, int, int, int]]:
     ]
     for number in (*_DENIED.values(), *_METADATA.values(), *_IPC.values(), *(() if network else _NETWORK.values())):
         code += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, refuse)]
+    for number in _ABSENT.values():
+        code += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, _ERRNO | errno.ENOSYS)]
     # Each block below ends in a return, so the accumulator holds the call's number wherever one is skipped.
     code += [
         (_JEQ_K, 0, 5, _CLONE),

@@ -1,5 +1,5 @@
 """In an isolated child: the form a value takes to cross to the kernel, as a call of one of the kernel's builders
-of data (`_values.py`) with plain arguments. A value of no form here is refused in the child, by name, and the
+of data (`_python_values.py`, `_array_values.py`) with plain arguments. A value of no form here is refused in the child, by name, and the
 model is told to bind plain data."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any
 
 from . import _values  # noqa: F401 - every builder registered
 from ._builders import BUILDERS
-from ._python_values import user_class
+from ._array_values import EXTENSION_DTYPE
+from ._python_values import FACTORIES, PLAIN, user_class
 
 __all__ = ["dumps_value", "form"]
 
@@ -59,17 +60,15 @@ def _class(value: object) -> tuple[str, str]:
     return type(value).__module__, type(value).__qualname__
 
 
-_PLAIN = (bool, int, float, str, bytes, bytearray, list, tuple, dict, set, frozenset)
-
-
 def _python(value: object) -> Form | None:
     if isinstance(value, enum.Enum):
         return "enum_", (*_class(value), value.value)
     if isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple):
+        if getattr(value, "__dict__", None):  # state beyond its fields (scipy's results): that would be lost, so a plain tuple
+            return "plain_", (tuple(value),)
         return "named_tuple_", (*_class(value), tuple(value))
-    numpy = sys.modules.get("numpy")
-    if isinstance(value, _PLAIN) and not (numpy is not None and isinstance(value, numpy.generic)) and not _collection(value):
-        base = next(kind for kind in _PLAIN if isinstance(value, kind))  # a subclass crosses as its plain kind
+    if isinstance(value, PLAIN) and not _collection(value):
+        base = next(kind for kind in PLAIN if isinstance(value, kind))  # a subclass crosses as its plain kind
         return "plain_", (base(value),)
     match value:
         case complex():
@@ -82,12 +81,12 @@ def _python(value: object) -> Form | None:
             return "ellipsis_", ()
         case datetime.datetime():
             zone = _zone_key(value.tzinfo)
-            return "datetime_", ((value.replace(tzinfo=None) if zone else value).isoformat(), zone)
+            return "datetime_", (value.replace(tzinfo=None).isoformat(), zone)
         case datetime.date():
             return "date_", (value.isoformat(),)
         case datetime.time():
             zone = _zone_key(value.tzinfo)
-            return "time_", ((value.replace(tzinfo=None) if zone else value).isoformat(), zone)
+            return "time_", (value.replace(tzinfo=None).isoformat(), zone)
         case datetime.timedelta():
             return "timedelta_", (value.days, value.seconds, value.microseconds)
         case datetime.timezone():
@@ -107,9 +106,9 @@ def _python(value: object) -> Form | None:
         case collections.OrderedDict():
             return "ordered_dict_", (list(value.items()),)
         case collections.defaultdict():
-            factory = value.default_factory
-            named = None if factory is None else getattr(factory, "__name__", "?") if factory in (list, dict, set, int, float, str, tuple) else "?"
-            return ("default_dict_", (named, list(value.items()))) if named != "?" else None
+            names = {factory: name for name, factory in FACTORIES.items()}
+            # a factory of its own (a lambda) cannot cross: the mapping does, as a plain dict
+            return ("default_dict_", (names[value.default_factory], list(value.items()))) if value.default_factory in names else ("plain_", (dict(value),))
         case collections.Counter():
             return "counter_", (list(value.items()),)
         case types.SimpleNamespace():
@@ -124,18 +123,29 @@ def _collection(value: object) -> bool:
     return isinstance(value, (collections.OrderedDict, collections.defaultdict, collections.Counter))
 
 
-def _is_numpy(value: object) -> bool:
-    numpy = sys.modules.get("numpy")
-    return numpy is not None and isinstance(value, numpy.generic)
-
-
 def _zone_key(zone: datetime.tzinfo | None) -> str | None:
-    """An aware value's zone as the kernel's `_zone` reads it; `None` when naive or a fixed offset (which the
-    ISO text carries)."""
-    if zone is None or isinstance(zone, datetime.timezone):
+    """An aware value's zone as the kernel's `time_zone` reads it: an IANA key (zoneinfo's, pytz's, dateutil's
+    file under a `zoneinfo` folder), `UTC`, or a fixed offset as `UTC±hh:mm`; `None` when naive.
+
+    Raises:
+        pickle.PicklingError: A zone with no such name (`dateutil.tz.tzlocal()`, a zone of its own).
+    """
+    if zone is None:
         return None
     key = getattr(zone, "key", None) or getattr(zone, "zone", None)  # zoneinfo's, pytz's
-    return key if isinstance(key, str) else None
+    if isinstance(key, str):
+        return key
+    path = getattr(zone, "_filename", None)  # dateutil's tzfile
+    if isinstance(path, str) and "zoneinfo/" in path:
+        return path.rsplit("zoneinfo/", 1)[1]
+    offset = zone.utcoffset(None)
+    if offset is not None and type(zone).__name__ in ("timezone", "tzutc", "tzoffset", "UTC", "FixedOffset", "StaticTzInfo"):
+        if not offset:
+            return "UTC"
+        sign, offset = ("-", -offset) if offset < datetime.timedelta(0) else ("+", offset)
+        hours, rest = divmod(int(offset.total_seconds()), 3600)
+        return f"UTC{sign}{hours:02d}:{rest // 60:02d}"
+    raise pickle.PicklingError(f"the time zone {zone!r} has no name the kernel can find it by (use a zoneinfo zone)")
 
 
 def _numpy(value: object) -> Form | None:
@@ -179,7 +189,7 @@ def _pandas(value: object) -> Form | None:
         case pandas.Categorical():
             return "categorical_", (value.codes, value.categories, value.ordered)
         case pandas.arrays.DatetimeArray():
-            zone = None if value.tz is None else str(value.tz)
+            zone = _zone_key(value.tz)
             naive = value.tz_convert("UTC").tz_localize(None) if zone else value
             return "datetimes_", (naive.to_numpy(), zone)
         case pandas.arrays.IntegerArray() | pandas.arrays.FloatingArray() | pandas.arrays.BooleanArray():
@@ -189,15 +199,18 @@ def _pandas(value: object) -> Form | None:
             return "periods_", (value.asi8, value.freqstr)
         case pandas.arrays.IntervalArray():
             return "intervals_", (pandas.Index(value.left), pandas.Index(value.right), value.closed)
-        case pandas.api.extensions.ExtensionArray() if isinstance(value.dtype, (pandas.StringDtype, pandas.ArrowDtype)):
+        case pandas.api.extensions.ExtensionArray() if isinstance(value.dtype, (pandas.StringDtype, pandas.ArrowDtype)) and (
+            EXTENSION_DTYPE.fullmatch(str(value.dtype))
+        ):
             return "extension_", (str(value.dtype), value.to_numpy(dtype=object, na_value=None).tolist())
         case pandas.api.extensions.ExtensionArray():
             return "object_array_", ((len(value),), value.to_numpy(dtype=object).tolist())
         case pandas.Timestamp():
-            zone = None if value.tz is None else str(value.tz)
-            return "timestamp_", ((value.tz_convert("UTC").tz_localize(None) if zone else value).value, "ns", zone)
+            zone = _zone_key(value.tz)
+            naive = value.tz_convert("UTC").tz_localize(None) if zone else value
+            return "timestamp_", (int(naive.asm8.view("i8")), naive.unit, zone)
         case pandas.Timedelta():
-            return "time_span_", (value.value, "ns")
+            return "time_span_", (int(value.asm8.view("i8")), value.unit)
         case pandas.Period():
             return "period_", (value.ordinal, value.freqstr)
         case pandas.Interval():
@@ -216,7 +229,7 @@ def _array(values: Any) -> Any:
     itself (formed in turn)."""
     pandas = sys.modules["pandas"]
     arrays = pandas.arrays
-    if isinstance(values, (arrays.NumpyExtensionArray, arrays.TimedeltaArray)) or (isinstance(values, arrays.DatetimeArray) and values.tz is None):
+    if type(values) in (arrays.NumpyExtensionArray, arrays.TimedeltaArray) or (type(values) is arrays.DatetimeArray and values.tz is None):
         return values.to_numpy()
     return values
 
@@ -228,7 +241,7 @@ def _declared(value: object) -> Form | None:
         return None
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(value, pydantic.BaseModel):
-        return "instance_", (*_class(value), dict(value.__dict__))
+        return "instance_", (*_class(value), {**value.__dict__, **(value.__pydantic_extra__ or {})})
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return "instance_", (*_class(value), {field.name: getattr(value, field.name) for field in dataclasses.fields(value)})
     if hasattr(value, "__dict__") and cls.__new__ is object.__new__:

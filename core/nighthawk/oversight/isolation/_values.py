@@ -5,17 +5,12 @@ which can write any bytes to the channel, so the kernel cannot let an answer cal
 of an unpickler held to "data classes" found a road to a shell command each time, through numpy's and pandas'
 own reconstructors, which call what they are handed. So the child sends every value that is not one of
 Python's plain kinds (numbers, text, bytes, lists, tuples, dicts, sets, which pickle writes without naming
-anything) as a call of one of the builders below, with plain arguments only: numbers, text, bytes, and
-values already built the same way. The kernel's unpickler names nothing else, and never calls a method of
-what it built. Each builder checks its arguments and makes its value with the public, validating constructors
-(`numpy.frombuffer`, `pandas.Categorical.from_codes`, `pandas.MultiIndex(verify_integrity=True)`), so that no
-size, shape, code or time zone of the child's choosing makes the kernel allocate, read, crash or run code.
-
-What comes back: Python's numbers, text, containers, dates and times, decimals, fractions, UUIDs, paths and
-addresses; numpy arrays (of objects too), scalars and masked arrays; pandas frames, series, indexes (ranges,
-multi-level ones), categorical, time-zone, nullable, string, period and interval arrays, and time values;
-enum members and named tuples; dataclasses, pydantic models and the plain classes of the user's own code,
-rebuilt from their fields without calling their code. Anything else is refused in the child, by name (`_value_forms.py`).
+anything) as a call of one of the kernel's builders of data (`_python_values.py`, `_array_values.py`,
+registered in `_builders.py`), with plain arguments only: numbers, text, bytes, and values already built the
+same way (`_value_forms.py` gives each value its builder, in the child). The unpickler here names nothing
+else, fills only the lists, dicts and sets it made, and builds no object and sets no state itself. Each
+builder checks its arguments and makes its value with the public, validating constructors, so that no size,
+shape, code or time zone of the child's choosing makes the kernel allocate, read, crash or run code.
 """
 
 from __future__ import annotations
