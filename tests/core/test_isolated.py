@@ -461,15 +461,15 @@ def test_a_big_dataframe_is_readable_in_the_child() -> None:
 
 
 def test_the_kernel_refuses_a_pickle_that_calls_a_function() -> None:
-    # The model's code may control what the child sends: a value whose pickle would call `os.system` is not
-    # data the kernel rebuilds; the child refuses it, and a forged answer would be refused in the kernel
-    # (`test_isolated_values.py`).
+    # The model's code may control what the child sends: a value whose pickle would call `os.system` crosses as
+    # its class and fields, never as its `__reduce__`, and a class the step made is not in the kernel: refused in
+    # the child (a forged answer is refused in the kernel: `test_isolated_values.py`).
     expression = "type('Evil', (), {'__reduce__': lambda self: (__import__('os').system, ('true',))})()"
     executor, script = scripted_executor(model_code("nh_assign", expression), [finish("return", return_expression="None")])
     with nh.run(executor), nh.scope(oversight=nh.oversight.isolated()):
         look()
     told = " ".join(script.last_tool_results())
-    assert "cannot be sent from the isolated child" in told and "isolated_steps.Evil is not data the kernel rebuilds" in told
+    assert "cannot be sent from the isolated child" in told and "no class isolated_steps.Evil in the kernel" in told
 
 
 def test_a_forged_answer_cannot_make_the_kernel_load_a_library(monkeypatch: pytest.MonkeyPatch) -> None:
