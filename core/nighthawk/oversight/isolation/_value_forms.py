@@ -1,6 +1,6 @@
 """In an isolated child: the form a value takes to cross to the kernel, as a call of one of the kernel's builders
-of data (`_python_values.py`, `_array_values.py`) with plain arguments. A value of no form here is refused in the child, by name, and the
-model is told to bind plain data."""
+of data (`_python_values.py`, `_array_values.py`) with plain arguments. A value of no form here is refused in the
+child, by name, and the model is told to bind plain data."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import uuid
 from typing import Any
 
 from . import _values  # noqa: F401 - every builder registered
-from ._builders import BUILDERS
 from ._array_values import EXTENSION_DTYPE
+from ._builders import BUILDERS
 from ._python_values import FACTORIES, PLAIN, user_class
 
 __all__ = ["dumps_value", "form"]
@@ -64,7 +64,7 @@ def _python(value: object) -> Form | None:
     if isinstance(value, enum.Enum):
         return "enum_", (*_class(value), value.value)
     if isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple):
-        if getattr(value, "__dict__", None):  # state beyond its fields (scipy's results): that would be lost, so a plain tuple
+        if getattr(value, "__dict__", None):  # state beyond its fields (scipy's results) would be lost: a plain tuple
             return "plain_", (tuple(value),)
         return "named_tuple_", (*_class(value), tuple(value))
     if isinstance(value, PLAIN) and not _collection(value):
@@ -101,14 +101,16 @@ def _python(value: object) -> Form | None:
             return "uuid_", (value.int,)
         case pathlib.PurePath():
             return "path_", (type(value).__name__, str(value))
-        case ipaddress.IPv4Address() | ipaddress.IPv6Address() | ipaddress.IPv4Network() | ipaddress.IPv6Network() | ipaddress.IPv4Interface() | ipaddress.IPv6Interface():
+        case (ipaddress.IPv4Address() | ipaddress.IPv6Address() | ipaddress.IPv4Network() | ipaddress.IPv6Network()
+              | ipaddress.IPv4Interface() | ipaddress.IPv6Interface()):
             return "address_", (type(value).__name__, str(value))
         case collections.OrderedDict():
             return "ordered_dict_", (list(value.items()),)
         case collections.defaultdict():
             names = {factory: name for name, factory in FACTORIES.items()}
-            # a factory of its own (a lambda) cannot cross: the mapping does, as a plain dict
-            return ("default_dict_", (names[value.default_factory], list(value.items()))) if value.default_factory in names else ("plain_", (dict(value),))
+            if value.default_factory not in names:
+                return "plain_", (dict(value),)  # a factory of its own (a lambda) cannot cross: the mapping does
+            return "default_dict_", (names[value.default_factory], list(value.items()))
         case collections.Counter():
             return "counter_", (list(value.items()),)
         case types.SimpleNamespace():
