@@ -1,6 +1,6 @@
 """The cost of an isolated step over a guarded one, with the kernel holding 100 MB and then 2 GB of data.
 
-Run with `PYTHONPATH=core:tests python bench/bench_isolated.py [--sizes-mb 100 2048] [--rounds 15] [--map N]`. Each
+Run with `PYTHONPATH=core:tests python bench/bench_isolated.py [--sizes-mb 100 2048] [--rounds 15] [--map N [--latency-s 0.2 ...]]`. Each
 step makes the three calls a typical one makes (an `nh_eval`, an `nh_assign` to a write binding, a return
 expression) against a scripted model; the guarded step runs under `combine(read_only(), no_network())`, the
 isolated one under `isolated()`. The two alternate in one run (A/B), so that the machine's load falls on
@@ -10,7 +10,8 @@ and the extra time per isolated step: the difference of the medians, and the med
 isolated step and the guarded step run just before it.
 
 With `--map N` (1000 in the issue), then a map of N items against the test suite's OpenAI-compatible server
-on loopback (200 ms a request, 32 at a time, as `bench_map_http.py`), once guarded and once with
+on loopback (200 ms a request, 32 at a time, as `bench_map_http.py`; `--latency-s` gives others, each its own
+pair of maps), once guarded and once with
 `isolated=True`: the elapsed time of each, the CPU time and page faults an item cost the kernel's process
 and its walled children (workers and waves, counted once reaped), and the isolated map's throughput as a
 share of the guarded one's. With `--unprivileged` (as root), the maps run as the user `nobody`, as an ordinary user's
@@ -53,7 +54,7 @@ def one_step(oversight: nh.oversight.Oversight, data: object) -> tuple[float, fl
         return time.perf_counter() - started, time.process_time() - cpu
 
 
-def map_throughput(count: int, *, unprivileged: bool = False) -> None:
+def map_throughput(count: int, latency_s: float, *, unprivileged: bool = False) -> None:
     from bench_map import label, load, texts  # bench/ is this script's path
     from bench_map_http import executor, provider
 
@@ -62,22 +63,22 @@ def map_throughput(count: int, *, unprivileged: bool = False) -> None:
     elapsed: dict[str, float] = {}
     cpu: dict[str, tuple[float, float, int, int]] = {}
     kinds: dict[str, dict[str, object]] = {"guarded": {"oversight": guarded}, "isolated": {"isolated": True}}
-    with provider(0.2, "text.upper()"), nh.run(executor()):
+    with provider(latency_s, "text.upper()"), nh.run(executor()):
         label("warm up")
         if unprivileged:
             from unprivileged_isolation import become_nobody  # tests/, on this script's path
 
             for name, options in kinds.items():  # what each map loads, loaded while root may read it
-                nh.map(label, texts(4, f"warm {name}"), progress=False, **options)  # type: ignore[arg-type]
+                nh.map(label, texts(4, f"warm {name} at {latency_s} s"), progress=False, **options)  # type: ignore[arg-type]
             become_nobody()
         for name, options in kinds.items():
             before = _cpu()
             started = time.perf_counter()
-            nh.map(label, texts(count, name), concurrency=32, progress=False, **options)  # type: ignore[arg-type]
+            nh.map(label, texts(count, f"{name} at {latency_s} s"), concurrency=32, progress=False, **options)  # type: ignore[arg-type]
             elapsed[name] = time.perf_counter() - started
             cpu[name] = tuple(after - earlier for after, earlier in zip(_cpu(), before, strict=True))  # type: ignore[assignment]
     who = "as nobody, " if unprivileged else ""
-    print(f"map of {count} items, 200 ms a request, 32 at a time ({who}{load()}):")
+    print(f"map of {count} items, {latency_s * 1e3:.0f} ms a request, 32 at a time ({who}{load()}):")
     for name, seconds in elapsed.items():
         own, children, own_faults, children_faults = cpu[name]
         print(f"  {name:9} {seconds:6.2f} s  ({count / seconds:5.1f} items/s)   CPU an item: kernel {own / count * 1e3:4.1f} ms, "
@@ -98,8 +99,11 @@ def main() -> None:
     parser.add_argument("--sizes-mb", type=int, nargs="*", default=[100, 2048])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--map", type=int, default=0, dest="map_items")
+    parser.add_argument("--latency-s", type=float, nargs="*", default=[0.2], help="the scripted server's time a request")
     parser.add_argument("--unprivileged", action="store_true", help="as root: run the maps as the user nobody")
     arguments = parser.parse_args()
+    if arguments.unprivileged and len(arguments.latency_s) > 1:
+        parser.error("--unprivileged takes one --latency-s: the process becomes nobody once")
     guarded = nh.oversight.combine(nh.oversight.read_only(), nh.oversight.no_network())
     isolated = nh.oversight.isolated()
     for size in arguments.sizes_mb:
@@ -126,7 +130,8 @@ def main() -> None:
               f"({os.getloadavg()[0]:.1f} load average)")
         del data
     if arguments.map_items:
-        map_throughput(arguments.map_items, unprivileged=arguments.unprivileged)
+        for latency_s in arguments.latency_s:
+            map_throughput(arguments.map_items, latency_s, unprivileged=arguments.unprivileged)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,7 @@ def scenarios(writable: Path, victim: Path) -> dict[str, Callable[[], object]]:
         "shared_memory": lambda: _shared_memory(victim.parent / "features.dat"),
         "budget_kills_the_tree": lambda: _budget_kills_the_tree(writable),
         "unlistable_folder_left": lambda: _unlistable_folder_left(),
+        "terminal_read": lambda: _terminal_read(),
         "a_map_in_waves": lambda: _reported(lambda: loud_map("unprivileged", 8)),
     }
 
@@ -168,6 +169,24 @@ def become_nobody() -> None:
     os.setresuid(NOBODY, NOBODY, NOBODY)
     # A change of user leaves a process undumpable (its /proc files stay root's); a user's own kernel is not.
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+
+def _terminal_read() -> dict[str, object]:
+    """A terminal of the user's own with a line typed into it: the model's code tries to read the line first."""
+    controlling, other = os.openpty()
+    os.write(controlling, b"hunter2\n")
+    try:
+        read = f"open({os.ttyname(other)!r}, 'rb', buffering=0).read(100)"
+        outcome = step([call("nh_assign", target_path="result", expression=read)], [finish("return", return_expression="result")])
+        os.set_blocking(other, False)
+        try:
+            left = os.read(other, 100).decode()
+        except BlockingIOError:
+            left = ""
+        return {"step": outcome, "left": left}
+    finally:
+        os.close(controlling)
+        os.close(other)
 
 
 def main() -> None:

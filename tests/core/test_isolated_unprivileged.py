@@ -112,6 +112,12 @@ def test_an_ordinary_users_temporary_folder_is_removed_with_a_folder_it_cannot_l
     assert found["unlistable_folder_left"] is False
 
 
+def test_an_ordinary_users_own_terminal_cannot_be_read(found: dict[str, Any]) -> None:
+    read = found["terminal_read"]
+    assert "hunter2" not in str(read["step"])
+    assert read["left"] == "hunter2\n"
+
+
 def test_an_ordinary_users_steps_leave_no_folder_and_no_process(found: dict[str, Any]) -> None:
     assert found["folders_left"] == []
     assert found["processes_left"] == 0

@@ -34,7 +34,8 @@ def isolated(
 ) -> Oversight:
     """Run the model's code of each step in a forked child walled by the kernel (Linux only).
 
-    The child sees every live value (copy-on-write) and may read every file; it may change files only
+    The child sees every live value (copy-on-write) and may read every file but devices (of `/dev`, only
+    `null`, `zero`, `full`, `random`, `urandom` and `shm`: no terminal, keyboard or disk); it may change files only
     beneath `writable` and a private temporary folder, opens no network socket unless `network`, cannot
     signal, trace or reach other processes, and has at most `memory_mb` MiB more address space, `cpu_seconds`
     of CPU time and `processes` processes at once (the kernel bounds no lower than 300), and writes no file past

@@ -31,7 +31,7 @@ from .._oversee import forget_in_child
 from ._capabilities import drop_capabilities
 from ._channel import ChannelClosed, read_message, send_message
 from ._descriptors import let_go_of_inherited
-from ._landlock import abi_version, restrict_writes
+from ._landlock import abi_version, restrict_files
 from ._output import ChildOutput
 from ._seccomp import install_filter
 from ._shared_memory import make_shared_memory_private
@@ -107,7 +107,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildO
     drop_capabilities()  # a root kernel's worker is root too: what Landlock and seccomp do not cover goes with them
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
-    restrict_writes(isolation.writable, private=temp_dir, network=isolation.network, abi=abi_version())
+    restrict_files(isolation.writable, private=temp_dir, network=isolation.network, abi=abi_version())
     os.setsid()  # off the kernel's terminal: a session of its own, with no controlling terminal
     install_filter(network=isolation.network)
     return output

@@ -1,5 +1,5 @@
-"""Landlock, the kernel's file-system walls for an unprivileged process: read everywhere, write only beneath
-the folders named.
+"""Landlock, the kernel's file-system walls for an unprivileged process: read every file but devices, write only
+beneath the folders named.
 
 Reached with `ctypes` through the three system calls (444 to 446 on every Linux architecture since 5.13),
 so no package is needed. The rules bind the calling thread and every process it starts afterwards; nothing
@@ -11,8 +11,9 @@ from __future__ import annotations
 import ctypes
 import errno as errno_codes
 import os
+import stat
 
-__all__ = ["MINIMUM_ABI", "abi_version", "restrict_writes"]
+__all__ = ["MINIMUM_ABI", "READABLE_DEVICES", "abi_version", "restrict_files"]
 
 MINIMUM_ABI = 3
 
@@ -21,7 +22,7 @@ _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 
 # Access rights to the file system (uapi/linux/landlock.h).
-_WRITE_FILE = 1 << 1  # reading (1 << 2, 1 << 3) and executing (1 << 0) are not walled
+_WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 1, 1 << 2, 1 << 3  # executing (1 << 0) is not walled
 _CHANGES = (
     1 << 4  # remove a directory
     | 1 << 5  # remove a file
@@ -37,6 +38,12 @@ _DEVICES = 1 << 6 | 1 << 11
 _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+READABLE_DEVICES = ("null", "zero", "full", "random", "urandom", "shm")
+"""What of `/dev` the child may read: the devices a program reads for bytes, and POSIX shared memory. Not a
+terminal (another of the user's, where a password is typed), an input device (the keyboard, as root), a raw
+disk or the kernel's log."""
+_DEVICES_FOLDER = "/dev"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -58,8 +65,8 @@ def abi_version() -> int:
 
 
 def _handled(abi: int) -> int:
-    """Every right that changes the file system, as far as this ABI knows them."""
-    rights = _WRITE_FILE | _CHANGES
+    """Reading, and every right that changes the file system, as far as this ABI knows them."""
+    rights = _READ_FILE | _READ_DIR | _WRITE_FILE | _CHANGES
     if abi >= 2:
         rights |= _REFER
     if abi >= 3:
@@ -69,9 +76,10 @@ def _handled(abi: int) -> int:
     return rights
 
 
-def restrict_writes(writable: tuple[str, ...], *, private: str, network: bool, abi: int) -> None:
-    """Bind this thread (and what it starts later) to writing only beneath `writable`, the `private`
-    temporary folder and `/dev/null`. The `writable` folders are the resolved paths `isolated()` was given:
+def restrict_files(writable: tuple[str, ...], *, private: str, network: bool, abi: int) -> None:
+    """Bind this thread (and what it starts later) to reading every file but the devices not in
+    `READABLE_DEVICES`, and writing only beneath `writable`, the `private` temporary folder and `/dev/null`.
+    Every folder can be listed. The `writable` folders are the resolved paths `isolated()` was given:
     one that now passes through a symbolic link is refused (an earlier step may have made one in a folder it
     could write, to aim this step's walls elsewhere).
 
@@ -95,10 +103,52 @@ def restrict_writes(writable: tuple[str, ...], *, private: str, network: bool, a
         for folder in writable:
             _allow(ruleset, _opened_as_resolved(folder), folder, handled & ~_DEVICES)
         _allow(ruleset, os.open(private, os.O_PATH | os.O_CLOEXEC), private, handled & ~_DEVICES)
-        _allow(ruleset, os.open(os.devnull, os.O_PATH | os.O_CLOEXEC), os.devnull, (_WRITE_FILE | _TRUNCATE) & handled)
+        _allow_reading(ruleset)
+        _allow(ruleset, os.open(os.devnull, os.O_PATH | os.O_CLOEXEC), os.devnull, (_READ_FILE | _WRITE_FILE | _TRUNCATE) & handled)
         _check("landlock_restrict_self", _libc.syscall(_RESTRICT_SELF, ruleset, 0))
     finally:
         os.close(ruleset)
+
+
+def _allow_reading(ruleset: int) -> None:
+    """Reading beneath every entry of `/` but `/dev` (listed now: a folder made since the kernel started is
+    there too), and of `/dev` only the `READABLE_DEVICES`. Landlock grants, never takes away, beneath a folder:
+    so `/` itself gets listing alone. A link that leads into `/dev` (to a terminal), or where cannot be told,
+    gets nothing."""
+    _allow(ruleset, os.open("/", os.O_PATH | os.O_CLOEXEC), "/", _READ_DIR)
+    with os.scandir("/") as entries:
+        top = [(entry.path, entry.is_symlink()) for entry in entries if entry.path != _DEVICES_FOLDER]
+    for path, link in top:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:  # a link that leads nowhere
+            continue
+        if link and _into_devices(_reached(fd)):
+            os.close(fd)
+            continue
+        _allow(ruleset, fd, path, _READ_FILE)
+    for name in READABLE_DEVICES:
+        path = f"{_DEVICES_FOLDER}/{name}"
+        try:
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # not on this machine
+            continue
+        if stat.S_ISLNK(os.fstat(fd).st_mode):  # `/dev/shm` to `/run/shm`: readable where it leads, if outside `/dev`
+            os.close(fd)
+            continue
+        _allow(ruleset, fd, path, _READ_FILE)
+
+
+def _into_devices(reached: str) -> bool:
+    return not reached.startswith("/") or os.path.commonpath([reached, _DEVICES_FOLDER]) == _DEVICES_FOLDER
+
+
+def _reached(fd: int) -> str:
+    """The path the kernel followed to `fd`."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
 
 
 def _opened_as_resolved(folder: str) -> int:
@@ -106,10 +156,7 @@ def _opened_as_resolved(folder: str) -> int:
     to it (`/proc/self/fd`) is that path, so no symbolic link now on the way led elsewhere. (`openat2` would say
     so too, but a container's own seccomp profile may refuse it.)"""
     fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
-    try:
-        reached = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        reached = None
+    reached = _reached(fd)
     if reached != folder:
         os.close(fd)
         raise OSError(

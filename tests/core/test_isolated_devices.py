@@ -1,0 +1,93 @@
+"""Under `isolated()` the model's code reads every file but devices: not another terminal of the user (where a
+password is typed), not a raw disk or the kernel's log. The devices a program reads for bytes stay readable,
+and every folder can still be listed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from isolated_steps import run_isolated
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="isolated steps are Linux only")
+
+
+@pytest.fixture
+def terminal() -> Iterator[tuple[int, str]]:
+    """A terminal with a line typed into it and not yet read: its controlling end, and the path of the other."""
+    controlling, other = os.openpty()
+    os.write(controlling, b"hunter2\n")
+    try:
+        yield other, os.ttyname(other)
+    finally:
+        os.close(controlling)
+        os.close(other)
+
+
+def _still_waiting(other: int) -> bytes:
+    os.set_blocking(other, False)
+    try:
+        return os.read(other, 100)
+    except BlockingIOError:
+        return b""
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "open({path!r}, 'rb', buffering=0).read(100)",
+        "__import__('os').read(__import__('os').open({path!r}, __import__('os').O_RDONLY | __import__('os').O_NONBLOCK), 100)",
+        "open('/proc/self/root' + {path!r}, 'rb', buffering=0).read(100)",
+        "__import__('subprocess').run(['head', '-c', '8', {path!r}], capture_output=True, timeout=5)",
+    ],
+    ids=["open", "os.open", "through /proc/self/root", "a program it starts"],
+)
+def test_another_terminal_of_the_user_cannot_be_read(terminal: tuple[int, str], spelling: str) -> None:
+    other, path = terminal
+    seen = run_isolated("nh_eval", spelling.format(path=path))
+    assert "hunter2" not in seen
+    assert "Permission denied" in seen or "PermissionError" in seen
+    assert _still_waiting(other) == b"hunter2\n"  # the line is still the terminal's to read
+
+
+def test_a_terminal_behind_a_link_in_a_readable_folder_cannot_be_read(terminal: tuple[int, str], tmp_path: Path) -> None:
+    other, path = terminal
+    (tmp_path / "notes.txt").symlink_to(path)
+    seen = run_isolated("nh_eval", f"open({str(tmp_path / 'notes.txt')!r}, 'rb', buffering=0).read(100)")
+    assert "PermissionError" in seen
+    assert _still_waiting(other) == b"hunter2\n"
+
+
+@pytest.mark.parametrize("device", ["/dev/kmsg", "/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/vcs"])
+def test_a_device_the_kernel_may_read_is_not_readable(device: str) -> None:
+    try:
+        os.close(os.open(device, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError:
+        pytest.skip(f"{device} cannot be read here even outside the walls")
+    seen = run_isolated("nh_eval", f"open({device!r}, 'rb', buffering=0).read(16)")
+    assert "PermissionError" in seen
+
+
+def test_the_devices_a_program_reads_for_bytes_stay_readable() -> None:
+    expression = "[len(open(f'/dev/{name}', 'rb').read(8)) for name in ('urandom', 'random', 'zero', 'full', 'null')]"
+    assert "[8,8,8,8,0]" in run_isolated("nh_eval", expression)
+
+
+def test_writing_to_dev_null_still_works() -> None:
+    assert "5" in run_isolated("nh_eval", "open('/dev/null', 'w').write('quiet')")
+
+
+def test_every_folder_can_still_be_listed() -> None:
+    expression = "('dev' in __import__('os').listdir('/'), 'null' in __import__('os').listdir('/dev'))"
+    assert "[true,true]" in run_isolated("nh_eval", expression)
+
+
+def test_files_outside_the_devices_stay_readable(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")
+    seen = run_isolated("nh_eval", f"(open({str(tmp_path / 'data.csv')!r}).read(), open({sys.executable!r}, 'rb').read(4))")
+    assert "a,b" in seen
+    assert "ELF" in seen
