@@ -153,6 +153,16 @@ REFUSED = {
     "installed package's dataclass": builder("instance_", "pydantic_ai.messages", "TextPart", {"content": "x"}),
     "flag value beyond its flags": builder("enum_", "re", "RegexFlag", 1 << 40),
     "enum value it does not have": builder("enum_", __name__, "Color", 99),
+    "times that do not follow their frequency": builder("index_", np.array(["2026-01-01", "2026-01-05"], dtype="M8[ns]"), None, "D"),
+    "frequency on an index of numbers": builder("index_", np.arange(3), None, "D"),
+    "attrs that are not a mapping": builder("series_", np.arange(2), pd.RangeIndex(2), None, [("a", 1)]),
+    "fold that is neither 0 nor 1": builder("datetime_", "2026-10-25T02:30", None, 7),
+}
+
+REFUSED_OFFSETS = {
+    "date offset with a keyword it does not take": ("date_offset_", 1, False, {"__class__": 1}),
+    "date offset with a count of text": ("date_offset_", 1, False, {"months": "1" * 10_000}),
+    "date offset beyond any calendar": ("date_offset_", 1, False, {"months": 10**400}),
 }
 
 
@@ -160,6 +170,12 @@ REFUSED = {
 def test_a_builder_refuses_arguments_that_do_not_make_its_data(payload: bytes) -> None:
     with pytest.raises(UnsafeValueError):
         unpickle_data(payload)
+
+
+@pytest.mark.parametrize("arguments", REFUSED_OFFSETS.values(), ids=REFUSED_OFFSETS.keys())
+def test_a_calendar_offset_is_made_of_the_keywords_pandas_takes_only(arguments: tuple[object, ...]) -> None:
+    with pytest.raises(UnsafeValueError):
+        unpickle_data(builder(*arguments))  # type: ignore[arg-type]
 
 
 def test_a_value_nested_deeper_than_data_nests_is_refused() -> None:
@@ -284,6 +300,49 @@ def test_pandas_values_come_back_equal() -> None:
              pd.Period("2026-01"), pd.Interval(0, 1), pd.offsets.MonthEnd(2), pd.offsets.BusinessDay(2), pd.NaT]
     assert [repr(value) for value in unpickle_data(dumps_value(times))] == [repr(value) for value in times]
     assert unpickle_data(dumps_value(pd.NA)) is pd.NA
+
+
+def test_a_time_index_keeps_its_frequency() -> None:
+    values = [
+        pd.date_range("2026-01-01", periods=5, freq="D"), pd.date_range("2026-03-29", periods=4, freq="h", tz="Europe/Paris"),
+        pd.timedelta_range("1D", periods=3, freq="6h"), pd.Series(range(3), index=pd.date_range("2026", periods=3, freq="MS")),
+        pd.DataFrame({"x": range(3)}, index=pd.date_range("2026", periods=3, freq="W-SUN")),
+    ]
+    back = unpickle_data(dumps_value(values))
+    assert [str(getattr(got, "index", got).freq) for got in back] == [str(getattr(sent, "index", sent).freq) for sent in values]
+    assert all(got.equals(sent) for got, sent in zip(back, values, strict=True))
+
+
+def test_a_frequency_with_more_than_its_name_crosses_as_times_without_it() -> None:
+    holidays = pd.offsets.CustomBusinessDay(holidays=["2026-01-02"])  # its name, "C", does not carry the holidays
+    index = pd.date_range("2026-01-01", periods=3, freq=holidays)
+    back = unpickle_data(dumps_value(index))
+    assert back.equals(index) and back.freq is None
+
+
+def test_a_frames_and_a_series_attrs_come_back() -> None:
+    frame = pd.DataFrame({"x": [1, 2]})
+    frame.attrs = {"source": "survey", "version": 2}
+    series = frame["x"].copy()
+    series.attrs = {"unit": "kg"}
+    back_frame, back_series = unpickle_data(dumps_value([frame, series]))
+    assert (back_frame.attrs, back_series.attrs) == ({"source": "survey", "version": 2}, {"unit": "kg"})
+
+
+def test_empty_numpy_text_a_folded_time_and_a_calendar_offset_come_back() -> None:
+    paris = zoneinfo.ZoneInfo("Europe/Paris")
+    values = [
+        np.str_(""), np.bytes_(b""), datetime.datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=paris), datetime.time(1, 30, fold=1),
+        pd.DateOffset(months=1), pd.DateOffset(days=2, hours=3, normalize=True), pd.DateOffset(3, weekday=4),
+    ]
+    back = unpickle_data(dumps_value(values))
+    assert [repr(got) for got in back] == [repr(sent) for sent in values]
+    assert back[2].utcoffset() == values[2].utcoffset()  # the second 02:30 of that night, in winter time
+
+
+def test_a_masked_arrays_fill_value_comes_back() -> None:
+    masked = np.ma.masked_array([1.0, 2.0], mask=[0, 1], fill_value=-1.0)
+    assert unpickle_data(dumps_value(masked)).fill_value == -1.0
 
 
 class Result(typing.NamedTuple):

@@ -63,11 +63,12 @@ def scalar_(description: object, data: bytes) -> Any:
 
 
 @builder
-def masked_array_(data: Any, mask: Any) -> Any:
+def masked_array_(data: Any, mask: Any, fill_value: object = None) -> Any:
     import numpy
 
     check(type(data) is numpy.ndarray and type(mask) is numpy.ndarray and mask.dtype == bool and mask.shape == data.shape, "a masked array of the wrong parts")
-    return numpy.ma.MaskedArray(data, mask=mask)
+    check(fill_value is None or isinstance(fill_value, (numpy.generic, int, float, complex, str, bytes, bool)), "a fill value that is not a scalar")
+    return numpy.ma.MaskedArray(data, mask=mask, fill_value=fill_value)  # numpy refuses one its dtype cannot hold
 
 
 # --- pandas ------------------------------------------------------------------------------------------------------
@@ -155,9 +156,14 @@ def _column(value: object) -> Any:
 
 
 @builder
-def index_(values: Any, name: object) -> Any:
+def index_(values: Any, name: object, frequency: str | None = None) -> Any:
     values = _column(values)
-    return _pandas().Index(values, name=name, tupleize_cols=False, copy=False, **_its_dtype(values))
+    pandas = _pandas()
+    if frequency is None:
+        return pandas.Index(values, name=name, tupleize_cols=False, copy=False, **_its_dtype(values))
+    check(values.dtype.kind in "mM", "a frequency on an index that is not of times")
+    times = pandas.DatetimeIndex if values.dtype.kind == "M" else pandas.TimedeltaIndex
+    return times(values, name=name, freq=short_text(frequency, 32))  # pandas refuses times that do not follow it
 
 
 def _its_dtype(values: Any) -> dict[str, Any]:
@@ -189,14 +195,21 @@ def _an_index(value: object) -> Any:
 
 
 @builder
-def series_(values: Any, index: Any, name: object) -> Any:
+def series_(values: Any, index: Any, name: object, attrs: dict[str, Any] | None = None) -> Any:
     values, index = _column(values), _an_index(index)
     check(len(values) == len(index), "a series whose index does not fit its values")
-    return _pandas().Series(values, index=index, name=name, copy=False, **_its_dtype(values))
+    return _with_attrs(_pandas().Series(values, index=index, name=name, copy=False, **_its_dtype(values)), attrs)
+
+
+def _with_attrs(made: Any, attrs: dict[str, Any] | None) -> Any:
+    if attrs is not None:
+        check(type(attrs) is dict, "attrs that are not a mapping")
+        made.attrs = attrs
+    return made
 
 
 @builder
-def frame_(columns: list[Any], index: Any, labels: Any) -> Any:
+def frame_(columns: list[Any], index: Any, labels: Any, attrs: dict[str, Any] | None = None) -> Any:
     index, labels = _an_index(index), _an_index(labels)
     check(isinstance(columns, list) and len(columns) == len(labels) and all(len(_column(column)) == len(index) for column in columns),
            "a frame whose columns do not fit its index")
@@ -206,7 +219,7 @@ def frame_(columns: list[Any], index: Any, labels: Any) -> Any:
     made = pandas.DataFrame({at: pandas.Series(column, copy=False, **_its_dtype(column)) for at, column in enumerate(columns)}, copy=False)
     made.index = index
     made.columns = labels
-    return made
+    return _with_attrs(made, attrs)
 
 
 _UNITS = ("s", "ms", "us", "ns")
@@ -244,6 +257,21 @@ def offset_(frequency: str) -> Any:
     from pandas.tseries.frequencies import to_offset
 
     return to_offset(short_text(frequency, 32))
+
+
+_OFFSET_KEYWORDS = frozenset({
+    "years", "months", "weeks", "days", "hours", "minutes", "seconds", "milliseconds", "microseconds", "nanoseconds",
+    "year", "month", "day", "weekday", "hour", "minute", "second", "microsecond", "nanosecond",
+})
+
+
+@builder
+def date_offset_(count: int, normalize: bool, keywords: dict[str, int]) -> Any:
+    """A calendar offset of its own (`DateOffset(months=1)`), which has no name to cross by."""
+    check(isinstance(keywords, dict) and isinstance(normalize, bool) and set(keywords) <= _OFFSET_KEYWORDS, "a date offset with a keyword it does not take")
+    integers(count, *keywords.values())
+    check(all(abs(number) < 2**63 for number in (count, *keywords.values())), "a date offset beyond any calendar")
+    return _pandas().DateOffset(count, normalize, **keywords)
 
 
 @builder

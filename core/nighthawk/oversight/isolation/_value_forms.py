@@ -81,12 +81,12 @@ def _python(value: object) -> Form | None:
             return "ellipsis_", ()
         case datetime.datetime():
             zone = _zone_key(value.tzinfo)
-            return "datetime_", (value.replace(tzinfo=None).isoformat(), zone)
+            return "datetime_", (value.replace(tzinfo=None).isoformat(), zone, *_fold(value))
         case datetime.date():
             return "date_", (value.isoformat(),)
         case datetime.time():
             zone = _zone_key(value.tzinfo)
-            return "time_", (value.replace(tzinfo=None).isoformat(), zone)
+            return "time_", (value.replace(tzinfo=None).isoformat(), zone, *_fold(value))
         case datetime.timedelta():
             return "timedelta_", (value.days, value.seconds, value.microseconds)
         case datetime.timezone():
@@ -118,6 +118,11 @@ def _python(value: object) -> Form | None:
         case collections.deque():
             return "deque_", (list(value), value.maxlen)
     return None
+
+
+def _fold(value: datetime.datetime | datetime.time) -> tuple[int, ...]:
+    """The second of two like wall times (a clock set back), which the text does not tell; nothing for the first."""
+    return (value.fold,) if value.fold else ()
 
 
 def _collection(value: object) -> bool:
@@ -155,7 +160,7 @@ def _numpy(value: object) -> Form | None:
     if numpy is None:
         return None
     if isinstance(value, numpy.ma.MaskedArray):
-        return "masked_array_", (numpy.asarray(value.data), numpy.ma.getmaskarray(value))
+        return "masked_array_", (numpy.asarray(value.data), numpy.ma.getmaskarray(value), value.fill_value)
     if isinstance(value, numpy.ndarray):
         value = numpy.asarray(value)  # a subclass (a matrix, a memory map) crosses as its data
         if value.dtype == object:
@@ -165,6 +170,9 @@ def _numpy(value: object) -> Form | None:
         fortran = value.flags.f_contiguous and not value.flags.c_contiguous
         return "array_", (_description(value.dtype), value.shape, fortran, value.tobytes(order="F" if fortran else "C"))
     if isinstance(value, numpy.generic) and not value.dtype.hasobject:
+        if value.dtype.itemsize == 0 and value.dtype.kind in "US":  # `np.str_("")`: a dtype of one character holds it
+            one = numpy.dtype(f"{value.dtype.kind}1")
+            return "scalar_", (one.str, bytes(one.itemsize))
         return "scalar_", (_description(value.dtype), value.tobytes())
     return None
 
@@ -179,13 +187,16 @@ def _pandas(value: object) -> Form | None:
         return None
     match value:
         case pandas.DataFrame():
-            return "frame_", ([_array(value.iloc[:, at].array) for at in range(value.shape[1])], value.index, value.columns)
+            columns = [_array(value.iloc[:, at].array) for at in range(value.shape[1])]
+            return "frame_", (columns, value.index, value.columns, *_attrs(value))
         case pandas.Series():
-            return "series_", (_array(value.array), value.index, value.name)
+            return "series_", (_array(value.array), value.index, value.name, *_attrs(value))
         case pandas.RangeIndex():
             return "range_index_", (value.start, value.stop, value.step, value.name)
         case pandas.MultiIndex():
             return "multi_index_", (list(value.levels), list(value.codes), list(value.names))
+        case pandas.DatetimeIndex() | pandas.TimedeltaIndex() if _named_frequency(value.freq):
+            return "index_", (_array(value.array), value.name, value.freqstr)
         case pandas.Index():
             return "index_", (_array(value.array), value.name)
         case pandas.Categorical():
@@ -217,6 +228,8 @@ def _pandas(value: object) -> Form | None:
             return "period_", (value.ordinal, value.freqstr)
         case pandas.Interval():
             return "interval_", (value.left, value.right, value.closed)
+        case pandas.tseries.offsets.BaseOffset() if type(value) is pandas.DateOffset:
+            return "date_offset_", (value.n, value.normalize, dict(value.kwds))
         case pandas.tseries.offsets.BaseOffset():
             return "offset_", (value.freqstr,)
     if value is pandas.NaT:
@@ -224,6 +237,19 @@ def _pandas(value: object) -> Form | None:
     if value is pandas.NA:
         return "missing_", ()
     return None
+
+
+def _attrs(value: Any) -> tuple[dict[str, Any], ...]:
+    return (dict(value.attrs),) if value.attrs else ()
+
+
+def _named_frequency(frequency: Any) -> bool:
+    """A frequency its name makes again (a business day with holidays has a name that drops them)."""
+    if frequency is None:
+        return False
+    from pandas.tseries.frequencies import to_offset
+
+    return bool(to_offset(frequency.freqstr) == frequency)
 
 
 def _array(values: Any) -> Any:
