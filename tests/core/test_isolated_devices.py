@@ -5,6 +5,8 @@ and every folder can still be listed."""
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +93,52 @@ def test_files_outside_the_devices_stay_readable(tmp_path: Path) -> None:
     seen = run_isolated("nh_eval", f"(open({str(tmp_path / 'data.csv')!r}).read(), open({sys.executable!r}, 'rb').read(4))")
     assert "a,b" in seen
     assert "ELF" in seen
+
+
+def _as_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a device node or a mount needs root")
+
+
+def test_a_device_node_outside_dev_cannot_be_read(tmp_path: Path) -> None:
+    # As a root-unpacked system tree (a chroot, a container's root) holds them: `dev/tty1` of its own is the console's.
+    _as_root()
+    node = tmp_path / "rootfs-dev-zero"
+    os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # the same device as /dev/zero
+    with open(node, "rb") as device:
+        assert device.read(4) == bytes(4)  # readable outside the walls
+    seen = run_isolated("nh_eval", f"open({str(node)!r}, 'rb').read(4)")
+    assert "PermissionError" in seen
+
+
+def test_the_users_terminals_mounted_outside_dev_cannot_be_read(terminal: tuple[int, str], tmp_path: Path) -> None:
+    # Chroot tools (schroot, pbuilder, mock) mount `/dev/pts` inside the tree they build.
+    _as_root()
+    other, path = terminal
+    mounted = tmp_path / "pts"
+    mounted.mkdir()
+    if subprocess.run(["mount", "--bind", "/dev/pts", str(mounted)], capture_output=True).returncode != 0:
+        pytest.skip("a bind mount cannot be made here")
+    try:
+        seen = run_isolated("nh_eval", f"open({str(mounted / Path(path).name)!r}, 'rb', buffering=0).read(100)")
+    finally:
+        subprocess.run(["umount", str(mounted)], check=True)
+    assert "hunter2" not in seen and "PermissionError" in seen
+    assert _still_waiting(other) == b"hunter2\n"
+
+
+def test_a_mount_hidden_under_another_leaves_the_walls_standing(tmp_path: Path) -> None:
+    # Its path now leads into the mount above it: neither the walls nor the model's code can reach it by that path.
+    _as_root()
+    lower = tmp_path / "a" / "b"
+    lower.mkdir(parents=True)
+    mounted = []
+    try:
+        for folder in (lower, tmp_path / "a"):
+            if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(folder)], capture_output=True).returncode != 0:
+                pytest.skip("a mount cannot be made here")
+            mounted.append(folder)
+        assert "[true,true]" in run_isolated("nh_eval", "[True, True]")
+    finally:
+        for folder in reversed(mounted):
+            subprocess.run(["umount", "-l", str(folder)], check=True)

@@ -5,7 +5,8 @@
 process (`_waves.py`; `_reaping.py` reaps what the kernel forked); the child enters a pid namespace with a bounded
 number of processes and offers itself first to the out-of-memory killer (`_tree.py`), makes the memory it shares
 with the kernel its own (`_shared_memory.py`), closes what it inherited, limits its resources, drops its
-capabilities (`_capabilities.py`) and walls itself with Landlock (`_landlock.py`) and a seccomp filter (`_seccomp.py`),
+capabilities (`_capabilities.py`), opens no device outside `/dev` (`_mounts.py`) and walls itself with Landlock
+(`_landlock.py`) and a seccomp filter (`_seccomp.py`),
 then evaluates every `nh_eval`, `nh_assign` and return expression of the step (`_child.py`). Requests and
 answers cross a socket pair (`_channel.py`), values crossing as calls of the kernel's own builders of data (`_values.py` reads them, `_builders.py`,
 `_python_values.py` and `_array_values.py` make them, `_value_forms.py` writes them), the temporary folder removed
@@ -36,7 +37,7 @@ def isolated(
 
     The child sees every live value (copy-on-write) and may read every file but devices (of `/dev`, only
     `null`, `zero`, `full`, `random`, `urandom` and `shm`: no terminal, keyboard or disk); it may change files only
-    beneath `writable` and a private temporary folder, opens no network socket unless `network`, cannot
+    beneath `writable` and a private temporary folder, opens no socket unless `network` (then any, local Unix ones too), cannot
     signal, trace or reach other processes, and has at most `memory_mb` MiB more address space, `cpu_seconds`
     of CPU time and `processes` processes at once (the kernel bounds no lower than 300), and writes no file past
     its first `file_mb` MiB (in `writable` too, an existing larger file included: a write beyond fails with

@@ -32,6 +32,7 @@ from ._capabilities import drop_capabilities
 from ._channel import ChannelClosed, read_message, send_message
 from ._descriptors import let_go_of_inherited
 from ._landlock import abi_version, restrict_files
+from ._mounts import devices_only_in_dev
 from ._output import ChildOutput
 from ._seccomp import install_filter
 from ._shared_memory import make_shared_memory_private
@@ -104,6 +105,7 @@ def _wall(channel: socket.socket, isolation: Isolation, temp_dir: str) -> ChildO
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if isolation.file_mb is not None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (isolation.file_mb * 2**20, isolation.file_mb * 2**20))
+    devices_only_in_dev()  # while it may still mount (Landlock walls `/dev` itself)
     drop_capabilities()  # a root kernel's worker is root too: what Landlock and seccomp do not cover goes with them
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
