@@ -4,6 +4,8 @@ and every folder can still be listed."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import stat
 import subprocess
@@ -142,3 +144,82 @@ def test_a_mount_hidden_under_another_leaves_the_walls_standing(tmp_path: Path) 
     finally:
         for folder in reversed(mounted):
             subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def _mount(*arguments: str) -> None:
+    if subprocess.run(["mount", *arguments], capture_output=True).returncode != 0:
+        pytest.skip("a mount cannot be made here")
+
+
+def test_the_users_terminals_mounted_in_dev_shm_cannot_be_read(terminal: tuple[int, str]) -> None:
+    # `/dev/shm` is readable, and a mount beneath `/dev` is a mount like any other.
+    _as_root()
+    other, path = terminal
+    mounted = Path("/dev/shm") / f"nighthawk-test-pts-{os.getpid()}"
+    mounted.mkdir()
+    try:
+        _mount("--bind", "/dev/pts", str(mounted))
+        try:
+            seen = run_isolated("nh_eval", f"open({str(mounted / Path(path).name)!r}, 'rb', buffering=0).read(100)")
+        finally:
+            subprocess.run(["umount", str(mounted)], check=True)
+    finally:
+        mounted.rmdir()
+    assert "hunter2" not in seen and "PermissionError" in seen
+    assert _still_waiting(other) == b"hunter2\n"
+
+
+def test_a_device_node_in_dev_shm_cannot_be_opened() -> None:
+    _as_root()
+    node = Path("/dev/shm") / f"nighthawk-test-zero-{os.getpid()}"
+    os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    try:
+        seen = run_isolated("nh_eval", f"open({str(node)!r}, 'rb').read(4)")
+    finally:
+        node.unlink()
+    assert "PermissionError" in seen
+
+
+@pytest.mark.parametrize("how", ["mounted over", "detached"])
+def test_a_working_folder_in_a_mount_no_path_reaches_opens_no_device(how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel entered the folder before its mount was hidden under another, or detached (`umount -l`).
+    _as_root()
+    (tmp_path / "tree").mkdir()
+    os.mknod(tmp_path / "tree" / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    # A mount of a whole top-level folder: Landlock's rule for it is on that folder, the mount's root, so the
+    # walls' reading reaches the node from a detached copy as well.
+    top = Path(*tmp_path.parts[:2])
+    _mount("--bind", str(top), str(mounted))
+    monkeypatch.chdir(mounted / tmp_path.relative_to(top) / "tree")
+    if how == "mounted over":
+        _mount("-t", "tmpfs", "tmpfs", str(mounted))
+    else:
+        subprocess.run(["umount", "-l", str(mounted)], check=True)
+    try:
+        seen = run_isolated("nh_eval", "open('zero', 'rb').read(4)")
+    finally:
+        if how == "mounted over":
+            for _ in range(2):  # the tmpfs, then the tree beneath it
+                subprocess.run(["umount", "-l", str(mounted)], check=True)
+    assert "b'\\x00" not in seen and "Error" in seen
+
+
+def test_where_a_containers_profile_refuses_mount_setattr_each_mount_is_remounted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_root()
+    from nighthawk.oversight.isolation import _mounts
+
+    real = _mounts._set_attr
+
+    def refused(path: str, flags: int, **attrs: int) -> int:  # in the forked worker, as a profile would answer
+        if flags & _mounts._AT_RECURSIVE:
+            ctypes.set_errno(errno.EPERM)
+            return -1
+        return real(path, flags, **attrs)
+
+    monkeypatch.setattr(_mounts, "_set_attr", refused)
+    node = tmp_path / "zero"
+    os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    assert '"value": 2' in run_isolated("nh_eval", "len(open('/dev/zero', 'rb').read(2))")
+    assert "PermissionError" in run_isolated("nh_eval", f"open({str(node)!r}, 'rb').read(4)")

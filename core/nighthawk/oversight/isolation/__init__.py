@@ -4,8 +4,8 @@
 (`_parent.py`, entered by the runner), alone or with the steps asking at the same moment through one wave
 process (`_waves.py`; `_reaping.py` reaps what the kernel forked); the child enters a pid namespace with a bounded
 number of processes and offers itself first to the out-of-memory killer (`_tree.py`), makes the memory it shares
-with the kernel its own (`_shared_memory.py`), closes what it inherited, limits its resources, drops its
-capabilities (`_capabilities.py`), opens no device outside `/dev` (`_mounts.py`) and walls itself with Landlock
+with the kernel its own (`_shared_memory.py`), closes what it inherited, limits its resources, opens no device
+but `/dev`'s (`_mounts.py`), drops its capabilities (`_capabilities.py`) and walls itself with Landlock
 (`_landlock.py`) and a seccomp filter (`_seccomp.py`),
 then evaluates every `nh_eval`, `nh_assign` and return expression of the step (`_child.py`). Requests and
 answers cross a socket pair (`_channel.py`), values crossing as calls of the kernel's own builders of data (`_values.py` reads them, `_builders.py`,

@@ -39,10 +39,11 @@ _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
-READABLE_DEVICES = ("null", "zero", "full", "random", "urandom", "shm")
-"""What of `/dev` the child may read: the devices a program reads for bytes, and POSIX shared memory. Not a
-terminal (another of the user's, where a password is typed), an input device (the keyboard, as root), a raw
-disk or the kernel's log."""
+READABLE_DEVICES = ("null", "zero", "full", "random", "urandom")
+"""The devices the child may read, in `/dev`: those a program reads for bytes. Not a terminal (another of the
+user's, where a password is typed), an input device (the keyboard, as root), a raw disk or the kernel's log."""
+_SHARED_MEMORY = "shm"
+"""POSIX shared memory's folder in `/dev`, readable too (no device opens there: `_mounts.py`)."""
 _DEVICES_FOLDER = "/dev"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -78,7 +79,7 @@ def _handled(abi: int) -> int:
 
 def restrict_files(writable: tuple[str, ...], *, private: str, network: bool, abi: int) -> None:
     """Bind this thread (and what it starts later) to reading every file but the devices not in
-    `READABLE_DEVICES`, and writing only beneath `writable`, the `private` temporary folder and `/dev/null`.
+    `READABLE_DEVICES` (and `/dev/shm`), and writing only beneath `writable`, the `private` temporary folder and `/dev/null`.
     Every folder can be listed. The `writable` folders are the resolved paths `isolated()` was given:
     one that now passes through a symbolic link is refused (an earlier step may have made one in a folder it
     could write, to aim this step's walls elsewhere).
@@ -112,7 +113,7 @@ def restrict_files(writable: tuple[str, ...], *, private: str, network: bool, ab
 
 def _allow_reading(ruleset: int) -> None:
     """Reading beneath every entry of `/` but `/dev` (listed now: a folder made since the kernel started is
-    there too), and of `/dev` only the `READABLE_DEVICES`. Landlock grants, never takes away, beneath a folder:
+    there too), and of `/dev` only the `READABLE_DEVICES` and shared memory. Landlock grants, never takes away, beneath a folder:
     so `/` itself gets listing alone. A link that leads into `/dev` (to a terminal), or where cannot be told,
     gets nothing."""
     _allow(ruleset, os.open("/", os.O_PATH | os.O_CLOEXEC), "/", _READ_DIR)
@@ -127,7 +128,7 @@ def _allow_reading(ruleset: int) -> None:
             os.close(fd)
             continue
         _allow(ruleset, fd, path, _READ_FILE)
-    for name in READABLE_DEVICES:
+    for name in (*READABLE_DEVICES, _SHARED_MEMORY):
         path = f"{_DEVICES_FOLDER}/{name}"
         try:
             fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)

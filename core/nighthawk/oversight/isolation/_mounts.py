@@ -1,11 +1,14 @@
-"""The isolated child's own view of the mounts: a device node opens only beneath `/dev`.
+"""The isolated child's own view of the mounts: the only device nodes that open are `/dev`'s.
 
 Landlock (`_landlock.py`) walls `/dev` but tells no file by its type, and a device can be reached elsewhere: a node
-in a tree root unpacked (a chroot's or a container's `dev/tty1` is the console's), or the user's terminals where a
-chroot tool mounted `/dev/pts` again. So the worker takes a mount namespace of its own, made private so that
-nothing it does there reaches the machine's, and marks every mount outside `/dev` `nodev` there: opening a device
-node on one fails with `EACCES`. The other flags of each mount are kept as they were (a mount copied into an
-ordinary user's namespace may not lose one). Before the seccomp filter, which refuses `mount` and `unshare`.
+in a tree root unpacked (a chroot's or a container's `dev/tty1` is the console's), in `/dev/shm`, or the user's
+terminals where a chroot tool mounted `/dev/pts` again. So the worker takes a mount namespace of its own, made
+private so that nothing it does there reaches the machine's, and marks every mount `nodev` there (opening a
+device node on one fails with `EACCES`) but `/dev` itself and the devices it reads (`READABLE_DEVICES`) where
+they are mounts of their own. One recursive `mount_setattr` reaches every mount, those hidden under another
+too; where a container's profile refuses it, each mount its path reaches is remounted instead. Then the
+working folder is entered again by its path, so that it is this namespace's (a mount detached or hidden since
+the kernel entered it keeps its devices). Before the seccomp filter, which refuses `mount` and `unshare`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import errno
 import os
 import re
 
+from ._landlock import READABLE_DEVICES
+
 __all__ = ["devices_only_in_dev"]
 
 _CLONE_NEWNS = 0x00020000
@@ -22,13 +27,20 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_NOSYMFOLLOW, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 256, 32, 4096, 16384, 1 << 18
 _KEPT = {"ro": _MS_RDONLY, "nosuid": _MS_NOSUID, "noexec": _MS_NOEXEC, "nosymfollow": _MS_NOSYMFOLLOW}
 """A mount's own flags a remount must repeat, or lose (its access times are kept when none is given)."""
+_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _AT_NO_AUTOMOUNT, _MOUNT_ATTR_NODEV = 442, -100, 0x8000, 0x800, 0x4
 _DEVICES = "/dev"
+_KEEPING_DEVICES = (_DEVICES, *(f"{_DEVICES}/{name}" for name in READABLE_DEVICES))
 _UNREACHABLE = (errno.EINVAL, errno.ENOENT, errno.ENOTDIR, errno.EACCES)
 """A mount its path no longer leads to (another mounted over a folder above it, its folder deleted) or that the
 worker may not reach: the model's code cannot reach it by that path either."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+_libc.syscall.restype = ctypes.c_long
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
 def devices_only_in_dev() -> None:
@@ -39,8 +51,34 @@ def devices_only_in_dev() -> None:
     """
     _call("unshare(CLONE_NEWNS)", _libc.unshare(_CLONE_NEWNS))
     _call("making the mounts private", _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None))
+    if not os.path.ismount(_DEVICES):  # `/dev` on the root's filesystem: a mount of its own keeps its devices alone
+        _call("mounting /dev on itself", _libc.mount(_DEVICES.encode(), _DEVICES.encode(), None, _MS_BIND, None))
+    keeping = [path for path in _KEEPING_DEVICES if not os.statvfs(path).f_flag & os.ST_NODEV]
+    if _set_attr("/", _AT_RECURSIVE, attr_set=_MOUNT_ATTR_NODEV) != 0:
+        if ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
+            _call("marking every mount nodev", -1)
+        _remount_each()
+    for path in keeping:  # a device's own mount (a container's `/dev/null`), or not a mount: nothing to do then
+        if _set_attr(path, 0, attr_clr=_MOUNT_ATTR_NODEV) != 0 and ctypes.get_errno() not in _UNREACHABLE:
+            _call(f"keeping the devices of {path}", -1)
+    try:
+        os.chdir(os.getcwd())
+    except OSError:  # a working folder no path leads to any more
+        os.chdir("/")
+
+
+def _set_attr(path: str, flags: int, *, attr_set: int = 0, attr_clr: int = 0) -> int:
+    attr = _MountAttr(attr_set=attr_set, attr_clr=attr_clr)
+    return int(_libc.syscall(
+        _MOUNT_SETATTR, ctypes.c_int(_AT_FDCWD), os.fsencode(path), ctypes.c_uint(flags | _AT_NO_AUTOMOUNT),
+        ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+    ))
+
+
+def _remount_each() -> None:
+    """Without `mount_setattr`: each mount its path reaches, remounted `nodev` with its own flags kept."""
     for point, options in _mounts():
-        if point == _DEVICES or point.startswith(_DEVICES + "/") or "nodev" in options:
+        if point in _KEEPING_DEVICES or "nodev" in options:
             continue
         flags = _MS_REMOUNT | _MS_BIND | _MS_NODEV
         for option in options:
