@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--sizes-mb", type=int, nargs="*", default=[100, 2048])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--map", type=int, default=0, dest="map_items")
-    parser.add_argument("--latency-s", type=float, nargs="*", default=[0.2], help="the scripted server's time a request")
+    parser.add_argument("--latency-s", type=float, nargs="+", default=[0.2], help="the scripted server's time a request")
     parser.add_argument("--unprivileged", action="store_true", help="as root: run the maps as the user nobody")
     arguments = parser.parse_args()
     if arguments.unprivileged and len(arguments.latency_s) > 1:

@@ -114,7 +114,7 @@ def test_an_ordinary_users_temporary_folder_is_removed_with_a_folder_it_cannot_l
 
 def test_an_ordinary_users_own_terminal_cannot_be_read(found: dict[str, Any]) -> None:
     read = found["terminal_read"]
-    assert "hunter2" not in str(read["step"])
+    assert read["step"] == {"result": "None"}  # the step ran; the model's read failed, so nothing was bound
     assert read["left"] == "hunter2\n"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ._builders import builder, check, integers, short_text
 from ._python_values import time_zone
 
-__all__ = ["EXTENSION_DTYPE"]
+__all__ = ["EXTENSION_DTYPE", "checked_frequency", "small_metadata"]
 
 
 # --- numpy -------------------------------------------------------------------------------------------------------
@@ -163,7 +163,33 @@ def index_(values: Any, name: object, frequency: str | None = None) -> Any:
         return pandas.Index(values, name=name, tupleize_cols=False, copy=False, **_its_dtype(values))
     check(values.dtype.kind in "mM", "a frequency on an index that is not of times")
     times = pandas.DatetimeIndex if values.dtype.kind == "M" else pandas.TimedeltaIndex
-    return times(values, name=name, freq=short_text(frequency, 32))  # pandas refuses times that do not follow it
+    # pandas checks the times against the frequency, and refuses times that do not follow it
+    return times(values, name=name, freq=checked_frequency(short_text(frequency, 32), len(values)))
+
+
+_FAST_FREQUENCIES = (
+    "Day", "Week", "MonthBegin", "MonthEnd", "QuarterBegin", "QuarterEnd", "YearBegin", "YearEnd", "BusinessDay",
+    "BusinessMonthBegin", "BusinessMonthEnd",
+)
+"""Frequencies pandas checks an index against in numpy's time (about 9 ms for 200,000 times); others, such as a
+week of the month, step through each time in Python (2 s for as many)."""
+_CHECKED_TIMES = 10_000
+"""The most times checked against a frequency pandas steps through (about 50 ms for the slowest)."""
+
+
+def checked_frequency(frequency: str, times: int) -> Any:
+    """The offset `frequency` names, if the kernel can check that many times against it quickly.
+
+    Raises:
+        UnsafeValueError: The offset would cost the kernel seconds to check.
+    """
+    from pandas.tseries.frequencies import to_offset
+    from pandas.tseries.offsets import Tick
+
+    offset = to_offset(frequency)
+    check(isinstance(offset, Tick) or type(offset).__name__ in _FAST_FREQUENCIES or times <= _CHECKED_TIMES,
+          f"a frequency ({frequency}) too slow to check against {times:,} times")
+    return offset
 
 
 def _its_dtype(values: Any) -> dict[str, Any]:
@@ -203,9 +229,34 @@ def series_(values: Any, index: Any, name: object, attrs: dict[str, Any] | None 
 
 def _with_attrs(made: Any, attrs: dict[str, Any] | None) -> Any:
     if attrs is not None:
-        check(type(attrs) is dict, "attrs that are not a mapping")
+        check(type(attrs) is dict and small_metadata(attrs), "attrs that are not small metadata")
         made.attrs = attrs
     return made
+
+
+_METADATA_ITEMS = 10_000
+
+
+def small_metadata(value: object) -> bool:
+    """Whether `value` is metadata, as `attrs` hold: texts, numbers, flags and `None`, in lists, tuples and dicts
+    of text keys, 10,000 items in all. pandas copies a frame's `attrs` deeply at almost every operation, so a
+    large value there (an array) would cost each one."""
+    budget = _METADATA_ITEMS
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        budget -= 1
+        if budget < 0:
+            return False
+        if type(item) in (list, tuple):
+            pending.extend(item)
+        elif type(item) is dict:
+            if not all(type(key) is str for key in item):
+                return False
+            pending.extend(item.values())
+        elif not (item is None or type(item) in (str, int, float, bool)) or (type(item) is str and len(item) > 100_000):
+            return False
+    return True
 
 
 @builder
@@ -270,7 +321,8 @@ def date_offset_(count: int, normalize: bool, keywords: dict[str, int]) -> Any:
     """A calendar offset of its own (`DateOffset(months=1)`), which has no name to cross by."""
     check(isinstance(keywords, dict) and isinstance(normalize, bool) and set(keywords) <= _OFFSET_KEYWORDS, "a date offset with a keyword it does not take")
     integers(count, *keywords.values())
-    check(all(abs(number) < 2**63 for number in (count, *keywords.values())), "a date offset beyond any calendar")
+    check(all(abs(number) < 2**63 for number in (count, *keywords.values())), "a date offset's count over 64 bits")
+    check(keywords.get("weekday", 0) in range(7), "a date offset's weekday beyond Sunday")
     return _pandas().DateOffset(count, normalize, **keywords)
 
 

@@ -13,7 +13,7 @@ import errno as errno_codes
 import os
 import stat
 
-__all__ = ["MINIMUM_ABI", "READABLE_DEVICES", "abi_version", "restrict_files"]
+__all__ = ["DEVICES_FOLDER", "MINIMUM_ABI", "READABLE_DEVICES", "abi_version", "restrict_files"]
 
 MINIMUM_ABI = 3
 
@@ -44,7 +44,7 @@ READABLE_DEVICES = ("null", "zero", "full", "random", "urandom")
 user's, where a password is typed), an input device (the keyboard, as root), a raw disk or the kernel's log."""
 _SHARED_MEMORY = "shm"
 """POSIX shared memory's folder in `/dev`, readable too (no device opens there: `_mounts.py`)."""
-_DEVICES_FOLDER = "/dev"
+DEVICES_FOLDER = "/dev"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -118,7 +118,7 @@ def _allow_reading(ruleset: int) -> None:
     gets nothing."""
     _allow(ruleset, os.open("/", os.O_PATH | os.O_CLOEXEC), "/", _READ_DIR)
     with os.scandir("/") as entries:
-        top = [(entry.path, entry.is_symlink()) for entry in entries if entry.path != _DEVICES_FOLDER]
+        top = [(entry.path, entry.is_symlink()) for entry in entries if entry.path != DEVICES_FOLDER]
     for path, link in top:
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -129,7 +129,7 @@ def _allow_reading(ruleset: int) -> None:
             continue
         _allow(ruleset, fd, path, _READ_FILE)
     for name in (*READABLE_DEVICES, _SHARED_MEMORY):
-        path = f"{_DEVICES_FOLDER}/{name}"
+        path = f"{DEVICES_FOLDER}/{name}"
         try:
             fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:  # not on this machine
@@ -141,7 +141,8 @@ def _allow_reading(ruleset: int) -> None:
 
 
 def _into_devices(reached: str) -> bool:
-    return not reached.startswith("/") or os.path.commonpath([reached, _DEVICES_FOLDER]) == _DEVICES_FOLDER
+    """Whether reading beneath `reached` would reach `/dev`: it is in it, or holds it (a link to `/`)."""
+    return not reached.startswith("/") or os.path.commonpath([reached, DEVICES_FOLDER]) in (reached, DEVICES_FOLDER)
 
 
 def _reached(fd: int) -> str:

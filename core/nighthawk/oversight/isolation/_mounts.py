@@ -6,9 +6,10 @@ terminals where a chroot tool mounted `/dev/pts` again. So the worker takes a mo
 private so that nothing it does there reaches the machine's, and marks every mount `nodev` there (opening a
 device node on one fails with `EACCES`) but `/dev` itself and the devices it reads (`READABLE_DEVICES`) where
 they are mounts of their own. One recursive `mount_setattr` reaches every mount, those hidden under another
-too; where a container's profile refuses it, each mount its path reaches is remounted instead. Then the
-working folder is entered again by its path, so that it is this namespace's (a mount detached or hidden since
-the kernel entered it keeps its devices). Before the seccomp filter, which refuses `mount` and `unshare`.
+too; where a container's profile refuses it, each mount its path reaches is remounted instead. A working
+folder in a mount none of that reached (detached since the kernel entered it, or hidden under another where
+each mount is remounted by its path) refuses the step: its devices would open. Before the seccomp filter, which
+refuses `mount` and `unshare`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import errno
 import os
 import re
 
-from ._landlock import READABLE_DEVICES
+from ._landlock import DEVICES_FOLDER, READABLE_DEVICES
 
 __all__ = ["devices_only_in_dev"]
 
@@ -28,8 +29,7 @@ _MS_NOSYMFOLLOW, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 256, 32, 4096, 16
 _KEPT = {"ro": _MS_RDONLY, "nosuid": _MS_NOSUID, "noexec": _MS_NOEXEC, "nosymfollow": _MS_NOSYMFOLLOW}
 """A mount's own flags a remount must repeat, or lose (its access times are kept when none is given)."""
 _MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _AT_NO_AUTOMOUNT, _MOUNT_ATTR_NODEV = 442, -100, 0x8000, 0x800, 0x4
-_DEVICES = "/dev"
-_KEEPING_DEVICES = (_DEVICES, *(f"{_DEVICES}/{name}" for name in READABLE_DEVICES))
+_KEEPING_DEVICES = (DEVICES_FOLDER, *(f"{DEVICES_FOLDER}/{name}" for name in READABLE_DEVICES))
 _UNREACHABLE = (errno.EINVAL, errno.ENOENT, errno.ENOTDIR, errno.EACCES)
 """A mount its path no longer leads to (another mounted over a folder above it, its folder deleted) or that the
 worker may not reach: the model's code cannot reach it by that path either."""
@@ -47,24 +47,53 @@ def devices_only_in_dev() -> None:
     """In the worker, single-threaded, before its capabilities go: no device node opens outside `/dev`.
 
     Raises:
-        OSError: The namespace or a remount cannot be made here (the message names the mount).
+        OSError: The namespace or a remount cannot be made here, or the working folder is out of its reach (the
+            message says which).
     """
     _call("unshare(CLONE_NEWNS)", _libc.unshare(_CLONE_NEWNS))
-    _call("making the mounts private", _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None))
-    if not os.path.ismount(_DEVICES):  # `/dev` on the root's filesystem: a mount of its own keeps its devices alone
-        _call("mounting /dev on itself", _libc.mount(_DEVICES.encode(), _DEVICES.encode(), None, _MS_BIND, None))
-    keeping = [path for path in _KEEPING_DEVICES if not os.statvfs(path).f_flag & os.ST_NODEV]
-    if _set_attr("/", _AT_RECURSIVE, attr_set=_MOUNT_ATTR_NODEV) != 0:
-        if ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
-            _call("marking every mount nodev", -1)
+    if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"making the mounts private failed: {os.strerror(number)}" + (
+            " (isolated steps need `/` to be a mount of its own, which a plain chroot's is not)" if number == errno.EINVAL else ""
+        ))
+    if os.path.isdir(DEVICES_FOLDER) and not os.path.ismount(DEVICES_FOLDER):
+        # `/dev` on the root's filesystem: a mount of its own (with what is mounted beneath it) keeps devices alone
+        _call("mounting /dev on itself", _libc.mount(DEVICES_FOLDER.encode(), DEVICES_FOLDER.encode(), None, _MS_BIND | _MS_REC, None))
+    keeping = [path for path in _KEEPING_DEVICES if _nodev(path) is False]
+    if _set_attr("/", _AT_RECURSIVE, attr_set=_MOUNT_ATTR_NODEV) == 0:
+        for path in keeping:  # a device's own mount (a container's `/dev/null`), or not a mount: nothing to do then
+            if _set_attr(path, 0, attr_clr=_MOUNT_ATTR_NODEV) != 0 and ctypes.get_errno() not in _UNREACHABLE:
+                _call(f"keeping the devices of {path}", -1)
+    elif ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):  # refused by a container's profile
         _remount_each()
-    for path in keeping:  # a device's own mount (a container's `/dev/null`), or not a mount: nothing to do then
-        if _set_attr(path, 0, attr_clr=_MOUNT_ATTR_NODEV) != 0 and ctypes.get_errno() not in _UNREACHABLE:
-            _call(f"keeping the devices of {path}", -1)
+    else:
+        _call("marking every mount nodev", -1)
+    _check_working_folder()
+
+
+def _nodev(path: str) -> bool | None:
+    """Whether the mount `path` is on opens no device; `None` when there is no `path`."""
     try:
-        os.chdir(os.getcwd())
-    except OSError:  # a working folder no path leads to any more
-        os.chdir("/")
+        return bool(os.statvfs(path).f_flag & os.ST_NODEV)
+    except FileNotFoundError:
+        return None
+
+
+def _check_working_folder() -> None:
+    """Refuse a working folder whose mount still opens devices outside `/dev`: the model's code would open them
+    by names relative to it."""
+    if _nodev(".") is not False:
+        return
+    try:
+        folder = os.getcwd()
+    except OSError:
+        folder = ""
+    if folder == DEVICES_FOLDER or folder.startswith(DEVICES_FOLDER + "/"):
+        return
+    raise OSError(
+        f"the working folder {folder or '(one no path leads to)'} is in a mount the walls cannot reach (hidden under "
+        "another or detached since the kernel entered it), where device nodes would open; change the working folder",
+    )
 
 
 def _set_attr(path: str, flags: int, *, attr_set: int = 0, attr_clr: int = 0) -> int:
@@ -76,7 +105,8 @@ def _set_attr(path: str, flags: int, *, attr_set: int = 0, attr_clr: int = 0) ->
 
 
 def _remount_each() -> None:
-    """Without `mount_setattr`: each mount its path reaches, remounted `nodev` with its own flags kept."""
+    """Without `mount_setattr`: each mount its path reaches, remounted `nodev` with its own flags kept (`/dev` and
+    the devices' own mounts left as they are)."""
     for point, options in _mounts():
         if point in _KEEPING_DEVICES or "nodev" in options:
             continue

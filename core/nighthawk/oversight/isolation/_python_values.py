@@ -66,14 +66,14 @@ def date_(text: str) -> datetime.date:
 
 @builder
 def time_(text: str, zone: str | None, fold: int = 0) -> datetime.time:
-    check(fold in (0, 1), "a fold that is neither 0 nor 1")
+    check(type(fold) is int and fold in (0, 1), "a fold that is neither 0 nor 1")
     value = datetime.time.fromisoformat(short_text(text))
     return value.replace(tzinfo=time_zone(zone) if zone is not None else None, fold=fold)
 
 
 @builder
 def datetime_(text: str, zone: str | None, fold: int = 0) -> datetime.datetime:
-    check(fold in (0, 1), "a fold that is neither 0 nor 1")
+    check(type(fold) is int and fold in (0, 1), "a fold that is neither 0 nor 1")
     value = datetime.datetime.fromisoformat(short_text(text))
     return value.replace(tzinfo=time_zone(zone) if zone is not None else None, fold=fold)
 

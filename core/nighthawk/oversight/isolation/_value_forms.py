@@ -20,8 +20,8 @@ import uuid
 from typing import Any
 
 from . import _values  # noqa: F401 - every builder registered
-from ._array_values import EXTENSION_DTYPE
-from ._builders import BUILDERS
+from ._array_values import EXTENSION_DTYPE, checked_frequency, small_metadata
+from ._builders import BUILDERS, UnsafeValueError
 from ._python_values import FACTORIES, PLAIN, user_class
 
 __all__ = ["dumps_value", "form"]
@@ -160,7 +160,8 @@ def _numpy(value: object) -> Form | None:
     if numpy is None:
         return None
     if isinstance(value, numpy.ma.MaskedArray):
-        return "masked_array_", (numpy.asarray(value.data), numpy.ma.getmaskarray(value), value.fill_value)
+        fill = () if value._fill_value is None else (value.fill_value,)  # a default one is the kernel's default too
+        return "masked_array_", (numpy.asarray(value.data), numpy.ma.getmaskarray(value), *fill)
     if isinstance(value, numpy.ndarray):
         value = numpy.asarray(value)  # a subclass (a matrix, a memory map) crosses as its data
         if value.dtype == object:
@@ -195,7 +196,7 @@ def _pandas(value: object) -> Form | None:
             return "range_index_", (value.start, value.stop, value.step, value.name)
         case pandas.MultiIndex():
             return "multi_index_", (list(value.levels), list(value.codes), list(value.names))
-        case pandas.DatetimeIndex() | pandas.TimedeltaIndex() if _named_frequency(value.freq):
+        case pandas.DatetimeIndex() | pandas.TimedeltaIndex() if _named_frequency(value.freq, len(value)):
             return "index_", (_array(value.array), value.name, value.freqstr)
         case pandas.Index():
             return "index_", (_array(value.array), value.name)
@@ -240,16 +241,19 @@ def _pandas(value: object) -> Form | None:
 
 
 def _attrs(value: Any) -> tuple[dict[str, Any], ...]:
-    return (dict(value.attrs),) if value.attrs else ()
+    """A frame's or a series' `attrs`, when they are metadata the kernel takes (else the value crosses without)."""
+    return (dict(value.attrs),) if value.attrs and small_metadata(dict(value.attrs)) else ()
 
 
-def _named_frequency(frequency: Any) -> bool:
-    """A frequency its name makes again (a business day with holidays has a name that drops them)."""
+def _named_frequency(frequency: Any, times: int) -> bool:
+    """A frequency its name makes again (a business day with holidays has a name that drops them; a `DateOffset`
+    of its own, none), that the kernel checks `times` against quickly: else the times cross without it."""
     if frequency is None:
         return False
-    from pandas.tseries.frequencies import to_offset
-
-    return bool(to_offset(frequency.freqstr) == frequency)
+    try:
+        return bool(checked_frequency(frequency.freqstr, times) == frequency)
+    except (ValueError, UnsafeValueError):
+        return False
 
 
 def _array(values: Any) -> Any:
