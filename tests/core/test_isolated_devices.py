@@ -236,3 +236,19 @@ def test_a_top_level_link_to_the_root_does_not_open_reading_of_dev() -> None:
     finally:
         link.unlink()
     assert "PermissionError" in seen
+
+
+def test_a_bind_mount_of_the_root_at_the_top_does_not_open_reading_of_dev() -> None:
+    # Landlock binds a rule to an inode: one for `/host` would be one for `/`, and so for `/dev` beneath it.
+    _as_root()
+    host = Path(f"/nighthawk-test-host-{os.getpid()}")
+    host.mkdir()
+    try:
+        _mount("--bind", "/", str(host))
+        try:
+            seen = run_isolated("nh_eval", "open('/dev/vcs', 'rb', buffering=0).read(16)")
+        finally:
+            subprocess.run(["umount", str(host)], check=True)
+    finally:
+        host.rmdir()
+    assert "PermissionError" in seen

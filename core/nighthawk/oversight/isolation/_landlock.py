@@ -117,6 +117,8 @@ def _allow_reading(ruleset: int) -> None:
     so `/` itself gets listing alone. A link that leads into `/dev` (to a terminal), or where cannot be told,
     gets nothing."""
     _allow(ruleset, os.open("/", os.O_PATH | os.O_CLOEXEC), "/", _READ_DIR)
+    # A rule binds an inode: one on the root's, reached again through a bind mount of `/`, would hold `/dev` too.
+    holding_devices = {_inode(os.stat(path)) for path in ("/", DEVICES_FOLDER)}
     with os.scandir("/") as entries:
         top = [(entry.path, entry.is_symlink()) for entry in entries if entry.path != DEVICES_FOLDER]
     for path, link in top:
@@ -124,7 +126,7 @@ def _allow_reading(ruleset: int) -> None:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:  # a link that leads nowhere
             continue
-        if link and _into_devices(_reached(fd)):
+        if (link and _into_devices(_reached(fd))) or _inode(os.fstat(fd)) in holding_devices:
             os.close(fd)
             continue
         _allow(ruleset, fd, path, _READ_FILE)
@@ -143,6 +145,10 @@ def _allow_reading(ruleset: int) -> None:
 def _into_devices(reached: str) -> bool:
     """Whether reading beneath `reached` would reach `/dev`: it is in it, or holds it (a link to `/`)."""
     return not reached.startswith("/") or os.path.commonpath([reached, DEVICES_FOLDER]) in (reached, DEVICES_FOLDER)
+
+
+def _inode(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
 
 
 def _reached(fd: int) -> str:
